@@ -1,0 +1,53 @@
+"""The `kgdb` command line (typer + rich)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from kgdb.cli.common import err_console, eval_app, runs_app
+from kgdb.config import load_settings
+from kgdb.errors import KgdbError
+
+app = typer.Typer(
+    name="kgdb",
+    help="Graph-database-backed retrieval for knowledge-graph question answering (Neo4j + PyTorch).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+@app.callback()
+def _global_options(
+    ctx: typer.Context,
+    uri: Optional[str] = typer.Option(None, "--uri", help="Bolt URI of Neo4j \\[env KGDB_NEO4J_URI]."),
+    user: Optional[str] = typer.Option(None, "--user", help="Neo4j user \\[env KGDB_NEO4J_USER]."),
+    password: Optional[str] = typer.Option(None, "--password", help="Neo4j password \\[env KGDB_NEO4J_PASSWORD]."),
+    database: Optional[str] = typer.Option(None, "--database", help="Neo4j database \\[env KGDB_NEO4J_DATABASE]."),
+) -> None:
+    ctx.obj = load_settings(neo4j_uri=uri, neo4j_user=user, neo4j_password=password, neo4j_database=database)
+
+
+def _register() -> None:
+    # Each module adds its commands to `app` (or to the shared eval/runs sub-apps).
+    from kgdb.cli import admin, ask, load, retrieval, train  # noqa: F401
+
+    app.add_typer(eval_app, name="eval")
+    app.add_typer(runs_app, name="runs")
+
+
+_register()
+
+
+def main() -> None:
+    try:
+        app()
+    except KgdbError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/]: loads can be resumed by running the same command again")
+        sys.exit(130)

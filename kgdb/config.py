@@ -1,0 +1,108 @@
+"""Typed settings: defaults < kgdb.toml < KGDB_* environment < command-line overrides."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from platformdirs import user_cache_dir, user_data_dir
+from pydantic import Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+
+
+def _toml_path() -> Path:
+    return Path(os.environ.get("KGDB_CONFIG", "kgdb.toml"))
+
+
+class Settings(BaseSettings):
+    """Everything kgdb can be told. Field `x` is read from env var `KGDB_X` or key `x` in kgdb.toml."""
+
+    model_config = SettingsConfigDict(env_prefix="KGDB_", extra="ignore")
+
+    neo4j_uri: str = "bolt://localhost:7687"
+    neo4j_user: str = "neo4j"
+    neo4j_password: SecretStr = SecretStr("kgdb-password")
+    neo4j_database: str = "neo4j"
+    # Where `kgdb neo4j install` assembles the local server (jars, conf, data, logs).
+    neo4j_home: Path = Field(default_factory=lambda: Path(user_data_dir("kgdb")) / "neo4j")
+    neo4j_bolt_port: int = 7687
+    neo4j_http_port: int = 7474
+    neo4j_listen_address: str = "127.0.0.1"
+    # None: sized from available memory at `install`/`start`.
+    neo4j_heap: str | None = None
+    neo4j_pagecache: str | None = None
+
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    embedding_batch_size: int = 256
+    # "auto" picks CUDA when present, else CPU.
+    device: str = "auto"
+
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout: float = 60.0
+    llm_max_retries: int = 3
+
+    cache_dir: Path = Field(default_factory=lambda: Path(user_cache_dir("kgdb")))
+    runs_dir: Path = Field(default_factory=lambda: Path("runs"))
+    checkpoints_dir: Path = Field(default_factory=lambda: Path("checkpoints"))
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml = _toml_path()
+        if toml.is_file():
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml))
+        return tuple(sources)
+
+    def with_overrides(self, **overrides: Any) -> "Settings":
+        """Copy with the given non-None values replaced (CLI flags such as --uri)."""
+        values = {k: v for k, v in overrides.items() if v is not None}
+        if "neo4j_password" in values and not isinstance(values["neo4j_password"], SecretStr):
+            values["neo4j_password"] = SecretStr(values["neo4j_password"])
+        return self.model_copy(update=values)
+
+    def masked(self) -> dict[str, Any]:
+        """Effective settings as plain JSON-able values, secrets masked."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = "********" if value.get_secret_value() else ""
+            elif isinstance(value, Path):
+                value = str(value)
+            out[name] = value
+        return out
+
+    def torch_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch  # local: the database layer must stay importable without torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    return Settings().with_overrides(**overrides)
+
+
+def dump_json(obj: Any, path: Path) -> None:
+    """Write JSON deterministically (sorted keys) next to checkpoints and results."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")

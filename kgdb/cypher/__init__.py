@@ -1,0 +1,123 @@
+"""Named Cypher queries and the thin layer that runs them.
+
+Every query kgdb sends lives in a `.cypher` file beside this module (sub-folders allowed,
+e.g. `browser/scored_subgraph`). Analysts paste the same files into Neo4j Browser after
+setting the parameters with `:param`. This package never imports torch.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator
+
+from neo4j import Driver, GraphDatabase, Session
+from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable
+
+from kgdb.config import Settings
+from kgdb.errors import DatabaseError, KgdbError
+
+QUERY_DIR = Path(__file__).parent
+_STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
+
+
+@lru_cache(maxsize=None)
+def query(name: str) -> str:
+    """Text of `kgdb/cypher/<name>.cypher`."""
+    path = QUERY_DIR / f"{name}.cypher"
+    if not path.is_file():
+        raise KgdbError(f"no query named {name!r} (expected {path})")
+    return path.read_text(encoding="utf-8")
+
+
+def statements(name: str) -> list[str]:
+    """The statements of a multi-statement file (each ends with `;` at the end of a line)."""
+    parts = _STATEMENT_END.split(query(name))
+    return [p.strip() for p in parts if _strip_comments(p).strip()]
+
+
+def _strip_comments(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+
+
+def quote_identifier(name: str) -> str:
+    """Backtick-quote a label or relationship type, doubling embedded backticks.
+
+    Only for places Cypher cannot take a parameter (e.g. a relationship type in a pattern
+    that must use an index); prefer `$(param)` dynamic types or parameters everywhere else.
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
+class Graph:
+    """A connection to one Neo4j database that runs named queries."""
+
+    def __init__(self, settings: Settings, driver: Driver | None = None):
+        self.settings = settings
+        self.database = settings.neo4j_database
+        self.driver = driver or GraphDatabase.driver(
+            settings.neo4j_uri,
+            auth=(settings.neo4j_user, settings.neo4j_password.get_secret_value()),
+        )
+
+    @classmethod
+    def connect(cls, settings: Settings) -> "Graph":
+        """Open and verify a connection, turning driver failures into one clear line."""
+        graph = cls(settings)
+        try:
+            graph.driver.verify_connectivity()
+        except AuthError as exc:
+            graph.close()
+            raise DatabaseError(
+                f"Neo4j at {settings.neo4j_uri} refused user {settings.neo4j_user!r}: wrong password? "
+                "Set KGDB_NEO4J_PASSWORD or pass --password."
+            ) from exc
+        except (ServiceUnavailable, OSError, ValueError) as exc:
+            graph.close()
+            raise DatabaseError(
+                f"cannot reach Neo4j at {settings.neo4j_uri}: start it with `kgdb neo4j start` "
+                "or point KGDB_NEO4J_URI at a running server."
+            ) from exc
+        return graph
+
+    def close(self) -> None:
+        self.driver.close()
+
+    def __enter__(self) -> "Graph":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def session(self) -> Session:
+        return self.driver.session(database=self.database)
+
+    def run(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        """Run the named query in an auto-routed transaction and return its rows as dicts."""
+        return self.run_text(query(name), _name=name, **params)
+
+    def run_text(self, text: str, _name: str = "inline", **params: Any) -> list[dict[str, Any]]:
+        try:
+            result = self.driver.execute_query(text, parameters_=params, database_=self.database)
+        except ClientError as exc:
+            raise DatabaseError(f"query {_name!r} failed: {exc.message}") from exc
+        except ServiceUnavailable as exc:
+            raise DatabaseError(f"lost the connection to Neo4j at {self.settings.neo4j_uri}") from exc
+        return [record.data() for record in result.records]
+
+    def single(self, name: str, **params: Any) -> dict[str, Any] | None:
+        rows = self.run(name, **params)
+        return rows[0] if rows else None
+
+    def run_auto(self, text: str, **params: Any) -> list[dict[str, Any]]:
+        """Run in an auto-commit transaction (needed for `CALL { } IN TRANSACTIONS`)."""
+        with self.session() as session:
+            try:
+                return [r.data() for r in session.run(text, params)]
+            except Neo4jError as exc:
+                raise DatabaseError(f"query failed: {exc.message}") from exc
+
+    def iter_batches(self, rows: list[Any], size: int) -> Iterator[list[Any]]:
+        for start in range(0, len(rows), size):
+            yield rows[start : start + size]

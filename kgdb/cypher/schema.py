@@ -1,0 +1,26 @@
+"""Creates kgdb's constraints and indexes (idempotent) and guards the embedding dimension."""
+
+from __future__ import annotations
+
+from kgdb.cypher import Graph, statements
+from kgdb.errors import KgdbError
+
+
+def init_schema(graph: Graph, model: str, dim: int) -> list[str]:
+    """Create every constraint and index; refuse a model whose dimension differs from the stored one."""
+    row = graph.single("schema_meta", model=model, dim=dim)
+    if row and row["dim"] != dim:
+        raise KgdbError(
+            f"the graph was embedded with {row['model']!r} (dimension {row['dim']}), but the configured "
+            f"model {model!r} has dimension {dim}: use the same KGDB_EMBEDDING_MODEL or load into an empty database"
+        )
+    done = []
+    for text in statements("schema"):
+        graph.run_text(text, _name="schema", dim=dim)
+        done.append(text.split("IF NOT EXISTS")[0].strip().splitlines()[-1])
+    graph.run_text("CALL db.awaitIndexes(300)", _name="await_indexes")
+    return done
+
+
+def counts(graph: Graph) -> dict[str, int]:
+    return graph.single("counts") or {}

@@ -1,0 +1,21 @@
+"""User-facing errors: the CLI prints their message as one line, without a traceback."""
+
+
+class KgdbError(Exception):
+    """An error whose message tells the user what went wrong and how to fix it."""
+
+
+class InputError(KgdbError):
+    """Bad input: names the file and line (or the parameter) at fault."""
+
+    def __init__(self, message: str, *, path: object | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class DatabaseError(KgdbError):
+    """Neo4j is unreachable, refuses the credentials, or rejects a query."""

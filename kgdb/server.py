@@ -1,0 +1,317 @@
+"""A real Neo4j 5.26 community server assembled from Maven Central, run without Docker.
+
+`install` resolves the server, Bolt, admin tool and Neo4j Browser jars with Maven into
+`<home>/lib`, writes `<home>/conf/neo4j.conf` and sets the initial password. `start` runs one
+JVM (`org.neo4j.server.CommunityEntryPoint`) in its own process session, so it outlives the
+command, and waits until Bolt answers. This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from kgdb.errors import KgdbError
+
+NEO4J_VERSION = "5.26.30"
+BROWSER_VERSION = "5.24.0"
+ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
+ADMIN_TOOL = "org.neo4j.cli.AdminTool"
+
+_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kgdb.local</groupId><artifactId>neo4j-runtime</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.neo4j</groupId><artifactId>neo4j</artifactId><version>{neo4j}</version></dependency>
+    <dependency><groupId>org.neo4j.app</groupId><artifactId>neo4j-server</artifactId><version>{neo4j}</version></dependency>
+    <dependency><groupId>org.neo4j</groupId><artifactId>neo4j-command-line</artifactId><version>{neo4j}</version></dependency>
+    <dependency><groupId>org.neo4j</groupId><artifactId>neo4j-import-tool</artifactId><version>{neo4j}</version></dependency>
+    <dependency><groupId>org.neo4j.client</groupId><artifactId>neo4j-browser</artifactId><version>{browser}</version></dependency>
+  </dependencies>
+</project>
+"""
+
+# The flags the official launcher passes to the server JVM; --add-opens are required on 17+.
+_JVM_FLAGS = [
+    "-XX:+UseG1GC",
+    "-XX:-OmitStackTraceInFastThrow",
+    "-XX:+UnlockExperimentalVMOptions",
+    "-XX:+TrustFinalNonStaticFields",
+    "-XX:+DisableExplicitGC",
+    "-Djdk.nio.maxCachedBufferSize=1024",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-Dlog4j2.disable.jmx=true",
+    "-Dfile.encoding=UTF-8",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+]
+
+
+def default_memory() -> tuple[str, str]:
+    """Heap and page cache: a quarter of available memory each, between 512 MiB and 4 GiB."""
+    avail_mib = psutil.virtual_memory().available // (1024 * 1024)
+    quarter = max(512, min(4096, avail_mib // 4))
+    return f"{quarter}m", f"{quarter}m"
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def require_tool(name: str, fix: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise KgdbError(f"`{name}` not found on PATH: {fix}")
+    return path
+
+
+@dataclass
+class LocalServer:
+    """One Neo4j home folder: jars, configuration, data and logs."""
+
+    home: Path
+    password: str
+    bolt_port: int = 7687
+    http_port: int = 7474
+    listen_address: str = "127.0.0.1"
+    heap: str | None = None
+    pagecache: str | None = None
+    # Jars may be shared between homes (tests start throw-away servers on the same jars).
+    lib_dir: Path | None = None
+    extra_conf: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def lib(self) -> Path:
+        return self.lib_dir or self.home / "lib"
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.home / "conf"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / "run" / "kgdb-neo4j.pid"
+
+    @property
+    def console_log(self) -> Path:
+        return self.home / "logs" / "console.log"
+
+    @property
+    def bolt_uri(self) -> str:
+        return f"bolt://{self._client_host()}:{self.bolt_port}"
+
+    @property
+    def browser_url(self) -> str:
+        return f"http://{self._client_host()}:{self.http_port}/browser/"
+
+    def _client_host(self) -> str:
+        return "localhost" if self.listen_address in ("127.0.0.1", "0.0.0.0") else self.listen_address
+
+    # -- install -------------------------------------------------------------------------
+    def jars_installed(self) -> bool:
+        marker = self.lib / ".kgdb-complete"
+        return marker.is_file() and marker.read_text().strip() == f"{NEO4J_VERSION} {BROWSER_VERSION}"
+
+    def install_jars(self, log=print) -> None:
+        """Resolve the jars with Maven (reusing ~/.m2), unless this version is already there."""
+        if self.jars_installed():
+            log(f"Neo4j {NEO4J_VERSION} jars already in {self.lib}")
+            return
+        mvn = require_tool("mvn", "install Maven (Debian: `apt-get install maven`)")
+        require_tool("java", "install Java 17 or 21 (Debian: `apt-get install openjdk-17-jre-headless`)")
+        build = self.home / "maven"
+        build.mkdir(parents=True, exist_ok=True)
+        (build / "pom.xml").write_text(_POM.format(neo4j=NEO4J_VERSION, browser=BROWSER_VERSION))
+        staging = self.lib.with_name(self.lib.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        log(f"Resolving Neo4j {NEO4J_VERSION} + Browser {BROWSER_VERSION} from Maven Central ...")
+        proc = subprocess.run(
+            [mvn, "-B", "-q", "dependency:copy-dependencies", f"-DoutputDirectory={staging}",
+             "-DincludeScope=runtime"],
+            cwd=build, capture_output=True, text=True,
+        )
+        if proc.returncode != 0:
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
+            raise KgdbError("Maven could not resolve the Neo4j jars:\n" + "\n".join(tail))
+        # Swap in atomically so an interrupted install never leaves a half-filled lib.
+        shutil.rmtree(self.lib, ignore_errors=True)
+        staging.rename(self.lib)
+        (self.lib / ".kgdb-complete").write_text(f"{NEO4J_VERSION} {BROWSER_VERSION}\n")
+        log(f"Installed {sum(1 for _ in self.lib.glob('*.jar'))} jars into {self.lib}")
+
+    def write_conf(self) -> Path:
+        heap, pagecache = default_memory()
+        conf = {
+            "server.default_listen_address": self.listen_address,
+            "server.bolt.enabled": "true",
+            "server.bolt.listen_address": f":{self.bolt_port}",
+            "server.http.enabled": "true",
+            "server.http.listen_address": f":{self.http_port}",
+            "server.https.enabled": "false",
+            "dbms.security.auth_enabled": "true",
+            "server.directories.data": "data",
+            "server.directories.logs": "logs",
+            "server.directories.plugins": "plugins",
+            "server.directories.import": "import",
+            "server.directories.run": "run",
+            "server.directories.lib": str(self.lib),
+            "server.memory.heap.initial_size": "512m",
+            "server.memory.heap.max_size": self.heap or heap,
+            "server.memory.pagecache.size": self.pagecache or pagecache,
+            "db.transaction.timeout": "0",
+            "dbms.usage_report.enabled": "false",
+        }
+        conf.update(self.extra_conf)
+        for sub in ("conf", "data", "logs", "plugins", "import", "run"):
+            (self.home / sub).mkdir(parents=True, exist_ok=True)
+        path = self.conf_dir / "neo4j.conf"
+        path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+        return path
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, "NEO4J_HOME": str(self.home), "NEO4J_CONF": str(self.conf_dir)}
+
+    def admin(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Run neo4j-admin in-process (AdminTool), e.g. `database import full ...`."""
+        java = require_tool("java", "install Java 17 or 21")
+        proc = subprocess.run(
+            [java, "-Xmx1g", "-cp", f"{self.lib}/*", ADMIN_TOOL, *args],
+            cwd=self.home, env=self._env(), capture_output=True, text=True,
+        )
+        if check and proc.returncode != 0:
+            raise KgdbError(f"neo4j-admin {' '.join(args[:3])} failed:\n{(proc.stdout + proc.stderr).strip()[-2000:]}")
+        return proc
+
+    def password_set(self) -> bool:
+        return (self.home / "data" / "dbms" / "auth.ini").exists() or (
+            self.home / "data" / "databases" / "system"
+        ).exists()
+
+    def install(self, log=print) -> None:
+        self.install_jars(log)
+        conf = self.write_conf()
+        log(f"Wrote {conf}")
+        if not self.password_set():
+            self.admin("dbms", "set-initial-password", self.password)
+            log("Set the initial password for user 'neo4j'")
+
+    # -- run -----------------------------------------------------------------------------
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            proc = psutil.Process(pid)
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and ENTRY_POINT in " ".join(proc.cmdline()):
+                return pid
+        except psutil.Error:
+            pass
+        return None
+
+    def running(self) -> bool:
+        return self.pid() is not None
+
+    def start(self, log=print, timeout: float = 180.0) -> bool:
+        """Start in the background; returns False when it was already running."""
+        if self.running():
+            log(f"Neo4j is already running (pid {self.pid()}), Bolt {self.bolt_uri}")
+            return False
+        if not self.jars_installed():
+            raise KgdbError(f"Neo4j is not installed in {self.home}: run `kgdb neo4j install` first")
+        for port, what in ((self.bolt_port, "Bolt"), (self.http_port, "HTTP")):
+            if port_in_use(port):
+                raise KgdbError(
+                    f"port {port} ({what}) is already in use by another program: stop it, or choose "
+                    f"another port with KGDB_NEO4J_{what.upper()}_PORT / --{what.lower()}-port"
+                )
+        self.write_conf()
+        if not self.password_set():
+            self.admin("dbms", "set-initial-password", self.password)
+        java = require_tool("java", "install Java 17 or 21")
+        heap = self.heap or default_memory()[0]
+        cmd = [
+            java, "-cp", f"{self.home}/plugins/*:{self.conf_dir}/*:{self.lib}/*",
+            "-Xms512m", f"-Xmx{heap}", *_JVM_FLAGS, ENTRY_POINT,
+            f"--home-dir={self.home}", f"--config-dir={self.conf_dir}", "--console-mode",
+        ]
+        self.console_log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.console_log, "ab") as out:
+            proc = subprocess.Popen(
+                cmd, cwd=self.home, env=self._env(), stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        self.pid_file.write_text(f"{proc.pid}\n")
+        log(f"Starting Neo4j {NEO4J_VERSION} (pid {proc.pid}) ...")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise KgdbError(f"Neo4j exited during start-up (code {proc.returncode}); see {self.console_log}")
+            if self.http_ready():
+                log(f"Neo4j is up: Bolt {self.bolt_uri}, Browser {self.browser_url}")
+                return True
+            time.sleep(0.5)
+        raise KgdbError(f"Neo4j did not answer within {timeout:.0f} s; see {self.console_log}")
+
+    def http_ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/", timeout=1) as resp:
+                return resp.status == 200 and port_in_use(self.bolt_port)
+        except OSError:
+            return False
+
+    def stop(self, log=print, timeout: float = 60.0) -> bool:
+        pid = self.pid()
+        if pid is None:
+            log("Neo4j is not running")
+            return False
+        os.kill(pid, signal.SIGTERM)
+        try:
+            psutil.Process(pid).wait(timeout=timeout)
+        except psutil.TimeoutExpired:
+            os.kill(pid, signal.SIGKILL)
+            psutil.Process(pid).wait(timeout=10)
+        except psutil.NoSuchProcess:
+            pass
+        self.pid_file.unlink(missing_ok=True)
+        log(f"Stopped Neo4j (pid {pid})")
+        return True
+
+    def log_tail(self, lines: int = 50) -> str:
+        for path in (self.home / "logs" / "neo4j.log", self.console_log):
+            if path.is_file():
+                return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+
+def server_from_settings(settings) -> LocalServer:
+    return LocalServer(
+        home=Path(settings.neo4j_home).expanduser(),
+        password=settings.neo4j_password.get_secret_value(),
+        bolt_port=settings.neo4j_bolt_port,
+        http_port=settings.neo4j_http_port,
+        listen_address=settings.neo4j_listen_address,
+        heap=settings.neo4j_heap,
+        pagecache=settings.neo4j_pagecache,
+    )
+
