@@ -59,6 +59,8 @@ class Graph:
         self.driver = driver or GraphDatabase.driver(
             settings.neo4j_uri,
             auth=(settings.neo4j_user, settings.neo4j_password.get_secret_value()),
+            # Planner hints such as "label CVT does not exist yet" are noise for users.
+            notifications_min_severity="OFF",
         )
 
     @classmethod

@@ -6,9 +6,12 @@ from kgdb.cypher import Graph, statements
 from kgdb.errors import KgdbError
 
 
-def init_schema(graph: Graph, model: str, dim: int) -> list[str]:
-    """Create every constraint and index; refuse a model whose dimension differs from the stored one."""
-    row = graph.single("schema_meta", model=model, dim=dim)
+def init_schema(graph: Graph, model: str | None, dim: int | None) -> list[str]:
+    """Create every constraint and index; refuse a model whose dimension differs from the stored one.
+
+    Without a model (`dim=None`) the vector indexes are left for the first load that embeds.
+    """
+    row = graph.single("schema_meta", model=model, dim=dim) if dim is not None else None
     if row and row["dim"] != dim:
         raise KgdbError(
             f"the graph was embedded with {row['model']!r} (dimension {row['dim']}), but the configured "
@@ -16,6 +19,8 @@ def init_schema(graph: Graph, model: str, dim: int) -> list[str]:
         )
     done = []
     for text in statements("schema"):
+        if dim is None and "VECTOR INDEX" in text:
+            continue
         graph.run_text(text, _name="schema", dim=dim)
         done.append(text.split("IF NOT EXISTS")[0].strip().splitlines()[-1])
     graph.run_text("CALL db.awaitIndexes(300)", _name="await_indexes")

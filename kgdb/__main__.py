@@ -1,0 +1,3 @@
+from kgdb.cli import main
+
+main()

@@ -1,0 +1,4 @@
+// Store Relation embeddings as float vectors. Parameters: $rows = [{idx: 0, embedding: [0.1, ...]}, ...]
+UNWIND $rows AS row
+MATCH (n:Relation {idx: row.idx})
+CALL db.create.setNodeVectorProperty(n, 'embedding', row.embedding);

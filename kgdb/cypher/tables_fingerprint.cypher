@@ -1,0 +1,9 @@
+// What identifies the embedding tables of a graph: sizes, largest idx, the embedding model and the
+// time the schema was first created (differs between databases that happen to have equal counts).
+CALL () { MATCH (e:Entity) RETURN count(e) AS entities, max(e.idx) AS max_entity_idx }
+CALL () { MATCH (e:Entity) WHERE e.embedding IS NOT NULL RETURN count(e) AS entity_embeddings }
+CALL () { MATCH (r:Relation) RETURN count(r) AS relations, max(r.idx) AS max_relation_idx }
+CALL () { MATCH (r:Relation) WHERE r.embedding IS NOT NULL RETURN count(r) AS relation_embeddings }
+OPTIONAL MATCH (m:KgdbMeta {key: 'schema'})
+RETURN entities, max_entity_idx, entity_embeddings, relations, max_relation_idx, relation_embeddings,
+       m.embedding_model AS model, m.embedding_dim AS dim, toString(m.created) AS created;

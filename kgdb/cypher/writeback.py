@@ -1,0 +1,114 @@
+"""Score write-back: the top-K triples of one question as a retrieval run in the graph.
+
+Shape: `(:Retrieval {run, qid, question, retriever, k, created})-[:TOPIC]->(:Entity)` and, per kept
+triple, `(h)-[:SCORED {run, rel, score, rank}]->(t)` parallel to the original relationship. The run
+id keys everything (SCORED.run is indexed), so runs of different questions and retrievers coexist.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+from kgdb.cypher import Graph
+from kgdb.errors import KgdbError
+from kgdb.subgraph import Subgraph
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
+
+
+def new_run_id(retriever: str, qid: str | None) -> str:
+    """`<retriever>-<qid>-<8 hex>`: readable in Browser, unique across concurrent writers."""
+    parts = [_UNSAFE.sub("_", retriever), _UNSAFE.sub("_", qid or "q"), uuid.uuid4().hex[:8]]
+    return "-".join(parts)
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k highest scores, best first; ties keep triple order (stable, deterministic)."""
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    return order[: max(0, k)]
+
+
+def write_scores(
+    graph: Graph,
+    sg: Subgraph,
+    scores: np.ndarray,
+    retriever: str,
+    k: int,
+    run: str | None = None,
+) -> str:
+    """Write the top-`k` triples of `sg` by `scores` as run `run` (new id if None); returns the run id.
+
+    One statement per question: it (re)creates the Retrieval node, its TOPIC links and the SCORED
+    edges (ranks 1..k). Writing an existing run id replaces that run.
+    """
+    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if scores.shape[0] != sg.num_triples:
+        raise KgdbError(f"got {scores.shape[0]} scores for a subgraph of {sg.num_triples} triples")
+    if k < 1:
+        raise KgdbError(f"k must be positive, got {k}")
+    run = run or new_run_id(retriever, sg.qid)
+    keep = top_k(scores, k)
+    ids = np.asarray(sg.entity_ids, dtype=object)
+    rows = [
+        {"eid": sg.edge_ids[i], "h": h, "rel": sg.relation_names[i], "t": t, "score": float(scores[i]), "rank": rank}
+        for rank, (i, h, t) in enumerate(zip(keep.tolist(), ids[sg.head[keep]], ids[sg.tail[keep]]), start=1)
+    ]
+    row = graph.single(
+        "write_scores",
+        run=run,
+        qid=sg.qid,
+        question=sg.question,
+        retriever=retriever,
+        k=int(k),
+        topics=[sg.entity_ids[i] for i in sg.topic.tolist()],
+        rows=rows,
+    )
+    if row is None or row["written"] != len(rows):
+        written = 0 if row is None else row["written"]
+        raise KgdbError(
+            f"run {run}: wrote {written} of {len(rows)} scored triples; the subgraph is stale "
+            "(the graph changed since it was fetched): fetch it again"
+        )
+    return run
+
+
+@dataclass
+class RunSummary:
+    run: str
+    qid: str | None
+    retriever: str | None
+    k: int | None
+    created: str | None
+    question: str | None
+    triples: int
+
+
+def list_runs(graph: Graph, qid: str | None = None, limit: int = 50) -> list[RunSummary]:
+    return [RunSummary(**row) for row in graph.run("runs_list", qid=qid, limit=limit)]
+
+
+def show_run(graph: Graph, run: str) -> dict:
+    row = graph.single("runs_show", run=run)
+    if row is None:
+        raise KgdbError(f"no retrieval run {run!r} (see `kgdb runs list`)")
+    return row
+
+
+def prune_runs(
+    graph: Graph,
+    runs: list[str] | None = None,
+    retriever: str | None = None,
+    qid: str | None = None,
+    before: str | None = None,
+) -> tuple[int, int]:
+    """Delete the given runs, or those matching the filters; returns (runs, scored edges) deleted."""
+    if runs is None:
+        runs = [r["run"] for r in graph.run("runs_older_than", retriever=retriever, qid=qid, before=before)]
+    if not runs:
+        return 0, 0
+    row = graph.single("runs_prune", runs=runs) or {"runs": 0, "edges": 0}
+    return int(row["runs"]), int(row["edges"] or 0)

@@ -1,0 +1,108 @@
+"""The retriever interface: a featurised subgraph in, one score per triple out.
+
+Models are plain `nn.Module`s and never touch the database: `kgdb.models.features` turns a
+`kgdb.subgraph.Subgraph` (numpy, from Neo4j) into `SubgraphTensors` on the model's device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+
+@dataclass
+class TensorTables:
+    """The graph-wide embedding tables as tensors on one device (rows = Entity.idx / Relation.idx).
+
+    CVT rows of `entity` are zeros; models substitute their own vector for them.
+    """
+
+    entity: Tensor  # float32 [N, d]
+    relation: Tensor  # float32 [R, d]
+    fingerprint: str = ""
+
+    @classmethod
+    def from_numpy(cls, entity: np.ndarray, relation: np.ndarray, fingerprint: str = "", device: str = "cpu"):
+        return cls(
+            torch.from_numpy(np.ascontiguousarray(entity, dtype=np.float32)).to(device),
+            torch.from_numpy(np.ascontiguousarray(relation, dtype=np.float32)).to(device),
+            fingerprint,
+        )
+
+    @property
+    def dim(self) -> int:
+        return int(self.entity.shape[1])
+
+    @property
+    def device(self) -> torch.device:
+        return self.entity.device
+
+
+@dataclass
+class SubgraphTensors:
+    """One question's candidate triples as tensors.
+
+    Local nodes 0..n-1 index `entity_idx` (rows of `tables.entity`); triple i is
+    (head[i], relation[i], tail[i]) with head/tail local and relation a row of `tables.relation`.
+    """
+
+    head: Tensor  # int64 [m]
+    relation: Tensor  # int64 [m]
+    tail: Tensor  # int64 [m]
+    entity_idx: Tensor  # int64 [n]
+    topic_mask: Tensor  # bool [n]
+    cvt_mask: Tensor  # bool [n]
+    question: Tensor  # float32 [d], unit norm
+    tables: TensorTables
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.entity_idx.shape[0])
+
+    @property
+    def num_triples(self) -> int:
+        return int(self.head.shape[0])
+
+    @property
+    def edge_index(self) -> Tensor:
+        """[2, m] head -> tail, the PyG convention."""
+        return torch.stack([self.head, self.tail])
+
+    def entity_embedding(self) -> Tensor:
+        """[n, d] text embeddings of the local nodes (zeros for CVT nodes)."""
+        return self.tables.entity.index_select(0, self.entity_idx)
+
+    def relation_embedding(self) -> Tensor:
+        """[m, d] text embedding of each triple's relation."""
+        return self.tables.relation.index_select(0, self.relation)
+
+
+class Retriever(nn.Module):
+    """Scores every candidate triple of a subgraph; higher = more relevant.
+
+    Subclasses set `name`, implement `forward(x) -> Tensor[m]` and `config()`; `prepare(tables)`
+    may precompute per-table caches for inference (called again whenever the tables change).
+    """
+
+    name: ClassVar[str] = ""
+    trainable: ClassVar[bool] = False
+
+    def forward(self, x: SubgraphTensors) -> Tensor:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def prepare(self, tables: TensorTables) -> None:
+        """Optional inference cache over the whole tables; the default needs none."""
+
+    def config(self) -> dict[str, Any]:
+        return {"retriever": self.name}
+
+    @torch.no_grad()
+    def score(self, x: SubgraphTensors) -> Tensor:
+        """Inference scores (eval mode, no autograd)."""
+        if self.training:
+            self.eval()
+        return self(x)

@@ -1,0 +1,117 @@
+"""Checkpoints: `<checkpoints_dir>/<name>/model.safetensors` + `config.json`, loadable by name.
+
+`config.json` holds the model config, embedding model and dimension, the graph fingerprint of the
+tables it was trained on, the training settings and the metrics; evaluation results are written
+next to it (`eval-<dataset>-<split>-<retriever>.json`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from safetensors.torch import load_file, save_file
+
+from kgdb.config import dump_json
+from kgdb.errors import KgdbError
+from kgdb.models.base import Retriever
+from kgdb.models.cosine import CosineRetriever
+from kgdb.models.subgraphrag import SubgraphRAG, SubgraphRAGConfig
+
+RETRIEVERS = ("cosine", "subgraphrag")
+WEIGHTS = "model.safetensors"
+CONFIG = "config.json"
+
+
+@dataclass
+class Checkpoint:
+    path: Path
+    config: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def build_model(config: dict[str, Any]) -> Retriever:
+    kind = config.get("retriever")
+    if kind == "subgraphrag":
+        return SubgraphRAG(SubgraphRAGConfig(**config["model"]))
+    if kind == "cosine":
+        return CosineRetriever()
+    raise KgdbError(f"unknown retriever {kind!r}; known: {', '.join(RETRIEVERS)}")
+
+
+def save_checkpoint(model: Retriever, directory: Path, config: dict[str, Any]) -> Path:
+    """Write weights and config; `config` gets `retriever`, `model` and `created` filled in."""
+    directory.mkdir(parents=True, exist_ok=True)
+    full = {**config, "retriever": model.name, "model": {k: v for k, v in model.config().items() if k != "retriever"}}
+    full.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    save_file(tensors, str(directory / WEIGHTS), metadata={"retriever": model.name})
+    dump_json(full, directory / CONFIG)
+    return directory
+
+
+def find_checkpoint(name_or_path: str, checkpoints_dir: Path) -> Checkpoint:
+    for candidate in (Path(name_or_path), checkpoints_dir / name_or_path):
+        if (candidate / CONFIG).is_file():
+            return Checkpoint(candidate, json.loads((candidate / CONFIG).read_text(encoding="utf-8")))
+    known = ", ".join(c.name for c in list_checkpoints(checkpoints_dir)) or "none"
+    raise KgdbError(
+        f"no checkpoint {name_or_path!r} in {checkpoints_dir} (known: {known}); train one with `kgdb train subgraphrag`"
+    )
+
+
+def list_checkpoints(checkpoints_dir: Path) -> list[Checkpoint]:
+    out = []
+    if checkpoints_dir.is_dir():
+        for cfg in sorted(checkpoints_dir.glob(f"*/{CONFIG}")):
+            try:
+                out.append(Checkpoint(cfg.parent, json.loads(cfg.read_text(encoding="utf-8"))))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def checkpoint_for_graph(checkpoints_dir: Path, retriever: str, fingerprint: str) -> Checkpoint:
+    """The newest checkpoint of `retriever` trained on the graph with this table fingerprint."""
+    matches = [
+        c
+        for c in list_checkpoints(checkpoints_dir)
+        if c.config.get("retriever") == retriever and c.config.get("graph_fingerprint") == fingerprint
+    ]
+    if not matches:
+        raise KgdbError(
+            f"no {retriever} checkpoint in {checkpoints_dir} was trained on this graph "
+            f"(fingerprint {fingerprint[:12]}); pass --checkpoint NAME or run `kgdb train {retriever}`"
+        )
+    return max(matches, key=lambda c: (c.config.get("created", ""), c.name))
+
+
+def load_model(ckpt: Checkpoint, device: str = "cpu") -> Retriever:
+    model = build_model(ckpt.config)
+    weights = ckpt.path / WEIGHTS
+    if model.trainable:
+        if not weights.is_file():
+            raise KgdbError(f"checkpoint {ckpt.path} has no {WEIGHTS}")
+        model.load_state_dict(load_file(str(weights), device="cpu"))
+    return model.to(device).eval()
+
+
+def check_compatible(ckpt: Checkpoint, embedding_model: str | None, dim: int) -> None:
+    """Refuse a checkpoint trained with another embedding space than the graph's tables."""
+    want_dim = ckpt.config.get("embedding_dim")
+    if want_dim is not None and int(want_dim) != dim:
+        raise KgdbError(
+            f"checkpoint {ckpt.name} expects {want_dim}-dim embeddings ({ckpt.config.get('embedding_model')}) "
+            f"but the graph's tables have dimension {dim}"
+        )
+    want_model = ckpt.config.get("embedding_model")
+    if embedding_model and want_model and want_model != embedding_model:
+        raise KgdbError(
+            f"checkpoint {ckpt.name} was trained on {want_model} embeddings but the graph uses {embedding_model}"
+        )

@@ -1,0 +1,129 @@
+"""Question sets (WebQSP `questions.jsonl`, MetaQA `qa.txt`) and their fixed train/val/test splits.
+
+Split rule (stable and documented): a question goes to `train` when the first 8 bytes of
+sha256("<dataset>:<question id>") read as an integer fall in the first 60 % of the range, to
+`val` for the next 20 % and to `test` for the last 20 %. It depends only on the dataset key and
+the id, so adding or removing other questions never moves a question between splits.
+
+Ids: WebQSP questions carry their own (`WebQTest-…`). MetaQA lines have none, so the id is
+`<k>hop-<line number>` (1-based) of the visible `k-hop/qa.txt`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kgdb.errors import InputError
+
+SPLITS = ("train", "val", "test")
+SPLIT_FRACTIONS = (0.6, 0.2, 0.2)
+_METAQA_TOPIC = re.compile(r"\[([^\]]+)\]")
+_HOP_DIR = re.compile(r"^(\d)-hop$")
+
+
+@dataclass(frozen=True)
+class QuestionRecord:
+    """One question with its gold topic entities and answers (entity ids as stored in the graph)."""
+
+    id: str
+    text: str
+    topics: list[str]
+    answers: list[str]
+    hop: int | None = None  # known for MetaQA; computed from the subgraph otherwise
+    extra: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    dataset: str  # split key: "webqsp", "metaqa-1hop", ...
+    path: Path
+    questions: list[QuestionRecord]
+
+    def split(self, name: str | None) -> list[QuestionRecord]:
+        if name in (None, "all"):
+            return list(self.questions)
+        if name not in SPLITS:
+            raise InputError(f"unknown split {name!r}; use one of {', '.join(SPLITS)} or all", path=self.path)
+        return [q for q in self.questions if split_of(self.dataset, q.id) == name]
+
+
+def split_of(dataset: str, qid: str) -> str:
+    """The fixed split ("train" / "val" / "test") of question `qid` in `dataset`."""
+    digest = hashlib.sha256(f"{dataset}:{qid}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    if u < SPLIT_FRACTIONS[0]:
+        return "train"
+    if u < SPLIT_FRACTIONS[0] + SPLIT_FRACTIONS[1]:
+        return "val"
+    return "test"
+
+
+def read_questions(path: Path | str) -> QuestionSet:
+    """Read a WebQSP-style `.jsonl` or a MetaQA `qa.txt` (format chosen by the file name)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("question file not found", path=path)
+    if path.suffix == ".jsonl":
+        return QuestionSet("webqsp", path, _read_webqsp(path))
+    if path.suffix == ".txt":
+        hop = _metaqa_hop(path)
+        key = f"metaqa-{hop}hop" if hop else "metaqa"
+        return QuestionSet(key, path, _read_metaqa(path, hop))
+    raise InputError("unknown question format: expected WebQSP .jsonl or MetaQA qa.txt", path=path)
+
+
+def _read_webqsp(path: Path) -> list[QuestionRecord]:
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                qid, text = str(row["id"]), str(row["question"])
+                topics = [str(t) for t in row.get("q_entity") or []]
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise InputError(f"bad question record ({exc})", path=path, line=line_no) from exc
+            # `answer` is the list RoG/SubgraphRAG score against; `a_entity` adds the original WebQSP names.
+            answers = list(dict.fromkeys(str(a) for a in (row.get("answer") or []) + (row.get("a_entity") or [])))
+            out.append(QuestionRecord(qid, text, topics, answers))
+    return out
+
+
+def _metaqa_hop(path: Path) -> int | None:
+    m = _HOP_DIR.match(path.parent.name)
+    return int(m.group(1)) if m else None
+
+
+def _read_metaqa(path: Path, hop: int | None) -> list[QuestionRecord]:
+    out = []
+    prefix = f"{hop}hop" if hop else "metaqa"
+    with path.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            topic = _METAQA_TOPIC.search(parts[0])
+            if len(parts) != 2 or topic is None:
+                raise InputError("expected `question with [topic]<TAB>answer1|answer2`", path=path, line=line_no)
+            text = _METAQA_TOPIC.sub(lambda m: m.group(1), parts[0])
+            answers = [a for a in parts[1].split("|") if a]
+            out.append(QuestionRecord(f"{prefix}-{line_no}", text, [topic.group(1)], answers, hop))
+    return out
+
+
+def split_summary(qs: QuestionSet) -> dict:
+    """Counts and id lists of each split, as written to `splits/<dataset>.json`."""
+    ids = {name: [q.id for q in qs.split(name)] for name in SPLITS}
+    return {
+        "dataset": qs.dataset,
+        "source": qs.path.name if qs.dataset == "webqsp" else f"{qs.path.parent.name}/{qs.path.name}",
+        "rule": "sha256('<dataset>:<id>')[:8] as uint64 / 2^64: <0.6 train, <0.8 val, else test",
+        "counts": {name: len(v) for name, v in ids.items()},
+        "ids": ids,
+    }

@@ -1,0 +1,201 @@
+"""A small, real HTTP server speaking the OpenAI chat-completions protocol, for tests and demos.
+
+Standard library only; listens on loopback; one thread per request (bounded); replies are
+scripted. Each scripted step is a dict:
+- `{"content": "ans: Paris"}`: a normal completion (usage: whitespace-token counts);
+- `{"status": 429}` / `{"status": 500}` / `{"status": 401}` ...: an OpenAI-style error body;
+- `{"delay": 2.0, ...}`: wait before answering (to trigger client timeouts);
+- `{"raw": "not json"}`: a body that is not a chat completion.
+When the script runs out, `responder(messages) -> str` answers (default: "ans: not available").
+
+    with OpenAIServer(script=[{"status": 429}, {"content": "ans: Paris"}]) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test")
+
+Run as a script (`python tests/openai_server.py --port 8999`) to point `kgdb` at it by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable
+
+MAX_BODY = 8 * 1024 * 1024
+MAX_THREADS = 16
+
+
+def _count_tokens(text: str) -> int:
+    return len(text.split())
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "_Server"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+            pass
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            body = {"object": "list", "data": [{"id": self.server.owner.model, "object": "model", "owned_by": "kgdb-test"}]}
+            self._send(200, json.dumps(body).encode())
+        else:
+            self._send(404, json.dumps({"error": {"message": "not found", "type": "invalid_request_error"}}).encode())
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self._send(413, b'{"error": {"message": "request too large"}}')
+            return
+        raw = self.rfile.read(length)
+        owner = self.server.owner
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, json.dumps({"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}}).encode())
+            return
+        try:
+            request = json.loads(raw)
+        except json.JSONDecodeError:
+            self._send(400, b'{"error": {"message": "body is not JSON"}}')
+            return
+        step = owner._next_step(request)
+        if step.get("delay"):
+            time.sleep(float(step["delay"]))
+        if "raw" in step:
+            self._send(int(step.get("status", 200)), str(step["raw"]).encode())
+            return
+        status = int(step.get("status", 200))
+        if status != 200:
+            message = step.get("message", f"scripted error {status}")
+            body = {"error": {"message": message, "type": "scripted", "code": status}}
+            self._send(status, json.dumps(body).encode())
+            return
+        content = step["content"]
+        prompt_tokens = sum(_count_tokens(m.get("content") or "") for m in request.get("messages", []))
+        body = {
+            "id": f"chatcmpl-{owner.calls}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": request.get("model", owner.model),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": _count_tokens(content),
+                "total_tokens": prompt_tokens + _count_tokens(content),
+            },
+        }
+        self._send(200, json.dumps(body).encode())
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: "OpenAIServer"
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # Bound concurrency: at most MAX_THREADS requests are handled at once.
+        self.owner._slots.acquire()
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self.owner._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.owner._slots.release()
+
+
+class OpenAIServer:
+    def __init__(
+        self,
+        script: Iterable[dict[str, Any]] = (),
+        responder: Callable[[list[dict[str, Any]]], str] | None = None,
+        model: str = "kgdb-test-model",
+        port: int = 0,
+    ):
+        self.script: deque[dict[str, Any]] = deque(script)
+        self.responder = responder or (lambda messages: "ans: not available")
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self.calls = 0
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(MAX_THREADS)
+        self._httpd = _Server(("127.0.0.1", port), _Handler)
+        self._httpd.owner = self
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def _next_step(self, request: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.calls += 1
+            self.requests.append(request)
+            if self.script:
+                return dict(self.script.popleft())
+        return {"content": self.responder(request.get("messages", []))}
+
+    def push(self, *steps: dict[str, Any]) -> None:
+        with self._lock:
+            self.script.extend(steps)
+
+    def start(self) -> "OpenAIServer":
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "OpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def echo_first_evidence(messages: list[dict[str, Any]]) -> str:
+    """A deterministic stand-in LLM: answers with the tail of the first evidence triple/chain line."""
+    user = messages[-1].get("content", "") if messages else ""
+    lines = user.splitlines()
+    for line in lines[1:]:
+        line = line.strip()
+        if line.startswith("(") and line.endswith(")"):
+            return "The first triple answers it.\nans: " + line[1:-1].rsplit(",", 1)[-1]
+        if "→" in line:
+            return "The first chain answers it.\nans: " + line.rsplit("→", 1)[-1].split(";")[0].strip()
+    return "ans: not available"
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (answers with the first evidence line).")
+    parser.add_argument("--port", type=int, default=8999)
+    args = parser.parse_args()
+    server = OpenAIServer(responder=echo_first_evidence, port=args.port).start()
+    print(f"serving {server.base_url} (Ctrl-C to stop)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()

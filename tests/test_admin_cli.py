@@ -1,0 +1,73 @@
+"""The server and configuration commands, run as a user would (a subprocess of `kgdb`)."""
+
+import os
+import socket
+import subprocess
+import sys
+
+from kgdb.config import Settings
+
+
+def kgdb(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kgdb", *args],
+        capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120,
+    )
+
+
+def test_config_show_masks_password():
+    out = kgdb("config", "show", env={"KGDB_NEO4J_PASSWORD": "s3cret-value", "KGDB_NEO4J_URI": "bolt://example:1234"})
+    assert out.returncode == 0
+    assert "s3cret-value" not in out.stdout and "********" in out.stdout
+    assert "bolt://example:1234" in out.stdout
+
+
+def test_config_flag_overrides_env():
+    out = kgdb("--uri", "bolt://flag:9", "config", "show", env={"KGDB_NEO4J_URI": "bolt://env:1"})
+    assert "bolt://flag:9" in out.stdout and "bolt://env:1" not in out.stdout
+
+
+def test_toml_file_is_read(tmp_path):
+    toml = tmp_path / "kgdb.toml"
+    toml.write_text('neo4j_database = "fromtoml"\nembedding_batch_size = 17\n')
+    out = kgdb("config", "show", env={"KGDB_CONFIG": str(toml)})
+    assert "fromtoml" in out.stdout and "17" in out.stdout
+
+
+def test_wrong_password_is_one_clear_line(neo4j_settings: Settings):
+    out = kgdb("--uri", neo4j_settings.neo4j_uri, "--password", "not-the-password", "status")
+    assert out.returncode == 1
+    assert "wrong password" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_unreachable_server_is_one_clear_line():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = kgdb("--uri", f"bolt://127.0.0.1:{port}", "status")
+    assert out.returncode == 1
+    assert "cannot reach Neo4j" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_status_counts_the_database(neo4j_settings: Settings, graph):
+    out = kgdb("--uri", neo4j_settings.neo4j_uri, "--password", neo4j_settings.neo4j_password.get_secret_value(), "status")
+    assert out.returncode == 0, out.stderr
+    assert "entities" in out.stdout
+
+
+def test_start_on_running_server_says_so_and_busy_port_is_explained(neo4j_settings: Settings, tmp_path):
+    home = str(neo4j_settings.neo4j_home)
+    env = {"KGDB_NEO4J_PASSWORD": neo4j_settings.neo4j_password.get_secret_value()}
+    if not os.path.isdir(home) or "neo4j" not in os.path.basename(home):
+        return  # an external or container server: nothing local to start
+    ports = ["--bolt-port", str(neo4j_settings.neo4j_bolt_port), "--http-port", str(neo4j_settings.neo4j_http_port)]
+    again = kgdb("neo4j", "start", "--home", home, *ports, env=env)
+    assert again.returncode == 0 and "already running" in again.stdout
+    # A fresh home whose ports are taken by the running test server.
+    shared_lib = Settings().neo4j_home / "lib"
+    fresh = tmp_path / "other"
+    (fresh).mkdir()
+    os.symlink(shared_lib, fresh / "lib")
+    out = kgdb("neo4j", "start", "--home", str(fresh), *ports, env=env)
+    assert out.returncode == 1
+    assert "already in use" in out.stderr and "--bolt-port" in out.stderr

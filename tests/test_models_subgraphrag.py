@@ -1,0 +1,197 @@
+"""SubgraphRAG model: DDE against a hand computation, fast forms against the naive one, overfitting,
+checkpoints and seeded determinism. No database: hand-made tensors only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kgdb.models.base import TensorTables
+from kgdb.models.checkpoints import find_checkpoint, load_model, save_checkpoint
+from kgdb.models.cosine import CosineRetriever
+from kgdb.models.dde import dde, triple_encoding
+from kgdb.models.features import build_tensors
+from kgdb.models.metrics import triple_recall_at
+from kgdb.models.subgraphrag import SubgraphRAG, SubgraphRAGConfig
+from kgdb.models.training import bce_loss, seed_everything
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # Tiny matmuls: one thread avoids OpenMP spin-waits on a shared 2-core machine.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# Directed multigraph on 5 nodes, topic = node 0. Two parallel 0->1 triples, a cycle 1->2->0,
+# node 3 only has an out-edge (to 2), node 4 is isolated from incoming edges except 1->4.
+HEAD = np.array([0, 0, 1, 2, 3, 1])
+TAIL = np.array([1, 1, 2, 0, 2, 4])
+
+
+def test_dde_matches_hand_computation():
+    topic = torch.tensor([True, False, False, False, False])
+    s = dde(torch.tensor(HEAD), torch.tensor(TAIL), topic, rounds=2, reverse_rounds=2)
+    t, f = [1.0, 0.0], [0.0, 1.0]
+    s0 = [t, f, f, f, f]
+    # Forward round 1: mean over in-neighbour heads, one message per triple.
+    # in(0)={2}, in(1)={0,0}, in(2)={1,3}, in(3)={}, in(4)={1}
+    f1 = [s0[2], t, [0.0, 1.0], [0.0, 0.0], s0[1]]
+    # round 2 from f1: node0<-f1[2]; node1<-mean(f1[0],f1[0]); node2<-mean(f1[1],f1[3]); node3<-0; node4<-f1[1]
+    f2 = [f1[2], f1[0], [(f1[1][0] + f1[3][0]) / 2, (f1[1][1] + f1[3][1]) / 2], [0.0, 0.0], f1[1]]
+    # Reverse round 1: mean over out-neighbour tails.
+    # out(0)={1,1}, out(1)={2,4}, out(2)={0}, out(3)={2}, out(4)={}
+    r1 = [f, f, t, f, [0.0, 0.0]]
+    # round 2 from r1: node0<-mean(r1[1],r1[1]); node1<-mean(r1[2],r1[4]); node2<-r1[0]; node3<-r1[2]; node4<-0
+    r2 = [r1[1], [0.5, 0.0], r1[0], r1[2], [0.0, 0.0]]
+    expected = torch.tensor([s0[i] + f1[i] + f2[i] + r1[i] + r2[i] for i in range(5)])
+    assert s.shape == (5, 10)
+    assert torch.allclose(s, expected)
+    z = triple_encoding(s, torch.tensor(HEAD), torch.tensor(TAIL))
+    assert torch.equal(z[5], torch.cat([expected[1], expected[4]]))
+
+
+def _tables(n_entities=30, n_rel=7, d=16, seed=0) -> TensorTables:
+    rng = np.random.default_rng(seed)
+    ent = rng.normal(size=(n_entities, d)).astype(np.float32)
+    ent /= np.linalg.norm(ent, axis=1, keepdims=True)
+    ent[3] = 0.0  # a CVT row
+    rel = rng.normal(size=(n_rel, d)).astype(np.float32)
+    rel /= np.linalg.norm(rel, axis=1, keepdims=True)
+    return TensorTables.from_numpy(ent, rel, "test")
+
+
+def _random_subgraph(tables: TensorTables, n=12, m=40, seed=0):
+    rng = np.random.default_rng(seed)
+    entity_idx = rng.choice(tables.entity.shape[0], size=n, replace=False)
+    entity_idx[0] = 3
+    q = rng.normal(size=tables.dim).astype(np.float32)
+    return build_tensors(
+        tables,
+        head=rng.integers(0, n, m),
+        relation=rng.integers(0, tables.relation.shape[0], m),
+        tail=rng.integers(0, n, m),
+        entity_idx=entity_idx,
+        topic=np.array([1]),
+        is_cvt=entity_idx == 3,
+        question_embedding=q / np.linalg.norm(q),
+    )
+
+
+def test_factored_and_prepared_forward_equal_naive():
+    torch.manual_seed(0)
+    tables = _tables()
+    model = SubgraphRAG(SubgraphRAGConfig(embedding_dim=tables.dim, hidden=64))
+    model.chunk = 7  # exercise the chunk loop, including a ragged last chunk
+    x = _random_subgraph(tables)
+    model.train()
+    naive = model.forward_naive(x)
+    factored = model(x)
+    assert torch.allclose(naive, factored, atol=1e-5)
+    # Gradients agree too, so training with the factored form is training the naive model.
+    g1 = torch.autograd.grad(naive.sum(), list(model.parameters()))
+    g2 = torch.autograd.grad(model(x).sum(), list(model.parameters()))
+    for a, b in zip(g1, g2):
+        assert torch.allclose(a, b, atol=1e-5)
+    model.eval()
+    model.prepare(tables)
+    assert model._is_prepared(tables)
+    assert torch.allclose(naive.detach(), model.score(x), atol=1e-5)
+    # A parameter update invalidates the projection cache.
+    with torch.no_grad():
+        model.out.bias.add_(1.0)
+    assert not model._is_prepared(tables)
+
+
+def test_mlp_overfits_tiny_dataset():
+    seed_everything(0)
+    tables = _tables(d=16)
+    data = []
+    for i in range(4):
+        x = _random_subgraph(tables, seed=i)
+        labels = torch.zeros(x.num_triples)
+        labels[torch.tensor([i, i + 5, i + 11])] = 1.0
+        data.append((x, labels))
+    model = SubgraphRAG(SubgraphRAGConfig(embedding_dim=16, hidden=64))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(150):
+        total = 0.0
+        for x, y in data:
+            loss = bce_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        losses.append(total)
+    assert losses[-1] < 0.1 * losses[0]
+    model.eval()
+    for x, y in data:
+        # K = number of positives: every positive must outrank every negative.
+        assert triple_recall_at(model.score(x), y.bool(), k=int(y.sum())) == 1.0
+
+
+def test_checkpoint_round_trip(tmp_path):
+    torch.manual_seed(1)
+    tables = _tables()
+    model = SubgraphRAG(SubgraphRAGConfig(embedding_dim=tables.dim, hidden=32))
+    x = _random_subgraph(tables)
+    before = model.score(x)
+    save_checkpoint(model, tmp_path / "ckpt", {"embedding_model": "test", "embedding_dim": tables.dim})
+    ckpt = find_checkpoint("ckpt", tmp_path)
+    assert ckpt.config["model"]["hidden"] == 32 and ckpt.config["retriever"] == "subgraphrag"
+    loaded = load_model(ckpt)
+    loaded.prepare(tables)
+    assert torch.equal(before, loaded.score(x)) or torch.allclose(before, loaded.score(x), atol=1e-6)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, loaded.state_dict()[k])
+
+
+def test_cosine_scores_are_cosines():
+    tables = _tables()
+    x = _random_subgraph(tables)
+    scores = CosineRetriever().score(x)
+    z = x.entity_embedding()
+    i = 4
+    v = z[x.head[i]] + tables.relation[x.relation[i]] + z[x.tail[i]]
+    assert scores[i].item() == pytest.approx(float(v @ x.question / v.norm()), abs=1e-5)
+    assert scores.abs().max() <= 1.0 + 1e-5
+
+
+def _cached_items(tables: TensorTables, count=6):
+    from kgdb.models.cache import CachedQuestion
+
+    items = []
+    for i in range(count):
+        x = _random_subgraph(tables, seed=10 + i)
+        labels = np.zeros(x.num_triples, dtype=bool)
+        labels[[i, i + 3]] = True
+        items.append(
+            CachedQuestion(
+                qid=f"q{i}", question="", head=x.head.numpy(), relation=x.relation.numpy(), tail=x.tail.numpy(),
+                entity_idx=x.entity_idx.numpy(), is_cvt=x.cvt_mask.numpy(), topic=np.array([1]), labels=labels,
+                answers=np.array([x.tail[i].item()]), n_answers_in_graph=1, question_embedding=x.question.numpy(), hop=1,
+            )
+        )
+    return items
+
+
+def test_training_is_deterministic_with_a_seed():
+    from kgdb.models.training import TrainConfig, train
+
+    tables = _tables()
+    items = _cached_items(tables)
+    results = []
+    for _ in range(2):
+        seed_everything(7)
+        model = SubgraphRAG(SubgraphRAGConfig(embedding_dim=tables.dim, hidden=32))
+        model, log = train(model, items, items, tables, TrainConfig(max_epochs=4, patience=2, seed=7, select_k=5))
+        model.prepare(tables)
+        results.append((model.state_dict(), [model.score(_random_subgraph(tables, seed=99))], log))
+    (sd1, s1, log1), (sd2, s2, log2) = results
+    assert all(torch.equal(sd1[k], sd2[k]) for k in sd1)
+    assert torch.equal(s1[0], s2[0])
+    assert [e.loss for e in log1.epochs] == [e.loss for e in log2.epochs]
+    assert log1.train_questions == 6 and log1.epochs[0].val_triple_recall >= 0.0

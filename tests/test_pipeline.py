@@ -1,0 +1,158 @@
+"""The retrieve pipeline end to end on a real Neo4j: cosine and a trained SubgraphRAG checkpoint,
+the split cache (second run skips the DB), write-back, `kgdb retrieve` and `kgdb eval retrieval`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from kgdb.cli import app
+from kgdb.cypher.schema import init_schema
+from kgdb.cypher.writeback import show_run
+from kgdb.embeddings import get_embedder
+from kgdb.errors import KgdbError
+from kgdb.loaders.writer import write_graph
+from kgdb.models import db
+from kgdb.models.base import TensorTables
+from kgdb.models.cache import cached_split
+from kgdb.models.checkpoints import save_checkpoint
+from kgdb.models.datasets import read_questions
+from kgdb.models.subgraphrag import SubgraphRAG, SubgraphRAGConfig
+from kgdb.models.training import TrainConfig, train
+from kgdb.pipeline import QuestionInput, RetrievePipeline
+
+TRIPLES = [
+    ("Jamaica", "location.country.official_language", "Jamaican English"),
+    ("Jamaica", "location.country.languages_spoken", "Jamaican Creole English Language"),
+    ("Jamaica", "location.country.capital", "Kingston"),
+    ("Jamaica", "location.location.containedby", "Caribbean"),
+    ("Kingston", "location.location.containedby", "Jamaica"),
+    ("Kingston", "location.citytown.postal_codes", "m.0abc1"),
+    ("m.0abc1", "location.postal_code.country", "Jamaica"),
+    ("Usain Bolt", "people.person.nationality", "Jamaica"),
+    ("Usain Bolt", "people.person.place_of_birth", "Sherwood Content"),
+    ("Sherwood Content", "location.location.containedby", "Jamaica"),
+    ("France", "location.country.capital", "Paris"),
+    ("France", "location.country.official_language", "French"),
+    ("Paris", "location.location.containedby", "France"),
+    ("Emmanuel Macron", "people.person.nationality", "France"),
+    ("Emmanuel Macron", "people.person.place_of_birth", "Amiens"),
+]
+QUESTIONS = [
+    {"id": f"Q-{i}", "question": q, "q_entity": [t], "answer": a, "a_entity": a}
+    for i, (q, t, a) in enumerate(
+        [
+            ("what language do people in jamaica speak?", "Jamaica", ["Jamaican English"]),
+            ("what is the capital of jamaica?", "Jamaica", ["Kingston"]),
+            ("where was usain bolt born?", "Usain Bolt", ["Sherwood Content"]),
+            ("what is the capital of france?", "France", ["Paris"]),
+            ("what language is spoken in france?", "France", ["French"]),
+            ("where was emmanuel macron born?", "Emmanuel Macron", ["Amiens"]),
+            ("what country is usain bolt from?", "Usain Bolt", ["Jamaica"]),
+            ("what country is emmanuel macron from?", "Emmanuel Macron", ["France"]),
+            ("where is kingston?", "Kingston", ["Jamaica"]),
+            ("what region contains jamaica?", "Jamaica", ["Caribbean"]),
+        ]
+    )
+]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # Tiny matmuls: one thread avoids OpenMP spin-waits on a shared 2-core machine.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def loaded(graph, tmp_path):
+    embedder = get_embedder()
+    init_schema(graph, embedder.name, embedder.dim)
+    write_graph(graph, TRIPLES, embedder=embedder)
+    path = tmp_path / "questions.jsonl"
+    path.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
+    settings = graph.settings.with_overrides(cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs")
+    return graph, settings, path
+
+
+def _split(graph, settings, path, questions):
+    fp, info = db.graph_fingerprint(graph)
+    embedder = get_embedder(info["model"])
+    return cached_split(
+        graph, cache_dir=settings.cache_dir, dataset="webqsp", split="all", source=path, questions=questions,
+        embed=embedder.encode, graph_fingerprint=fp, embedding_model=info["model"], hops=2, cap=None,
+    )
+
+
+def test_cosine_pipeline_writes_back(loaded):
+    graph, settings, _ = loaded
+    pipe = RetrievePipeline(graph, settings, "cosine", k=3)
+    res = pipe.run("what is the capital of jamaica?", topics=["Jamaica"], qid="q1")
+    assert res.subgraph.num_triples == 10  # everything within 2 hops of Jamaica
+    assert [t.rank for t in res.top] == [1, 2, 3]
+    assert [t.score for t in res.top] == sorted((t.score for t in res.top), reverse=True)
+    assert res.top[0].score == pytest.approx(float(res.scores.max()))
+    assert set(res.timings) >= {"embed", "link", "fetch", "featurise", "score", "write"}
+    shown = show_run(graph, res.run)
+    assert shown  # the run exists in the graph
+    # Linking path: no topics given.
+    linked = pipe.run("what is the capital of france?")
+    assert "France" in linked.topics
+    with pytest.raises(KgdbError):
+        pipe.run("   ")
+    with pytest.raises(KgdbError, match="no subgraphrag checkpoint"):
+        RetrievePipeline(graph, settings, "subgraphrag")
+
+
+def test_train_checkpoint_pipeline_and_cache(loaded):
+    graph, settings, path = loaded
+    qs = read_questions(path).questions
+    first = _split(graph, settings, path, qs)
+    assert not first.from_disk and len(first.items) == len(qs)
+    assert sum(it.labels.any() for it in first.items) >= 9
+    second = _split(graph, settings, path, qs)
+    assert second.from_disk  # the database is not queried again
+    for a, b in zip(first.items, second.items):
+        assert np.array_equal(a.labels, b.labels) and np.array_equal(a.head, b.head)
+
+    np_tables = db.load_tables(graph, settings.cache_dir)
+    tables = TensorTables.from_numpy(np_tables.entity, np_tables.relation, np_tables.fingerprint)
+    model = SubgraphRAG(SubgraphRAGConfig(embedding_dim=tables.dim, hidden=64))
+    model, result = train(model, first.items, first.items, tables, TrainConfig(lr=5e-3, max_epochs=40, patience=10, select_k=3, hidden=64))
+    assert result.best_val_triple_recall > 0.9
+    save_checkpoint(model, settings.checkpoints_dir / "tiny", {
+        "embedding_model": get_embedder().name, "embedding_dim": tables.dim, "graph_fingerprint": np_tables.fingerprint,
+    })
+    pipe = RetrievePipeline(graph, settings, "subgraphrag", k=2)  # found by graph fingerprint
+    assert pipe.checkpoint.name == "tiny"
+    res = pipe.run("where was usain bolt born?", topics=["Usain Bolt"], qid="Q-2")
+    assert res.top[0].tail == "Sherwood Content"
+    again = list(pipe.run_batch([QuestionInput("where was usain bolt born?", ["Usain Bolt"], "Q-2")]))[0]
+    assert np.array_equal(res.scores, again.scores)
+
+    runner = CliRunner()
+    env = {
+        "KGDB_CACHE_DIR": str(settings.cache_dir),
+        "KGDB_CHECKPOINTS_DIR": str(settings.checkpoints_dir),
+        "KGDB_RUNS_DIR": str(settings.runs_dir),
+    }
+    base = ["--uri", settings.neo4j_uri, "--password", settings.neo4j_password.get_secret_value()]
+    out = runner.invoke(app, base + ["retrieve", "where was usain bolt born?", "--topic", "Usain Bolt", "--k", "2", "--json"], env=env)
+    assert out.exit_code == 0, out.output
+    payload = json.loads(out.output)
+    assert payload["top"][0]["tail"] == "Sherwood Content" and payload["run"]
+    out = runner.invoke(
+        app,
+        base + ["eval", "retrieval", "--questions", str(path), "--split", "all", "--retriever", "cosine", "--retriever", "subgraphrag", "--no-write"],
+        env=env,
+    )
+    assert out.exit_code == 0, out.output
+    report = json.loads((settings.checkpoints_dir / "tiny" / "eval-webqsp-all-subgraphrag.json").read_text())
+    assert report["evaluated"] == len(qs)
+    assert report["recall"]["all"]["answer_recall@50"]["mean"] == 1.0  # k >= subgraph size keeps all
