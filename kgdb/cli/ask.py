@@ -1,1 +1,218 @@
-"""Placeholder: filled in by its issue."""
+"""`kgdb ask` (answer one question from the graph, with evidence) and `kgdb eval qa`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from kgdb.cli import app
+from kgdb.cli.common import console, eval_app, open_graph, progress, settings_from
+from kgdb.errors import InputError, KgdbError
+from kgdb.models.prompts import FORMATS
+from kgdb.models.reasoners import REASONERS
+
+RETRIEVER_HELP = "Triple scorer: subgraphrag (trained checkpoint; falls back to cosine when none) or cosine."
+REASONER_HELP = "auto (an LLM when KGDB_LLM_MODEL is set, else extractive), extractive (no LLM), openai, vllm."
+
+
+def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
+    if value not in choices:
+        raise InputError(f"{value!r} is not one of {', '.join(choices)}", path=option)
+    return value
+
+
+@app.command()
+def ask(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="The question, in plain words."),
+    retriever: str = typer.Option("subgraphrag", "--retriever", help=RETRIEVER_HELP),
+    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Retriever checkpoint name or folder."),
+    k: int = typer.Option(100, "--k", help="Triples kept from the retriever (top-K)."),
+    fmt: str = typer.Option("triples", "--format", help="Evidence in the prompt: triples | chains | paths."),
+    topic: Optional[List[str]] = typer.Option(None, "--topic", help="Topic entity name or id (repeatable); default: linked from the question."),
+    reasoner: str = typer.Option("auto", "--reasoner", help=REASONER_HELP),
+    hops: int = typer.Option(2, "--hops", help="Radius of the topic-centred subgraph."),
+    chain_hops: int = typer.Option(2, "--chain-hops", help="Longest evidence chain (ReG's L)."),
+    write: bool = typer.Option(True, "--write/--no-write", help="Write the scores back as a run (needed for chains, paths and the Browser query)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    timings: bool = typer.Option(False, "--timings", help="Print the time of each stage."),
+    show_prompt: bool = typer.Option(False, "--show-prompt", help="Print the prompt sent to the reasoner."),
+) -> None:
+    """Answer a question from the graph, with the evidence each answer rests on."""
+    from kgdb.qa import AskPipeline
+
+    if not question.strip():
+        raise InputError("the question is empty: ask something, e.g. kgdb ask \"what is the capital of France?\"", path="QUESTION")
+    _check_choice(fmt, FORMATS, "--format")
+    _check_choice(reasoner, REASONERS, "--reasoner")
+    settings = settings_from(ctx)
+    with open_graph(ctx) as graph:
+        pipe = AskPipeline(
+            graph, settings, retriever=retriever, checkpoint=checkpoint, k=k, fmt=fmt, reasoner=reasoner,
+            hops=hops, chain_hops=chain_hops, write=write,
+        )
+        res = pipe.ask(question, topic or None)
+    if as_json:
+        console.print_json(json.dumps(res.to_json(show_prompt=show_prompt), default=str))
+    else:
+        _print_result(res, timings, show_prompt)
+    if res.error:
+        raise typer.Exit(1)
+
+
+def _print_result(res, timings: bool, show_prompt: bool) -> None:
+    r = res.reasoning
+    topics = ", ".join(f"{n} [dim]({i})[/]" if n != i else n for n, i in zip(res.topic_names, res.topics))
+    console.print(f"[bold]Question:[/] {res.question}", highlight=False)
+    console.print(f"[bold]Topic entities:[/] {topics}", highlight=False)
+    console.print(f"[bold]Retriever:[/] {res.retriever}, top {res.k} of the topic-centred subgraph", highlight=False)
+    if res.retriever_note:
+        console.print(f"[yellow]note:[/] {res.retriever_note}", highlight=False)
+    if show_prompt:
+        console.rule(f"prompt ({res.prompt.template})")
+        console.print(res.prompt.text(), highlight=False, markup=False)
+        console.rule()
+    if res.error:
+        console.print(f"[bold red]reasoner failed:[/] {res.error}", highlight=False)
+        console.print(f"The retrieval still worked; the top {min(10, len(res.evidence_lines))} evidence lines:")
+        for line in res.evidence_lines[:10]:
+            console.print(f"  {line}", highlight=False, markup=False)
+    elif r is not None:
+        if r.llm_used:
+            console.print(
+                f"[bold]Reasoner:[/] {r.reasoner} ({r.calls} call(s), {r.prompt_tokens} prompt + "
+                f"{r.completion_tokens} completion tokens)",
+                highlight=False,
+            )
+        else:
+            console.print("[bold]Reasoner:[/] extractive: [yellow]no LLM was used[/]; answers are end points of the best relation path in the evidence", highlight=False)
+        if not res.answers:
+            why = "it said the evidence does not hold the answer" if r.refused else "its reply had no `ans:` line"
+            console.print(f"[yellow]No answer[/]: {why}.", highlight=False)
+        else:
+            table = Table(title="Answers", show_lines=False)
+            table.add_column("#", justify="right")
+            table.add_column("answer")
+            table.add_column("grounded")
+            table.add_column("evidence")
+            for i, a in enumerate(res.answers, 1):
+                mark = "[green]yes[/]" if a.grounded else "[red]NO (not in the retrieved evidence)[/]"
+                table.add_row(str(i), a.answer, mark, "\n".join(a.evidence[:2]) or "-")
+            console.print(table)
+    if res.run:
+        console.print(f"[bold]Run:[/] {res.run}", highlight=False)
+        if res.browser_query:
+            console.print("[bold]Neo4j Browser[/] (paste to see the evidence):", highlight=False)
+            console.print(res.browser_query, highlight=False, markup=False)
+    else:
+        console.print("[dim]no run written (--no-write)[/]")
+    if timings:
+        table = Table(title="Timings (ms)")
+        table.add_column("stage")
+        table.add_column("ms", justify="right")
+        for stage, ms in res.timings.items():
+            table.add_row(stage, f"{ms:.1f}")
+        table.add_row("[bold]total[/]", f"{sum(res.timings.values()):.1f}")
+        console.print(table)
+
+
+@eval_app.command("qa")
+def eval_qa(
+    ctx: typer.Context,
+    questions: Path = typer.Option(..., "--questions", help="WebQSP questions.jsonl or MetaQA k-hop/qa.txt."),
+    split: str = typer.Option("test", "--split", help="train | val | test | all (fixed hash split, see kgdb.models.datasets)."),
+    retriever: str = typer.Option("subgraphrag", "--retriever", help=RETRIEVER_HELP),
+    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Retriever checkpoint name or folder."),
+    reasoner: str = typer.Option("extractive", "--reasoner", help=REASONER_HELP),
+    k: int = typer.Option(100, "--k", help="Triples kept from the retriever (top-K)."),
+    fmt: str = typer.Option("triples", "--format", help="Evidence in the prompt: triples | chains | paths."),
+    hops: int = typer.Option(2, "--hops", help="Radius of the topic-centred subgraph."),
+    chain_hops: int = typer.Option(2, "--chain-hops", help="Longest evidence chain (ReG's L)."),
+    concurrency: int = typer.Option(4, "--concurrency", help="Questions in flight at once."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N questions of the split (a documented subsample)."),
+    match: str = typer.Option("subgraphrag", "--match", help="Answer matching: subgraphrag | strict | e.g. subgraphrag,-substring."),
+    write: Optional[bool] = typer.Option(None, "--write/--no-write", help="Write scores back as runs (default: only for chains/paths)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default runs/qa/<dataset>-<split>-<retriever>-<reasoner>-<format>)."),
+) -> None:
+    """QA metrics (Hit, Hit@1, Macro/Micro-F1, answer recall, Score_h) on a question set; resumable."""
+    from kgdb.models import db
+    from kgdb.models.datasets import read_questions
+    from kgdb.models.qa_metrics import MatchRules
+    from kgdb.qa import AskPipeline, evaluate_qa
+
+    _check_choice(fmt, FORMATS, "--format")
+    _check_choice(reasoner, REASONERS, "--reasoner")
+    try:
+        rules = MatchRules.parse(match)
+    except ValueError as exc:
+        raise InputError(str(exc), path="--match") from exc
+    if limit is not None and limit < 1:
+        raise InputError(f"must be positive, got {limit}", path="--limit")
+    qs = read_questions(questions)
+    selected = qs.split(split)
+    if limit:
+        selected = selected[:limit]
+    if not selected:
+        raise InputError(f"no questions in split {split!r}", path=questions)
+    settings = settings_from(ctx)
+    write = fmt != "triples" if write is None else write
+    with open_graph(ctx) as graph:
+        pipe = AskPipeline(
+            graph, settings, retriever=retriever, checkpoint=checkpoint, k=k, fmt=fmt, reasoner=reasoner,
+            hops=hops, chain_hops=chain_hops, write=write, chains=fmt != "triples",
+        )
+        out = out or settings.runs_dir / "qa" / f"{qs.dataset}-{split}-{pipe.retrieval.retriever}-{pipe.reasoner.name.split(':')[0]}-{fmt}"
+        if pipe.retriever_note:
+            console.print(f"[yellow]note:[/] {pipe.retriever_note}", highlight=False)
+        console.print(
+            f"{len(selected)} {split} questions of {qs.dataset} ({questions}); retriever {pipe.retrieval.retriever}, "
+            f"reasoner {pipe.reasoner.name}{' (no LLM)' if not pipe.reasoner.uses_llm else ''}, format {fmt}, k {k}; "
+            f"results in {out}",
+            highlight=False,
+        )
+
+        def in_kg(q):
+            return db.existing_entities(graph, q.answers)
+
+        with progress() as bar:
+            task = bar.add_task("eval qa", total=len(selected))
+            from kgdb.qa import read_done
+
+            already = sum(1 for q in selected if q.id in read_done(out / "results.jsonl"))
+            if already:
+                console.print(f"resuming: {already} question(s) already in {out / 'results.jsonl'}")
+                bar.advance(task, already)
+            metrics = evaluate_qa(
+                pipe, selected, out, concurrency=concurrency, rules=rules,
+                run_settings={"questions": str(questions), "split": split, "limit": limit, "dataset": qs.dataset},
+                on_done=lambda rec: bar.advance(task), answer_in_kg=in_kg,
+            )
+    print_metrics(metrics, title=f"QA: {qs.dataset} {split} ({pipe.retrieval.retriever} + {pipe.reasoner.name})")
+    console.print(f"results: {out / 'results.jsonl'}, metrics: {out / 'metrics.json'}", highlight=False)
+
+
+COLUMNS = (("n", "n", "{:.0f}"), ("hit", "Hit", "{:.2f}"), ("hit1", "Hit@1", "{:.2f}"), ("macro_f1", "Macro-F1", "{:.2f}"),
+           ("micro_f1", "Micro-F1", "{:.2f}"), ("answer_recall", "Ans.recall", "{:.2f}"), ("score_h", "Score_h", "{:.2f}"))
+
+
+def print_metrics(metrics: dict, title: str) -> None:
+    table = Table(title=title)
+    table.add_column("subset")
+    for _, label, _ in COLUMNS:
+        table.add_column(label, justify="right")
+    rows = [("all", metrics["overall"])] + list(metrics.get("by_hop", {}).items())
+    for name, m in rows:
+        table.add_row(name, *[(fmt.format(m[key]) if m.get(key) is not None else "-") for key, _, fmt in COLUMNS])
+    console.print(table)
+    tok = metrics.get("tokens", {})
+    console.print(
+        f"avg prompt tokens {tok.get('avg_prompt_tokens', 0):.1f}, avg completion tokens "
+        f"{tok.get('avg_completion_tokens', 0):.1f}, LLM calls {tok.get('llm_calls', 0)}; "
+        f"gold answers in the retrieved evidence: {metrics.get('evidence_answer_recall') or 0:.2f}%; "
+        f"errors {metrics.get('errors')}",
+        highlight=False,
+    )

@@ -1,1 +1,160 @@
-"""Placeholder: filled in by its issue."""
+"""`kgdb load freebase-subset` and `kgdb load questions`: fill the graph, with a summary table."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from kgdb.cli import app
+from kgdb.cli.common import console, open_graph, progress, settings_from
+
+load_app = typer.Typer(help="Load knowledge graphs and question sets into Neo4j.", no_args_is_help=True)
+app.add_typer(load_app, name="load")
+
+
+@contextmanager
+def _phases() -> Iterator[tuple[Progress, "callable"]]:
+    """One progress bar per phase, created the first time the phase reports."""
+    tasks: dict[str, int] = {}
+    with progress() as bar:
+
+        def report(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total or None)
+            bar.update(tasks[phase], completed=done, total=total or None)
+
+        yield bar, report
+
+
+def _embedder(settings, no_embed: bool):
+    if no_embed:
+        return None
+    from kgdb.embeddings import get_embedder
+
+    with console.status(f"loading embedding model {settings.embedding_model} ..."):
+        return get_embedder(settings.embedding_model, settings.device, settings.embedding_batch_size)
+
+
+@load_app.command("freebase-subset")
+def freebase_subset(
+    ctx: typer.Context,
+    source: Optional[Path] = typer.Argument(
+        None, help="Triples .tsv/.csv (head, relation, tail), RoG .parquet/.jsonl or a folder of them, "
+        "or Freebase N-Triples .nt/.nt.gz. Omitted: the default subset shipped with kgdb (+ its questions).",
+        show_default=False),
+    names: Optional[Path] = typer.Option(None, "--names", help="`mid<TAB>name` file for a triple file (FB15k-237 layout)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="Fetch RoG `webqsp` or `cwq` from the Hugging Face hub."),
+    relation_prefix: Optional[List[str]] = typer.Option(
+        None, "--relation-prefix", help="Keep only relations starting with this (repeatable), e.g. people.person."),
+    mids: Optional[Path] = typer.Option(None, "--mids", help="File of mids (one per line): keep triples touching one."),
+    bulk: bool = typer.Option(False, "--bulk", help="Write CSVs and run neo4j-admin import on the LOCAL server "
+                              "(stops and restarts it; replaces the database)."),
+    replace: bool = typer.Option(False, "--replace", help="With --bulk: allow replacing a non-empty database."),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip malformed lines (counted and reported) instead of stopping."),
+    batch_size: int = typer.Option(20_000, "--batch-size", min=1, help="Rows per write transaction (Bolt path)."),
+    no_embed: bool = typer.Option(False, "--no-embed", help="Skip the embedding phase (run the load again later to add them)."),
+) -> None:
+    """Load a Freebase subset: entities, relationships, dense idx and name embeddings (idempotent, resumable)."""
+    from kgdb.cypher.schema import counts
+    from kgdb.loaders.sources import DEFAULT_QUESTIONS, open_source
+
+    settings = settings_from(ctx)
+    graph = None if bulk else open_graph(ctx)  # a wrong password fails before a long read
+    try:
+        seconds: dict[str, float] = {}
+        with _phases() as (_, report):
+            t0 = time.perf_counter()
+            src = open_source(
+                source, names=names, dataset=dataset, relation_prefixes=relation_prefix, mids_file=mids,
+                skip_bad=skip_bad, cache_dir=settings.cache_dir,
+                progress=lambda done, total: report("reading", done, total),
+            )
+            seconds["read"] = time.perf_counter() - t0
+        console.print(f"Read {len(src.triples):,} triples from {src.description}")
+        if src.bad.count:
+            console.print(f"[yellow]skipped {src.bad.count:,} bad line(s)[/], e.g.:", highlight=False)
+            for example in src.bad.examples:
+                console.print(f"  {example}", highlight=False, markup=False)
+        embedder = _embedder(settings, no_embed)
+        with _phases() as (_, report):
+            if bulk:
+                from kgdb.loaders.bulk import bulk_load
+                from kgdb.server import server_from_settings
+
+                stats = bulk_load(
+                    settings, server_from_settings(settings), src.triples, src.names, literals=src.literals,
+                    embedder=embedder, replace=replace, progress=report, log=console.print,
+                )
+                graph = open_graph(ctx)
+            else:
+                from kgdb.loaders.writer import write_graph
+
+                stats = write_graph(
+                    graph, src.triples, src.names, embedder=embedder, batch_size=batch_size,
+                    progress=report, literals=src.literals,
+                )
+            qstats = None
+            if source is None and dataset is None:
+                from kgdb.loaders.questions import read_question_file, write_questions
+
+                qstats = write_questions(graph, read_question_file(DEFAULT_QUESTIONS), progress=report)
+        stats.bad_lines = src.bad.count
+        stats.seconds = {**seconds, **stats.seconds}
+        _summary(stats, src, counts(graph), bulk)
+        if qstats:
+            console.print(f"Loaded {qstats.questions} example questions ({qstats.linked} topic links).")
+        console.print(f"Open Neo4j Browser at http://localhost:{settings.neo4j_http_port}/browser/ "
+                      "and run: MATCH p=(:Entity)-[]->(:Entity) RETURN p LIMIT 100")
+    finally:
+        if graph is not None:
+            graph.close()
+
+
+def _summary(stats, src, db: dict, bulk: bool) -> None:
+    table = Table("", "this load", "database now", title="kgdb load summary")
+    table.add_row("triples (distinct)", f"{stats.triples_in:,}", f"{db.get('triples', 0):,}")
+    if not bulk:
+        table.add_row("  created / already there", f"{stats.triples_created:,} / {stats.triples_existing:,}", "")
+    table.add_row("entities", f"{stats.entities:,}", f"{db.get('entities', 0):,}")
+    table.add_row("  CVT nodes", f"{stats.cvt:,}", f"{db.get('cvt', 0):,}")
+    table.add_row("  literals", f"{stats.literals:,}", f"{db.get('literals', 0):,}")
+    table.add_row("relation types", f"{stats.relation_types:,}", f"{db.get('relations', 0):,}")
+    table.add_row("entity embeddings", f"{stats.entity_embeddings:,}", f"{db.get('entity_embeddings', 0):,}")
+    table.add_row("relation embeddings", f"{stats.relation_embeddings:,}", f"{db.get('relation_embeddings', 0):,}")
+    if src.bad.count:
+        table.add_row("bad lines skipped", f"{src.bad.count:,}", "")
+    if src.filtered:
+        table.add_row("triples filtered out", f"{src.filtered:,}", "")
+    for phase, secs in stats.seconds.items():
+        table.add_row(f"seconds: {phase}", f"{secs:.1f}", "")
+    write_secs = stats.seconds.get("import" if bulk else "triples", 0.0)
+    if write_secs:
+        table.add_row("triples/s" + (" (neo4j-admin import)" if bulk else ""), f"{stats.triples_in / write_secs:,.0f}", "")
+    console.print(table)
+
+
+@load_app.command("questions")
+def questions(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="JSONL (id, question, q_entity, a_entity, answer[, hop]), RoG .parquet, "
+                                "or MetaQA k-hop/qa.txt."),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip malformed records (counted) instead of stopping."),
+) -> None:
+    """Load a question set as (:Question)-[:ABOUT]->(:Entity) (idempotent)."""
+    from kgdb.loaders.badlines import BadLines
+    from kgdb.loaders.questions import read_question_file, write_questions
+
+    bad = BadLines(skip=skip_bad)
+    rows = read_question_file(file, bad)
+    with open_graph(ctx) as graph, _phases() as (_, report):
+        stats = write_questions(graph, rows, progress=report)
+    console.print(
+        f"Loaded {stats.questions:,} questions from {file}: {stats.linked:,} of {stats.topics:,} topic entities "
+        f"found in the graph ({stats.missing_topics:,} missing)" + (f"; skipped {bad.count:,} bad records" if bad.count else "")
+    )

@@ -70,8 +70,14 @@ def _load_split(ctx, graph, settings, questions: Path, split: str, hops: int, ca
             on_start=lambda total: bar.update(task, total=total, visible=True),
             on_progress=lambda n: bar.advance(task, n),
         )
-    how = "loaded from cache, database not queried" if result.from_disk else "fetched from the database and cached"
-    console.print(f"{qs.dataset}/{split}: {len(result.items)} subgraphs {how} ({result.path})")
+    if result.from_disk:
+        how = "loaded from cache, database not queried"
+    elif result.errors:
+        how = f"fetched from the database; NOT cached: {len(result.errors)} fetches failed, first: {result.errors[0]}"
+    else:
+        how = "fetched from the database and cached"
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items()) if v)
+    console.print(f"{qs.dataset}/{split}: {len(result.items)} subgraphs {how} ({result.path}); skipped: {skipped or 'none'}")
     return qs, records, result, fingerprint, model_name
 
 
@@ -89,6 +95,7 @@ def train_subgraphrag(
     hidden: int = typer.Option(1024, "--hidden", help="MLP hidden width."),
     max_train: Optional[int] = typer.Option(None, "--max-train", help="Use only the first N training questions."),
     max_val: Optional[int] = typer.Option(None, "--max-val", help="Use only the first N validation questions."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for torch (default: torch's choice)."),
 ) -> None:
     """Train the SubgraphRAG triple scorer on the train split; select on the val split."""
     from kgdb.models.base import TensorTables
@@ -98,6 +105,10 @@ def train_subgraphrag(
     from kgdb.models.training import TrainConfig, seed_everything, train
 
     settings = settings_from(ctx)
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
     cfg = TrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed, hidden=hidden)
     with open_graph(ctx) as graph:
         t0 = time.perf_counter()
@@ -110,6 +121,8 @@ def train_subgraphrag(
     seed_everything(seed)
     model = SubgraphRAG(SubgraphRAGConfig(embedding_dim=tables.dim, hidden=hidden)).to(device)
     usable = sum(1 for it in tr.items if it.labels.any())
+    if usable == 0 or not va.items:
+        raise KgdbError(f"nothing to train on: {usable} training questions with a labelled path, {len(va.items)} validation questions")
     console.print(
         f"training on {usable} questions ({len(tr.items) - usable} without a labelled shortest path skipped), "
         f"validating on {len(va.items)}, device {device}"
@@ -127,6 +140,10 @@ def train_subgraphrag(
         def on_epoch(log) -> None:
             best = max(e.val_triple_recall for e in result_logs + [log])
             result_logs.append(log)
+            console.print(
+                f"epoch {log.epoch}: loss {log.loss:.4f}, val triple R@100 {log.val_triple_recall:.4f}, "
+                f"val answer R@100 {log.val_answer_recall:.4f}, {log.seconds:.1f} s"
+            )
             bar.update(
                 epoch_task,
                 advance=1,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from neo4j import Driver, GraphDatabase, Session
-from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable
+from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable, TransientError
 
 from kgdb.config import Settings
 from kgdb.errors import DatabaseError, KgdbError
@@ -99,14 +99,24 @@ class Graph:
         """Run the named query in an auto-routed transaction and return its rows as dicts."""
         return self.run_text(query(name), _name=name, **params)
 
-    def run_text(self, text: str, _name: str = "inline", **params: Any) -> list[dict[str, Any]]:
+    def run_text(self, text: str, _name: str = "inline", _raw: bool = False, **params: Any) -> list[dict[str, Any]]:
+        """Rows as dicts; `_raw` skips the driver's per-element `data()` pass (for big primitive lists)."""
         try:
             result = self.driver.execute_query(text, parameters_=params, database_=self.database)
         except ClientError as exc:
             raise DatabaseError(f"query {_name!r} failed: {exc.message}") from exc
+        except TransientError as exc:  # e.g. dbms.memory.transaction.total.max reached
+            raise DatabaseError(f"query {_name!r} failed: {exc.message}") from exc
         except ServiceUnavailable as exc:
             raise DatabaseError(f"lost the connection to Neo4j at {self.settings.neo4j_uri}") from exc
+        if _raw:
+            return [dict(zip(result.keys, record.values())) for record in result.records]
         return [record.data() for record in result.records]
+
+    def columns(self, name: str, **params: Any) -> dict[str, Any] | None:
+        """The one row of a query returning parallel lists of primitives, without per-element conversion."""
+        rows = self.run_text(query(name), _name=name, _raw=True, **params)
+        return rows[0] if rows else None
 
     def single(self, name: str, **params: Any) -> dict[str, Any] | None:
         rows = self.run(name, **params)

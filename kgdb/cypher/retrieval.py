@@ -1,12 +1,14 @@
-"""Topic-centred subgraph extraction: one Cypher query (`subgraph.cypher`) -> a `Subgraph`.
+"""Topic-centred subgraph extraction: `subgraph.cypher` once per hop -> a `Subgraph`.
 
-The query returns parallel lists (graph-wide idx of heads and tails, relation types, elementIds,
-and the nodes sorted by idx); numpy turns them into local arrays without a Python loop over rows.
+Each level query returns parallel lists (graph-wide idx of heads and tails, relation types,
+elementIds, reached nodes); numpy merges the levels, de-duplicates and sorts them without a Python
+loop over rows.
 """
 
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 
@@ -16,8 +18,19 @@ from kgdb.subgraph import Subgraph
 
 MAX_HOPS = 4
 # Most triples expanded from one node; beyond it the triples whose relation is most similar to the
-# question are kept. 2,000 leaves every WebQSP topic whole and keeps FB15k-237 hubs under a second.
+# question are kept (see subgraph.cypher).
 DEFAULT_CAP = 2000
+
+_NODE_COLUMNS = ("id", "idx", "name", "cvt")
+_EDGE_COLUMNS = ("head_idx", "rel_type", "tail_idx", "edge_ids")
+_relation_index: "weakref.WeakKeyDictionary[Graph, dict[str, int]]" = weakref.WeakKeyDictionary()
+
+
+def relation_index(graph: Graph, refresh: bool = False) -> dict[str, int]:
+    """Relation type -> Relation.idx, read once per Graph object."""
+    if refresh or graph not in _relation_index:
+        _relation_index[graph] = {r["name"]: r["idx"] for r in graph.run("relation_index")}
+    return _relation_index[graph]
 
 
 def fetch_subgraph(
@@ -31,12 +44,12 @@ def fetch_subgraph(
 ) -> Subgraph:
     """All triples within `hops` (1..4) of the topic entities, both directions, capped per node.
 
-    Triples are on walks of at most `hops` steps from a topic entity (the nodes first reached at
-    level k are expanded at level k+1). A node with more than `cap` relationships contributes only
-    the `cap` triples whose relation embedding is most cosine-similar to `question_embedding`
-    (ties, or no embedding: relation name, then neighbour idx). Local nodes are numbered in
-    `Entity.idx` order and triples sorted by (head idx, relation type, tail idx), so the result is
-    deterministic. `meta` holds `seconds` (query + conversion), `hops`, `cap`.
+    Level k expands the nodes first reached at level k-1 (BFS), so a triple is kept when it lies on
+    a walk of at most `hops` steps from a topic entity. A node with more than `cap` relationships
+    contributes only the `cap` triples whose relation embedding is most cosine-similar to
+    `question_embedding` (ties, or no embedding: relation name, then neighbour idx). Local nodes are
+    numbered in `Entity.idx` order and triples sorted by (head idx, relation type, tail idx), so the
+    result is deterministic. `meta`: `seconds`, `hops`, `cap`, `levels` (triples added per level).
     Raises KgdbError for an unknown topic id or bad hops/cap.
     """
     if not 1 <= hops <= MAX_HOPS:
@@ -47,48 +60,74 @@ def fetch_subgraph(
     if not topics:
         raise KgdbError("no topic entities given")
     emb = None if question_embedding is None else np.asarray(question_embedding, dtype=np.float32)
+    params = {"cap": cap, "question_embedding": None if emb is None else emb.tolist()}
     start = time.perf_counter()
-    row = graph.single(
-        "subgraph",
-        topics=topics,
-        hops=hops,
-        cap=cap,
-        question_embedding=None if emb is None else emb.tolist(),
-    )
-    missing = sorted(set(topics) - set(row["topic_id"]))
+
+    first = graph.columns("subgraph", ids=topics, idx=[], **params)
+    missing = sorted(set(topics) - set(first["expanded_id"]))
     if missing:
         raise KgdbError(f"topic entity {missing[0]!r} is not in the graph (use `kgdb link` to find its id)")
-    sg = subgraph_from_columns(row)
+    nodes = {c: [first[f"expanded_{c}"], first[f"node_{c}"]] for c in _NODE_COLUMNS}
+    edges = {c: [first[c]] for c in _EDGE_COLUMNS}
+    levels = [len(first["edge_ids"])]
+    seen = np.union1d(np.asarray(first["expanded_idx"], np.int64), np.asarray(first["node_idx"], np.int64))
+    frontier = np.setdiff1d(np.asarray(first["node_idx"], np.int64), first["expanded_idx"])
+    for level in range(2, hops + 1):
+        if frontier.size == 0:
+            break
+        row = graph.columns("subgraph", ids=[], idx=frontier.tolist(), **params)
+        for c in _NODE_COLUMNS:
+            nodes[c].append(row[f"node_{c}"])
+        for c in _EDGE_COLUMNS:
+            edges[c].append(row[c])
+        levels.append(len(row["edge_ids"]))
+        reached = np.asarray(row["node_idx"], np.int64)
+        frontier = np.setdiff1d(reached, seen)
+        seen = np.union1d(seen, reached)
+
+    sg = _assemble(graph, first["expanded_idx"], nodes, edges)
     sg.question, sg.qid, sg.question_embedding = question, qid, emb
-    sg.meta.update(seconds=time.perf_counter() - start, hops=hops, cap=cap)
+    sg.meta.update(seconds=time.perf_counter() - start, hops=hops, cap=cap, levels=levels)
     return sg
 
 
-def subgraph_from_columns(row: dict) -> Subgraph:
-    """Build a `Subgraph` from the parallel lists of `subgraph.cypher` (vectorised)."""
-    node_idx = np.asarray(row["node_idx"], dtype=np.int64)
-    if node_idx.size and np.any(np.diff(node_idx) <= 0):
-        raise KgdbError("entities without a dense idx: finish the load (run `kgdb load` again)")
-    type_idx = np.asarray(row["type_idx"], dtype=np.int64)
-    if np.any(type_idx < 0):
-        raise KgdbError("relationship types without a Relation node: finish the load (run `kgdb load` again)")
-    rel_type = row["rel_type"]
-    # Map each triple's type to Relation.idx through the (few) distinct types.
-    order = np.argsort(np.asarray(row["type_name"], dtype=object))
-    names_sorted = np.asarray(row["type_name"], dtype=object)[order]
-    types = np.asarray(rel_type, dtype=object)
-    relation = type_idx[order][np.searchsorted(names_sorted, types)] if types.size else np.zeros(0, np.int64)
-    topic_pos = np.searchsorted(node_idx, np.asarray(row["topic_idx"], dtype=np.int64))
-    return Subgraph(
-        entity_ids=row["node_id"],
-        entity_names=row["node_name"],
-        entity_idx=node_idx,
-        is_cvt=np.asarray(row["node_cvt"], dtype=bool),
-        head=np.searchsorted(node_idx, np.asarray(row["head_idx"], dtype=np.int64)),
-        relation=relation.astype(np.int64),
-        tail=np.searchsorted(node_idx, np.asarray(row["tail_idx"], dtype=np.int64)),
-        relation_names=list(rel_type),
-        edge_ids=row["edge_ids"],
-        topic=np.sort(topic_pos.astype(np.int64)),
-    )
+def _concat(parts: list[list], dtype=object) -> np.ndarray:
+    return np.concatenate([np.asarray(p, dtype=dtype) for p in parts]) if parts else np.zeros(0, dtype)
 
+
+def _assemble(graph: Graph, topic_idx: list[int], nodes: dict, edges: dict) -> Subgraph:
+    node_idx = _concat(nodes["idx"], np.int64) if all(len(p) == 0 or None not in p for p in nodes["idx"]) else None
+    if node_idx is None:
+        raise KgdbError("entities without a dense idx: finish the load (run `kgdb load` again)")
+    uniq, first = np.unique(node_idx, return_index=True)
+    ids = _concat(nodes["id"])[first].tolist()
+    names = _concat(nodes["name"])[first].tolist()
+    cvt = _concat(nodes["cvt"], bool)[first]
+
+    eids = _concat(edges["edge_ids"])
+    _, keep = np.unique(eids, return_index=True)  # an edge between two frontier nodes comes twice
+    head = _concat(edges["head_idx"], np.int64)[keep]
+    tail = _concat(edges["tail_idx"], np.int64)[keep]
+    types = _concat(edges["rel_type"])[keep]
+    eids = eids[keep]
+    type_names, type_pos = np.unique(types.astype(str), return_inverse=True) if types.size else (np.zeros(0, str), np.zeros(0, np.int64))
+    order = np.lexsort((tail, type_pos, head))
+    rel_index = relation_index(graph)
+    if any(t not in rel_index for t in type_names):
+        rel_index = relation_index(graph, refresh=True)
+    missing = [t for t in type_names if t not in rel_index]
+    if missing:
+        raise KgdbError(f"relationship type {missing[0]!r} has no Relation node: finish the load (run `kgdb load` again)")
+    type_idx = np.asarray([rel_index[t] for t in type_names], dtype=np.int64)  # loop over distinct types only
+    return Subgraph(
+        entity_ids=ids,
+        entity_names=names,
+        entity_idx=uniq,
+        is_cvt=cvt,
+        head=np.searchsorted(uniq, head[order]),
+        relation=type_idx[type_pos[order]] if types.size else np.zeros(0, np.int64),
+        tail=np.searchsorted(uniq, tail[order]),
+        relation_names=types[order].tolist(),
+        edge_ids=eids[order].tolist(),
+        topic=np.searchsorted(uniq, np.asarray(sorted(topic_idx), dtype=np.int64)),
+    )

@@ -1,10 +1,13 @@
-// Topic-centred subgraph: every triple on a walk of at most $hops steps from a topic entity,
-// following relationships in both directions, with a per-node expansion cap.
+// One BFS level of a topic-centred subgraph: the triples of the frontier entities, following
+// relationships in both directions, with a per-node expansion cap. kgdb.cypher.retrieval runs it once
+// per hop (level 1: the topic entities by id; level k: the entities first reached at level k-1 by idx),
+// so every node is expanded at most once and large sets travel as parameters, never as lists carried
+// in rows (which Neo4j's memory accounting charges once per row).
 //
 // Parameters:
-//   :param topics => ['Jamaica']          // Entity.id values of the topic entities
-//   :param hops => 2                       // 1..4
-//   :param cap => 1000                     // most triples expanded from any one node
+//   :param ids => ['Jamaica']             // Entity.id values to expand (topic entities)
+//   :param idx => []                       // Entity.idx values to expand (later levels)
+//   :param cap => 2000                     // most triples expanded from any one node
 //   :param question_embedding => null      // unit vector of the question (list of floats), or null
 //
 // Cap rule: a node with more than $cap relationships keeps the $cap triples whose relation is most
@@ -12,125 +15,32 @@
 // ties, and every capped node when no question is given, are broken by relation name, then neighbour idx.
 // The degree test counts all relationships (degree store, no scan), so bookkeeping edges can only make
 // the cap apply a little earlier, never later.
-// Level k expands the nodes first reached at level k-1 (BFS), so every node is expanded at most once.
-// Cypher has no loops: the four levels are written out; level k runs only when $hops >= k.
 // Bookkeeping relationships are never followed: SCORED is excluded, ABOUT and TOPIC start at
-// non-Entity nodes. Output: one row of parallel lists, edges ordered by (head idx, type, tail idx).
-MATCH (s:Entity) WHERE s.id IN $topics
-WITH collect(s) AS topics
-WITH topics, topics AS frontier, topics AS seen, [] AS edges
-
-// ---- level 1
-CALL (frontier, seen) {
-  UNWIND CASE WHEN $hops >= 1 THEN frontier ELSE [] END AS n
-  CALL (n) {
-    WITH n WHERE COUNT { (n)--() } <= $cap
-    MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
-    RETURN r, m
-    UNION
-    WITH n WHERE COUNT { (n)--() } > $cap
-    MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
-    WITH type(r) AS rt, collect([r, m]) AS group
-    OPTIONAL MATCH (rel:Relation {name: rt})
-    WITH rt, group, coalesce(vector.similarity.cosine(rel.embedding, $question_embedding), 0.0) AS sim
-    UNWIND group AS pair
-    WITH pair[0] AS r, pair[1] AS m, rt, sim ORDER BY sim DESC, rt, m.idx LIMIT $cap
-    RETURN r, m
-  }
-  RETURN collect(DISTINCT r) AS new_edges,
-         CASE WHEN $hops > 1 THEN collect(DISTINCT CASE WHEN NOT m IN seen THEN m END) ELSE [] END AS reached
+// non-Entity nodes. Output: one row of parallel lists (edges, reached nodes, expanded nodes).
+CALL () {
+  UNWIND $ids AS key MATCH (n:Entity {id: key}) RETURN n
+  UNION
+  UNWIND $idx AS i MATCH (n:Entity {idx: i}) RETURN n
 }
-WITH topics, reached AS frontier, seen + reached AS seen, edges + new_edges AS edges
-
-// ---- level 2 (same as level 1)
-CALL (frontier, seen) {
-  UNWIND CASE WHEN $hops >= 2 THEN frontier ELSE [] END AS n
-  CALL (n) {
-    WITH n WHERE COUNT { (n)--() } <= $cap
-    MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
-    RETURN r, m
-    UNION
-    WITH n WHERE COUNT { (n)--() } > $cap
-    MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
-    WITH type(r) AS rt, collect([r, m]) AS group
-    OPTIONAL MATCH (rel:Relation {name: rt})
-    WITH rt, group, coalesce(vector.similarity.cosine(rel.embedding, $question_embedding), 0.0) AS sim
-    UNWIND group AS pair
-    WITH pair[0] AS r, pair[1] AS m, rt, sim ORDER BY sim DESC, rt, m.idx LIMIT $cap
-    RETURN r, m
-  }
-  RETURN collect(DISTINCT r) AS new_edges,
-         CASE WHEN $hops > 2 THEN collect(DISTINCT CASE WHEN NOT m IN seen THEN m END) ELSE [] END AS reached
-}
-WITH topics, reached AS frontier, seen + reached AS seen, edges + new_edges AS edges
-
-// ---- level 3 (same as level 1)
-CALL (frontier, seen) {
-  UNWIND CASE WHEN $hops >= 3 THEN frontier ELSE [] END AS n
-  CALL (n) {
-    WITH n WHERE COUNT { (n)--() } <= $cap
-    MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
-    RETURN r, m
-    UNION
-    WITH n WHERE COUNT { (n)--() } > $cap
-    MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
-    WITH type(r) AS rt, collect([r, m]) AS group
-    OPTIONAL MATCH (rel:Relation {name: rt})
-    WITH rt, group, coalesce(vector.similarity.cosine(rel.embedding, $question_embedding), 0.0) AS sim
-    UNWIND group AS pair
-    WITH pair[0] AS r, pair[1] AS m, rt, sim ORDER BY sim DESC, rt, m.idx LIMIT $cap
-    RETURN r, m
-  }
-  RETURN collect(DISTINCT r) AS new_edges,
-         CASE WHEN $hops > 3 THEN collect(DISTINCT CASE WHEN NOT m IN seen THEN m END) ELSE [] END AS reached
-}
-WITH topics, reached AS frontier, seen + reached AS seen, edges + new_edges AS edges
-
-// ---- level 4 (same as level 1; the last level needs no new frontier)
-CALL (frontier) {
-  UNWIND CASE WHEN $hops >= 4 THEN frontier ELSE [] END AS n
-  CALL (n) {
-    WITH n WHERE COUNT { (n)--() } <= $cap
-    MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
-    RETURN r, m
-    UNION
-    WITH n WHERE COUNT { (n)--() } > $cap
-    MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
-    WITH type(r) AS rt, collect([r, m]) AS group
-    OPTIONAL MATCH (rel:Relation {name: rt})
-    WITH rt, group, coalesce(vector.similarity.cosine(rel.embedding, $question_embedding), 0.0) AS sim
-    UNWIND group AS pair
-    WITH pair[0] AS r, pair[1] AS m, rt, sim ORDER BY sim DESC, rt, m.idx LIMIT $cap
-    RETURN r, m
-  }
-  RETURN collect(DISTINCT r) AS new_edges
-}
-WITH topics, edges + new_edges AS edges
-
-// ---- output: distinct edges, their endpoints and relation types as parallel lists
-CALL (edges) {
-  UNWIND edges AS r
-  WITH DISTINCT r
-  WITH r, startNode(r) AS h, endNode(r) AS t, type(r) AS rt
-  ORDER BY h.idx, rt, t.idx
-  RETURN collect(h.idx) AS head_idx, collect(rt) AS rel_type, collect(t.idx) AS tail_idx,
-         collect(elementId(r)) AS edge_ids
-}
-CALL (edges, topics) {
-  CALL (edges, topics) {
-    UNWIND topics AS e RETURN e
-    UNION
-    UNWIND edges AS r UNWIND [startNode(r), endNode(r)] AS e RETURN e
-  }
-  WITH e ORDER BY e.idx
-  RETURN collect(e.idx) AS node_idx, collect(e.id) AS node_id, collect(e.name) AS node_name,
-         collect('CVT' IN labels(e)) AS node_cvt
-}
-CALL (rel_type) {
-  UNWIND rel_type AS rt
-  WITH DISTINCT rt
+CALL (n) {
+  WITH n WHERE COUNT { (n)--() } <= $cap
+  MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
+  RETURN r, m
+  UNION ALL
+  WITH n WHERE COUNT { (n)--() } > $cap
+  // similarity once per relation type of the node, then its triples type by type
+  MATCH (n)-[t]-(:Entity) WHERE NOT t:SCORED
+  WITH DISTINCT n, type(t) AS rt
   OPTIONAL MATCH (rel:Relation {name: rt})
-  RETURN collect(rt) AS type_name, collect(coalesce(rel.idx, -1)) AS type_idx
+  WITH n, rt, coalesce(vector.similarity.cosine(rel.embedding, $question_embedding), 0.0) AS sim
+  MATCH (n)-[r:$(rt)]-(m:Entity)
+  WITH r, m, rt, sim ORDER BY sim DESC, rt, m.idx LIMIT $cap
+  RETURN r, m
 }
-RETURN [t IN topics | t.id] AS topic_id, [t IN topics | t.idx] AS topic_idx, node_idx, node_id, node_name, node_cvt,
-       head_idx, rel_type, tail_idx, edge_ids, type_name, type_idx;
+WITH collect(DISTINCT n) AS expanded, collect(DISTINCT r) AS rels, collect(DISTINCT m) AS reached
+RETURN [x IN expanded | x.id] AS expanded_id, [x IN expanded | x.idx] AS expanded_idx,
+       [x IN expanded | x.name] AS expanded_name, [x IN expanded | 'CVT' IN labels(x)] AS expanded_cvt,
+       [x IN reached | x.id] AS node_id, [x IN reached | x.idx] AS node_idx,
+       [x IN reached | x.name] AS node_name, [x IN reached | 'CVT' IN labels(x)] AS node_cvt,
+       [r IN rels | startNode(r).idx] AS head_idx, [r IN rels | type(r)] AS rel_type,
+       [r IN rels | endNode(r).idx] AS tail_idx, [r IN rels | elementId(r)] AS edge_ids;

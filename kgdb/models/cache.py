@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -141,11 +141,16 @@ def build_items(
     hops: int,
     cap: int | None,
     on_progress: Callable[[int], None] = lambda _: None,
-) -> tuple[list[CachedQuestion], dict[str, int]]:
+) -> tuple[list[CachedQuestion], dict[str, int], list[str]]:
     """Fetch and label the subgraph of each question (gold topics), one DB round-trip set per question."""
     from kgdb.models.db import existing_entities, fetch, label
 
-    counts = {"no_topic_in_graph": 0}
+    from neo4j.exceptions import Neo4jError
+
+    from kgdb.errors import KgdbError
+
+    counts = {"no_topic_in_graph": 0, "fetch_failed": 0}
+    errors: list[str] = []
     items = []
     for i, q in enumerate(questions):
         topics = existing_entities(graph, q.topics)
@@ -155,7 +160,13 @@ def build_items(
             continue
         answers_in_graph = existing_entities(graph, q.answers)
         t0 = time.perf_counter()
-        sg = fetch(graph, topics, question_embeddings[i], hops=hops, cap=cap, question=q.text, qid=q.id)
+        try:
+            sg = fetch(graph, topics, question_embeddings[i], hops=hops, cap=cap, question=q.text, qid=q.id)
+        except (KgdbError, Neo4jError) as exc:
+            counts["fetch_failed"] += 1
+            errors.append(f"{q.id}: {str(exc)[:200]}")
+            on_progress(1)
+            continue
         fetch_ms = (time.perf_counter() - t0) * 1000
         labels = label(graph, sg, answers_in_graph) if answers_in_graph else np.zeros(sg.num_triples, dtype=bool)
         local = {eid: j for j, eid in enumerate(sg.entity_ids)}
@@ -183,7 +194,7 @@ def build_items(
             )
         )
         on_progress(1)
-    return items, counts
+    return items, counts, errors
 
 
 @dataclass
@@ -192,6 +203,7 @@ class CachedSplit:
     path: Path
     from_disk: bool  # True: loaded from the cache, the database was not queried
     counts: dict[str, int]
+    errors: list[str] = field(default_factory=list)  # fetch failures; such a split is not cached
 
 
 def cached_split(
@@ -228,7 +240,8 @@ def cached_split(
         return CachedSplit(items, path, True, meta.get("counts", {}))
     on_start(len(questions))
     embeddings = embed([q.text for q in questions])
-    items, counts = build_items(graph, questions, embeddings, hops=hops, cap=cap, on_progress=on_progress)
+    items, counts, errors = build_items(graph, questions, embeddings, hops=hops, cap=cap, on_progress=on_progress)
     counts["no_sp_triples"] = sum(1 for it in items if not it.labels.any())
-    save_cache(path, items, {"key": key, "dataset": dataset, "split": split, "hops": hops, "cap": cap, "counts": counts})
-    return CachedSplit(items, path, False, counts)
+    if not errors:  # a transient server failure must not be frozen into the cache
+        save_cache(path, items, {"key": key, "dataset": dataset, "split": split, "hops": hops, "cap": cap, "counts": counts})
+    return CachedSplit(items, path, False, counts, errors)

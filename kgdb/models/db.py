@@ -13,7 +13,9 @@ from kgdb.cypher.linking import LinkedEntity, link_entities, resolve_topics
 from kgdb.cypher.retrieval import DEFAULT_CAP, fetch_subgraph
 from kgdb.cypher.tables import EmbeddingTables, graph_fingerprint, load_tables
 from kgdb.cypher.writeback import write_scores
-from kgdb.errors import KgdbError
+from neo4j.exceptions import TransientError
+
+from kgdb.errors import DatabaseError, KgdbError
 from kgdb.subgraph import Subgraph
 
 __all__ = [
@@ -49,8 +51,21 @@ def existing_entities(graph: Graph, keys: list[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+MIN_CAP = 10
+
+
 def fetch(graph: Graph, topics: list[str], q_emb: np.ndarray, *, hops: int, cap: int | None, question: str, qid: str | None) -> Subgraph:
-    return fetch_subgraph(graph, topics, q_emb, hops=hops, cap=cap or DEFAULT_CAP, question=question, qid=qid)
+    """`fetch_subgraph`, retried with a 4x smaller cap when the server runs out of transaction
+    memory (2-hop neighbourhoods of hubs such as `United States of America`); `meta["cap"]` says
+    which cap produced the subgraph."""
+    cap = cap or DEFAULT_CAP
+    while True:
+        try:
+            return fetch_subgraph(graph, topics, q_emb, hops=hops, cap=cap, question=question, qid=qid)
+        except (TransientError, DatabaseError):
+            if cap <= MIN_CAP:
+                raise
+            cap = max(MIN_CAP, cap // 4)
 
 
 def label(graph: Graph, sg: Subgraph, answer_ids: list[str]) -> np.ndarray:

@@ -5,7 +5,7 @@
   exponential backoff on timeouts, 429 and 5xx; one clear `LLMError` line for everything else.
 - `VLLMReasoner`: offline batch generation with `vllm.LLM` (optional extra `kgdb[vllm]`, GPU);
   imported lazily, so kgdb works without it.
-- `ExtractiveReasoner` (`kgdb.models.extractive`): no LLM at all; used when none is configured.
+- `ExtractiveReasoner` (below): no LLM at all; used when none is configured.
 
 All return a `Reasoning`, which records the raw reply, the parsed answers and the token usage.
 """
@@ -258,7 +258,260 @@ def make_reasoner(kind: str, settings: Settings, **kwargs: Any) -> Any:
     if kind == "vllm":
         return VLLMReasoner(settings.llm_model or "", **kwargs)
     if kind == "extractive":
-        from kgdb.models.extractive import ExtractiveReasoner
-
         return ExtractiveReasoner.from_settings(settings, **kwargs)
     raise KgdbError(f"unknown reasoner {kind!r}; choose one of {', '.join(REASONERS)}")
+
+
+# --------------------------------------------------------------------------------------------
+# Extractive reasoner: no LLM.
+
+
+class EvidenceTriple(Protocol):
+    """What the extractive reasoner reads of a retrieved triple (`kgdb.pipeline.ScoredTriple` fits)."""
+
+    head: str
+    relation: str
+    tail: str
+    score: float
+    head_id: str
+    tail_id: str
+
+
+@dataclass
+class Evidence:
+    """The retrieved triples behind one prompt, as the extractive reasoner needs them."""
+
+    question: str
+    triples: Sequence[EvidenceTriple]  # best retriever score first
+    topics: list[str]  # entity ids
+    topic_names: list[str] = field(default_factory=list)
+    cvt: set[str] = field(default_factory=set)  # ids of compound-value nodes
+
+
+@dataclass(frozen=True)
+class RelationPath:
+    """A sequence of (relation, direction) steps from a topic entity; +1 follows head→tail."""
+
+    anchor: str  # entity id
+    # (relation, direction, through_cvt): through_cvt=1 marks the step out of a CVT node, which
+    # continues the hop into it rather than counting as a hop of its own
+    steps: tuple[tuple[str, int, int], ...]
+
+    @property
+    def hops(self) -> int:
+        return sum(1 for _, _, through in self.steps if not through)
+
+    def text(self) -> str:
+        from kgdb.embeddings import relation_text
+
+        return " ; ".join(relation_text(r) for r, _, _ in self.steps)
+
+    def render(self, anchor_name: str | None = None) -> str:
+        parts = [anchor_name or self.anchor]
+        parts += [f"[{r}]" if d > 0 else f"[{r}] (reversed)" for r, d, _ in self.steps]
+        return " → ".join(parts)
+
+
+@dataclass
+class CandidatePath:
+    path: RelationPath
+    targets: dict[str, list[int]]  # target entity id -> triple indices (one route) leading to it
+    score: float = 0.0
+
+
+def enumerate_paths(
+    triples: Sequence[EvidenceTriple],
+    topics: Sequence[str],
+    cvt: set[str],
+    max_hops: int = 3,
+    max_targets: int = 5000,
+) -> list[CandidatePath]:
+    """Relation paths from each topic through the retrieved triples, with the entities they reach.
+
+    Walks both edge directions. A step into a CVT (compound value) node is looked through: the walk
+    continues from it without counting a hop and a CVT is never a target. Topic entities are never
+    targets either. Each relation path keeps one route (triple indices) per target: the first found.
+    """
+    adj: dict[str, list[tuple[int, str, int, str]]] = {}
+    for i, t in enumerate(triples):
+        adj.setdefault(t.head_id, []).append((i, t.relation, 1, t.tail_id))
+        adj.setdefault(t.tail_id, []).append((i, t.relation, -1, t.head_id))
+    topic_set = set(topics)
+    out: list[CandidatePath] = []
+    for anchor in dict.fromkeys(topics):
+        # frontier: relation path -> {entity: route}; CVT entities stay in the frontier un-hopped
+        frontier: dict[tuple, dict[str, list[int]]] = {(): {anchor: []}}
+        for hop in range(max_hops):
+            nxt: dict[tuple, dict[str, list[int]]] = {}
+            for steps, nodes in frontier.items():
+                for node, route in nodes.items():
+                    for i, rel, direction, other in adj.get(node, ()):
+                        if i in route or other == anchor:
+                            continue
+                        key = steps + ((rel, direction, 0),)
+                        reached = nxt.setdefault(key, {})
+                        if other not in reached and len(reached) < max_targets:
+                            reached[other] = route + [i]
+            # Look through CVTs: expand every CVT once more before counting the hop.
+            for steps in list(nxt):
+                for node, route in list(nxt[steps].items()):
+                    if node not in cvt:
+                        continue
+                    for i, rel, direction, other in adj.get(node, ()):
+                        if i in route or other == anchor or other in cvt:
+                            continue
+                        key = steps + ((rel, direction, 1),)
+                        reached = nxt.setdefault(key, {})
+                        if other not in reached and len(reached) < max_targets:
+                            reached[other] = route + [i]
+            for steps, nodes in nxt.items():
+                targets = {e: r for e, r in nodes.items() if e not in cvt and e not in topic_set}
+                if targets:
+                    out.append(CandidatePath(RelationPath(anchor, steps), targets))
+            # CVTs were looked through above; expanding them again would count their hop twice.
+            frontier = {k: kept for k, v in nxt.items() if (kept := {e: r for e, r in v.items() if e not in cvt})}
+            if not frontier:
+                break
+    return out
+
+
+def strip_mentions(question: str, names: Sequence[str]) -> str:
+    """The question without the topic entity names (so its vector is about the relations asked)."""
+    import re
+
+    q = question
+    for name in sorted((n for n in names if n), key=len, reverse=True):
+        q = re.sub(re.escape(name), " ", q, flags=re.IGNORECASE)
+    q = " ".join(q.split())
+    return q or question
+
+
+class ExtractiveReasoner:
+    """Answers without an LLM: the end points of the best relation path through the evidence.
+
+    Every relation path from a topic entity through the retrieved triples (both directions, up to
+    `max_hops` hops, CVT nodes looked through) is scored by
+
+        cos(question without topic names, relation-path text) − hop_penalty·(hops − 1)
+        + retriever_weight · mean rank-normalised retriever score of its triples
+
+    (relation–question similarity favours longer paths, which mention more relations; the hop
+    penalty asks each extra hop to earn its place; the retriever term prefers what the retriever
+    ranked high). The answers are the targets of the best path, ordered by the retriever score of
+    the triple that reaches them; topic entities and CVT nodes are never answers. Weights are
+    fixed defaults, not fitted to any evaluation set.
+    """
+
+    uses_llm = False
+    name = "extractive"
+
+    def __init__(
+        self,
+        embedder: Any,
+        *,
+        max_hops: int = 3,
+        hop_penalty: float = 0.06,
+        retriever_weight: float = 0.1,
+        max_answers: int = 50,
+        cache_size: int = 100_000,
+    ):
+        self.embedder = embedder
+        self.max_hops = max_hops
+        self.hop_penalty = hop_penalty
+        self.retriever_weight = retriever_weight
+        self.max_answers = max_answers
+        self._cache: dict[str, Any] = {}
+        self._cache_size = cache_size
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kwargs: Any) -> "ExtractiveReasoner":
+        from kgdb.embeddings import get_embedder
+
+        return cls(get_embedder(settings.embedding_model, settings.device, settings.embedding_batch_size), **kwargs)
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "reasoner": self.name,
+            "max_hops": self.max_hops,
+            "hop_penalty": self.hop_penalty,
+            "retriever_weight": self.retriever_weight,
+            "max_answers": self.max_answers,
+            "embedding_model": getattr(self.embedder, "name", None),
+        }
+
+    def _vectors(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            if len(self._cache) + len(missing) > self._cache_size:
+                self._cache.clear()
+            for text, vec in zip(missing, self.embedder.encode(missing)):
+                self._cache[text] = vec
+        return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.float32)
+
+    def rank_paths(
+        self,
+        question: str,
+        triples: Sequence[EvidenceTriple],
+        topics: Sequence[str],
+        topic_names: Sequence[str] = (),
+        cvt: set[str] | None = None,
+    ) -> list[CandidatePath]:
+        """All candidate relation paths, best first (ties: fewer hops, then text, deterministic)."""
+        paths = enumerate_paths(triples, topics, cvt or set(), self.max_hops)
+        if not paths:
+            return []
+        q = self._vectors([strip_mentions(question, topic_names)])[0]
+        sims = self._vectors([p.path.text() for p in paths]) @ q
+        k = max(1, len(triples))
+        for p, sim in zip(paths, sims.tolist()):
+            # rank-normalised retriever score: 1 for the best triple, → 0 for the K-th
+            routes = list(p.targets.values())
+            rank_score = sum(1.0 - i / k for r in routes for i in r) / max(1, sum(len(r) for r in routes))
+            p.score = sim - self.hop_penalty * (p.path.hops - 1) + self.retriever_weight * rank_score
+        return sorted(paths, key=lambda p: (-p.score, p.path.hops, p.path.text(), p.path.anchor))
+
+    def reason(self, prompt: Prompt | None, evidence: Evidence, names: dict[str, str] | None = None) -> Reasoning:
+        """Same call as the LLM reasoners; the prompt is ignored (no LLM reads it)."""
+        return self.answer(evidence.question, evidence.triples, evidence.topics, evidence.topic_names, evidence.cvt, names)
+
+    def answer(
+        self,
+        question: str,
+        triples: Sequence[EvidenceTriple],
+        topics: Sequence[str],
+        topic_names: Sequence[str] = (),
+        cvt: set[str] | None = None,
+        names: dict[str, str] | None = None,
+    ) -> Reasoning:
+        start = time.perf_counter()
+        ranked = self.rank_paths(question, triples, topics, topic_names, cvt)
+        out = Reasoning(answers=[], reply="", reasoner=self.name, llm_used=False, calls=0)
+        if not ranked:
+            out.refused = True
+            out.reply = "No LLM was used (extractive reasoner). No retrieved triple leads away from the topic entities.\nans: not available"
+            out.seconds = time.perf_counter() - start
+            return out
+        best = ranked[0]
+        names = dict(names or {})
+        for t in triples:
+            names.setdefault(t.head_id, t.head)
+            names.setdefault(t.tail_id, t.tail)
+        # Order targets by their route's best (lowest) retriever rank, then name.
+        targets = sorted(best.targets.items(), key=lambda kv: (min(kv[1]), names.get(kv[0], kv[0])))
+        for entity, route in targets[: self.max_answers]:
+            answer = names.get(entity, entity)
+            if answer in out.scores:
+                continue
+            out.answers.append(answer)
+            out.scores[answer] = round(best.score, 6)
+            out.support[answer] = sorted(route)
+        lines = [
+            "No LLM was used (extractive reasoner): the answers are the end points of the best-scoring "
+            f"relation path {best.path.render(names.get(best.path.anchor))} (score {best.score:.3f}).",
+        ]
+        lines += [f"ans: {a}" for a in out.answers]
+        out.reply = "\n".join(lines)
+        out.seconds = time.perf_counter() - start
+        return out

@@ -1,0 +1,94 @@
+"""Question sets -> `(:Question {id, text, answers, answer_entities, topics, hop?})-[:ABOUT]->(:Entity)`.
+
+Formats: JSONL with `id, question, q_entity, a_entity, answer` (optional `hop`), RoG parquet
+(same columns), and MetaQA `k-hop/qa.txt` (read by `kgdb.models.datasets`, same ids as training).
+Topics link to entities by id; topics missing from the graph are counted, not created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from kgdb.cypher import Graph
+from kgdb.errors import InputError
+from kgdb.loaders.badlines import BadLines
+from kgdb.loaders.rog import rog_rows
+
+QUESTION_SUFFIXES = (".jsonl", ".json", ".parquet", ".txt")
+
+
+@dataclass
+class QuestionStats:
+    questions: int = 0
+    topics: int = 0
+    linked: int = 0
+
+    @property
+    def missing_topics(self) -> int:
+        return self.topics - self.linked
+
+
+def _names(value: Any, field: str, path: Path, line: int, bad: BadLines) -> list[str] | None:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, int, float)) for v in value):
+        bad(f"`{field}` must be a list of strings", path, line)
+        return None
+    return [str(v) for v in value]
+
+
+def read_question_file(path: Path, bad: BadLines | None = None) -> list[dict[str, Any]]:
+    bad = bad or BadLines()
+    if not path.is_file():
+        raise InputError("question file not found", path=path)
+    if path.suffix.lower() == ".txt":
+        from kgdb.models.datasets import read_questions  # pure-Python reader shared with training
+
+        return [
+            {"id": q.id, "text": q.text, "answers": q.answers, "answer_entities": q.answers, "topics": q.topics, "hop": q.hop}
+            for q in read_questions(path).questions
+        ]
+    if path.suffix.lower() not in QUESTION_SUFFIXES:
+        raise InputError(f"unknown question format; expected one of {', '.join(QUESTION_SUFFIXES)}", path=path)
+    rows: dict[str, dict[str, Any]] = {}
+    for line_no, rec in rog_rows(path, bad):
+        qid, text = rec.get("id"), rec.get("question")
+        if qid is None or not str(qid).strip() or not isinstance(text, str) or not text.strip():
+            bad("record needs a non-empty `id` and `question`", path, line_no)
+            continue
+        topics = _names(rec.get("q_entity"), "q_entity", path, line_no, bad)
+        answers = _names(rec.get("answer"), "answer", path, line_no, bad)
+        a_entity = _names(rec.get("a_entity"), "a_entity", path, line_no, bad)
+        if topics is None or answers is None or a_entity is None:
+            continue
+        hop = rec.get("hop")
+        if hop is not None and not isinstance(hop, int):
+            bad("`hop` must be an integer", path, line_no)
+            continue
+        rows[str(qid)] = {
+            "id": str(qid), "text": text, "answers": answers or a_entity, "answer_entities": a_entity or answers,
+            "topics": topics, "hop": hop,
+        }
+    return [rows[k] for k in sorted(rows)]
+
+
+def write_questions(
+    graph: Graph, rows: list[dict[str, Any]], batch_size: int = 5_000,
+    progress: Callable[[str, int, int], None] = lambda *_: None,
+) -> QuestionStats:
+    """Upsert questions and their ABOUT links (idempotent)."""
+    from kgdb.cypher.schema import init_schema
+
+    init_schema(graph, None, None)
+    stats = QuestionStats(questions=len(rows), topics=sum(len(set(r["topics"])) for r in rows))
+    done = 0
+    for batch in graph.iter_batches(rows, batch_size):
+        row = graph.single("load_questions", rows=batch)
+        stats.linked += row["linked"] if row else 0
+        done += len(batch)
+        progress("questions", done, len(rows))
+    return stats

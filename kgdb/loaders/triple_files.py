@@ -1,0 +1,96 @@
+"""Triple files: TSV (`head<TAB>relation<TAB>tail`, no quoting) or CSV (RFC 4180 quoting, one
+record per line), optionally with a names file `mid<TAB>name` (the FB15k-237 layout).
+
+Mids in `/m/0abc` form become `m.0abc`; relation paths like `/people/person/nationality`
+become `people.person.nationality`. A first line `head, relation, tail` is taken as a header.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Callable, Iterator
+
+from kgdb.errors import InputError
+from kgdb.loaders.badlines import BadLines, decode_line
+from kgdb.loaders.source import TripleSource
+from kgdb.loaders.writer import normalise_mid, normalise_relation
+
+TRIPLE_SUFFIXES = (".tsv", ".csv", ".txt")
+_HEADERS = ({"head", "relation", "tail"}, {"subject", "predicate", "object"}, {"h", "r", "t"})
+
+ProgressFn = Callable[[int, int], None]  # (bytes read, total bytes)
+
+
+def _split_for(path: Path) -> Callable[[str], list[str]]:
+    if path.suffix.lower() == ".csv":
+        return lambda line: next(csv.reader([line]), [])
+    return lambda line: line.split("\t")
+
+
+def _records(path: Path, bad: BadLines, progress: ProgressFn | None = None) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of every non-blank line; undecodable lines go to `bad`."""
+    if not path.is_file():
+        raise InputError("file not found", path=path)
+    split = _split_for(path)
+    total = path.stat().st_size
+    read = 0
+    with path.open("rb") as fh:
+        for line_no, raw in enumerate(fh, 1):
+            read += len(raw)
+            if progress and line_no % 50_000 == 0:
+                progress(read, total)
+            text = decode_line(raw, path, line_no, bad)
+            if text is None or not text.strip():
+                continue
+            try:
+                yield line_no, split(text)
+            except csv.Error as exc:
+                bad(f"bad CSV quoting ({exc})", path, line_no)
+    if progress:
+        progress(total, total)
+
+
+def _check_fields(fields: list[str], want: int, what: str, path: Path, line_no: int, bad: BadLines) -> bool:
+    if len(fields) != want:
+        bad(f"expected {want} {what} columns, found {len(fields)}", path, line_no)
+        return False
+    for i, value in enumerate(fields):
+        if not value.strip():
+            bad(f"column {i + 1} is empty", path, line_no)
+            return False
+    return True
+
+
+def read_names(path: Path, bad: BadLines) -> dict[str, str]:
+    """`mid<TAB>name` lines (CSV when the file ends in .csv) -> {normalised mid: name}."""
+    names: dict[str, str] = {}
+    for line_no, fields in _records(path, bad):
+        if _check_fields(fields, 2, "(id, name)", path, line_no, bad):
+            names[normalise_mid(fields[0])] = fields[1]
+    return names
+
+
+def read_triple_file(
+    path: Path, names_path: Path | None = None, bad: BadLines | None = None, progress: ProgressFn | None = None
+) -> TripleSource:
+    bad = bad or BadLines()
+    source = TripleSource(description=str(path), triples=[], bad=bad)
+    first = True
+    for line_no, fields in _records(path, bad, progress):
+        source.lines = line_no
+        if first and len(fields) == 3 and {f.strip().lower() for f in fields} in _HEADERS:
+            first = False
+            continue
+        first = False
+        if _check_fields(fields, 3, "(head, relation, tail)", path, line_no, bad):
+            h, r, t = fields
+            relation = normalise_relation(r)
+            if not relation:
+                bad(f"relation {r!r} is empty after normalisation", path, line_no)
+                continue
+            source.triples.append((normalise_mid(h), relation, normalise_mid(t)))
+    if names_path is not None:
+        source.names = read_names(names_path, bad)
+        source.description += f" + names {names_path}"
+    return source

@@ -1,0 +1,263 @@
+"""`kgdb ask` and `kgdb eval qa` end to end on a real Neo4j, with the extractive reasoner and with a
+real local OpenAI-compatible HTTP server; plus the extractive reasoner on hand-made evidence."""
+
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+
+import pytest
+import torch
+from openai_server import OpenAIServer, echo_first_evidence
+from typer.testing import CliRunner
+
+from kgdb.cli import app
+from kgdb.cypher.schema import init_schema
+from kgdb.embeddings import get_embedder
+from kgdb.errors import InputError, KgdbError
+from kgdb.loaders.writer import write_graph
+from kgdb.models.reasoners import ExtractiveReasoner, enumerate_paths
+from kgdb.qa import AskPipeline
+
+TRIPLES = [
+    ("Jamaica", "location.country.capital", "Kingston"),
+    ("Jamaica", "location.country.official_language", "Jamaican English"),
+    ("Jamaica", "location.location.containedby", "Caribbean"),
+    ("Kingston", "location.location.containedby", "Jamaica"),
+    ("Usain Bolt", "people.person.nationality", "Jamaica"),
+    ("Usain Bolt", "people.person.place_of_birth", "Sherwood Content"),
+    ("France", "location.country.capital", "Paris"),
+    ("France", "location.country.official_language", "French"),
+    ("Sydney Harbour Bridge", "architecture.structure.designer", "John Bradfield"),
+    ("John Bradfield", "award.award_winner.awards_won", "m.0aw1"),
+    ("m.0aw1", "award.award_honor.award", "Telford Medal"),
+    ("John Bradfield", "award.award_winner.awards_won", "m.0aw2"),
+    ("m.0aw2", "award.award_honor.award", "Peter Nicol Russell Medal"),
+    ("John Bradfield", "people.person.place_of_birth", "Sandgate"),
+]
+QUESTIONS = [
+    {"id": "Q-1", "question": "what is the capital of jamaica?", "q_entity": ["Jamaica"], "answer": ["Kingston"]},
+    {"id": "Q-2", "question": "what is the capital of france?", "q_entity": ["France"], "answer": ["Paris"]},
+    {"id": "Q-3", "question": "where was usain bolt born?", "q_entity": ["Usain Bolt"], "answer": ["Sherwood Content"]},
+    {"id": "Q-4", "question": "what awards did the designer of the sydney harbour bridge win?",
+     "q_entity": ["Sydney Harbour Bridge"], "answer": ["Telford Medal", "Peter Nicol Russell Medal"]},
+]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def loaded(graph, tmp_path):
+    embedder = get_embedder()
+    init_schema(graph, embedder.name, embedder.dim)
+    write_graph(graph, TRIPLES, embedder=embedder)
+    settings = graph.settings.with_overrides(
+        cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs", llm_model=None
+    )
+    return graph, settings
+
+
+def cli(settings, *args, env=None):
+    base = {
+        "KGDB_NEO4J_URI": settings.neo4j_uri,
+        "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
+        "KGDB_CACHE_DIR": str(settings.cache_dir),
+        "KGDB_CHECKPOINTS_DIR": str(settings.checkpoints_dir),
+        "KGDB_RUNS_DIR": str(settings.runs_dir),
+        "KGDB_LLM_MODEL": "",
+        "KGDB_LLM_BASE_URL": "",
+    }
+    base.update(env or {})
+    # An empty KGDB_LLM_MODEL means "no LLM configured".
+    base = {k: v for k, v in base.items() if v != ""}
+    runner = CliRunner()
+    with pytest.MonkeyPatch.context() as mp:
+        for key in ("KGDB_LLM_MODEL", "KGDB_LLM_BASE_URL", "KGDB_LLM_API_KEY"):
+            mp.delenv(key, raising=False)
+        return runner.invoke(app, list(args), env=base, catch_exceptions=True)
+
+
+# ------------------------------------------------------------------ extractive, no database
+
+
+@dataclass
+class T:
+    head_id: str
+    relation: str
+    tail_id: str
+    score: float = 0.0
+
+    @property
+    def head(self):
+        return self.head_id
+
+    @property
+    def tail(self):
+        return self.tail_id
+
+
+def test_enumerate_paths_looks_through_cvts_and_skips_topics():
+    triples = [T(h, r, t) for h, r, t in TRIPLES]
+    paths = enumerate_paths(triples, ["Sydney Harbour Bridge"], cvt={"m.0aw1", "m.0aw2"}, max_hops=2)
+    by_rel = {tuple(r for r, _, _ in p.path.steps): p for p in paths}
+    awards = by_rel[("architecture.structure.designer", "award.award_winner.awards_won", "award.award_honor.award")]
+    assert awards.path.hops == 2  # the CVT hop is looked through, not counted
+    assert set(awards.targets) == {"Telford Medal", "Peter Nicol Russell Medal"}
+    # no path ends at a CVT or at the topic itself
+    assert all(t not in {"m.0aw1", "m.0aw2", "Sydney Harbour Bridge"} for p in paths for t in p.targets)
+
+
+def test_extractive_reasoner_on_hand_made_evidence():
+    r = ExtractiveReasoner(get_embedder())
+    triples = [T(h, r_, t, s) for s, (h, r_, t) in zip(range(len(TRIPLES), 0, -1), TRIPLES)]
+    out = r.answer("what awards did the designer of the sydney harbour bridge win?", triples,
+                   ["Sydney Harbour Bridge"], ["Sydney Harbour Bridge"], cvt={"m.0aw1", "m.0aw2"})
+    assert sorted(out.answers) == ["Peter Nicol Russell Medal", "Telford Medal"]
+    assert not out.llm_used and "No LLM was used" in out.reply and out.calls == 0
+    assert all(out.support[a] for a in out.answers)  # each answer cites the triples it rests on
+    one_hop = r.answer("what is the capital of jamaica?", triples, ["Jamaica"], ["Jamaica"])
+    assert one_hop.answers == ["Kingston"]
+    nothing = r.answer("what is the capital of jamaica?", [], ["Jamaica"], ["Jamaica"])
+    assert nothing.answers == [] and nothing.refused
+
+
+# ------------------------------------------------------------------ the ask pipeline
+
+
+def test_ask_extractive_answers_with_grounded_evidence(loaded):
+    graph, settings = loaded
+    pipe = AskPipeline(graph, settings, retriever="subgraphrag", k=20, fmt="triples")
+    assert pipe.retriever_note and "cosine" in pipe.retriever_note  # no checkpoint: falls back, says so
+    res = pipe.ask("what is the capital of jamaica?")
+    assert res.reasoning and not res.reasoning.llm_used
+    assert [a.answer for a in res.answers][:1] == ["Kingston"]
+    assert res.answers[0].grounded and res.answers[0].evidence
+    assert res.run and res.topics == ["Jamaica"]
+    assert set(res.timings) >= {"embed", "link", "fetch", "score", "write", "chains", "prompt", "reason"}
+    assert "(Jamaica,location.country.capital,Kingston)" in res.evidence_lines
+    data = res.to_json()
+    assert data["llm_used"] is False and data["run"] == res.run
+
+
+def test_ask_bad_inputs(loaded):
+    graph, settings = loaded
+    pipe = AskPipeline(graph, settings, retriever="cosine", k=10, write=False)
+    with pytest.raises(InputError, match="the question is empty"):
+        pipe.ask("   ")
+    with pytest.raises(KgdbError, match="no entity of the graph is mentioned"):
+        pipe.ask("zzqx vvrk?")
+    with pytest.raises(InputError, match="--format"):
+        AskPipeline(graph, settings, retriever="cosine", fmt="xml")
+
+
+def test_ask_through_openai_server_with_chains(loaded):
+    graph, settings = loaded
+    with OpenAIServer(responder=echo_first_evidence) as server:
+        s = settings.with_overrides(llm_base_url=server.base_url, llm_model="kgdb-test-model", llm_max_retries=0)
+        pipe = AskPipeline(graph, s, retriever="cosine", k=20, fmt="chains")
+        res = pipe.ask("what is the capital of france?", topics=["France"])
+        sent = server.requests[-1]["messages"][-1]["content"]
+    assert sent.startswith("Evidence Chains:\nChain 1. France → [")
+    r = res.reasoning
+    assert r.llm_used and r.calls == 1 and r.prompt_tokens > 50 and r.completion_tokens > 0
+    assert res.answers and res.answers[0].grounded and res.answers[0].evidence
+
+
+def test_ungrounded_answer_is_marked(loaded):
+    graph, settings = loaded
+    with OpenAIServer(script=[{"content": "ans: Atlantis\nans: Paris"}]) as server:
+        s = settings.with_overrides(llm_base_url=server.base_url, llm_model="m", llm_max_retries=0)
+        res = AskPipeline(graph, s, retriever="cosine", k=20, write=False).ask("what is the capital of france?")
+    assert [(a.answer, a.grounded) for a in res.answers] == [("Atlantis", False), ("Paris", True)]
+
+
+def test_cli_ask_without_llm(loaded):
+    graph, settings = loaded
+    result = cli(settings, "ask", "what is the capital of jamaica?", "--timings", "--k", "20")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    out = " ".join(out.split())
+    assert "no LLM was used" in out and "Kingston" in out and "Run:" in out and "cosine" in out
+    assert "Timings" in out and "reason" in out
+    as_json = cli(settings, "ask", "what is the capital of france?", "--json", "--no-write", "--retriever", "cosine")
+    data = json.loads(as_json.output)
+    assert data["answers"][0]["answer"] == "Paris" and data["run"] is None
+
+
+def test_cli_ask_bad_inputs(loaded):
+    graph, settings = loaded
+    empty = cli(settings, "ask", "  ")
+    assert empty.exit_code == 1 and "the question is empty" in str(empty.exception)
+    unlinked = cli(settings, "ask", "zzqx vvrk?", "--retriever", "cosine")
+    assert unlinked.exit_code == 1 and "no entity of the graph is mentioned" in str(unlinked.exception)
+
+
+def test_cli_ask_llm_down_still_shows_retrieval(loaded):
+    graph, settings = loaded
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {"KGDB_LLM_BASE_URL": f"http://127.0.0.1:{port}/v1", "KGDB_LLM_MODEL": "m", "KGDB_LLM_MAX_RETRIES": "0"}
+    result = cli(settings, "ask", "what is the capital of jamaica?", "--retriever", "cosine", "--no-write", env=env)
+    assert result.exit_code == 1
+    flat = " ".join(result.output.split())  # rich wraps long lines
+    assert "reasoner failed" in flat and "cannot connect" in flat
+    assert "(Jamaica,location.country.capital,Kingston)" in result.output
+
+
+def test_cli_ask_malformed_llm_output(loaded):
+    graph, settings = loaded
+    with OpenAIServer(script=[{"content": "Kingston, probably."}, {"content": "I cannot say."}]) as server:
+        env = {"KGDB_LLM_BASE_URL": server.base_url, "KGDB_LLM_MODEL": "m"}
+        result = cli(settings, "ask", "what is the capital of jamaica?", "--retriever", "cosine", "--no-write", "--show-prompt", env=env)
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "no `ans:` line" in flat and "Triples:" in flat
+
+
+# ------------------------------------------------------------------ eval qa
+
+
+def test_eval_qa_extractive_then_llm_resumable(loaded, tmp_path):
+    graph, settings = loaded
+    qfile = tmp_path / "questions.jsonl"
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
+    out = tmp_path / "qa-extractive"
+    args = ["eval", "qa", "--questions", str(qfile), "--split", "all", "--retriever", "cosine", "--k", "20", "--out", str(out)]
+    result = cli(settings, *args, "--reasoner", "extractive", "--concurrency", "2")
+    assert result.exit_code == 0, result.output
+    assert "Macro-F1" in result.output and "Hit@1" in result.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["overall"]["n"] == 4 and metrics["overall"]["hit"] >= 75.0
+    assert metrics["tokens"]["llm_calls"] == 0 and metrics["settings"]["reasoner"]["reasoner"] == "extractive"
+    assert {"1-hop", "2-hop"} <= set(metrics["by_hop"])
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    # resumable: a torn last line (crash) is ignored and that question redone; finished ones are not
+    (out / "results.jsonl").write_text("\n".join(lines[:2]) + "\n" + lines[2][:30], encoding="utf-8")
+    again = cli(settings, *args, "--reasoner", "extractive")
+    assert again.exit_code == 0 and "resuming: 2 question(s)" in again.output
+    done = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.endswith("}")]
+    assert sorted(r["qid"] for r in done) == ["Q-1", "Q-2", "Q-3", "Q-4"]
+    # a different reasoner into the same folder is refused
+    clash = cli(settings, *args, "--reasoner", "openai", env={"KGDB_LLM_MODEL": "m", "KGDB_LLM_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert clash.exit_code == 1 and "different run" in str(clash.exception)
+
+    with OpenAIServer(responder=echo_first_evidence) as server:
+        env = {"KGDB_LLM_BASE_URL": server.base_url, "KGDB_LLM_MODEL": "kgdb-test-model"}
+        llm_out = tmp_path / "qa-llm"
+        llm = cli(settings, "eval", "qa", "--questions", str(qfile), "--split", "all", "--retriever", "cosine",
+                  "--reasoner", "openai", "--k", "20", "--out", str(llm_out), env=env)
+    assert llm.exit_code == 0, llm.output
+    m = json.loads((llm_out / "metrics.json").read_text())
+    assert m["tokens"]["avg_prompt_tokens"] > 50 and m["tokens"]["avg_completion_tokens"] > 0
+    assert m["tokens"]["llm_calls"] == 4 and server.calls == 4
+    recs = [json.loads(x) for x in (llm_out / "results.jsonl").read_text().splitlines()]
+    assert all(r["reply"].startswith("The first triple answers it.") for r in recs)
