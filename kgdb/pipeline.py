@@ -101,6 +101,7 @@ class RetrievePipeline:
         cap: int | None = None,
         write: bool = True,
         link_top: int = 1,
+        threads: int | None = 1,
     ):
         if retriever not in RETRIEVERS:
             raise KgdbError(f"unknown --retriever {retriever!r}; choose one of {', '.join(RETRIEVERS)}")
@@ -112,6 +113,10 @@ class RetrievePipeline:
         _, info = db.graph_fingerprint(graph)
         self.embedding_model = info.get("model") or settings.embedding_model
         self.device = settings.torch_device()
+        if threads and self.device == "cpu":
+            # Scoring one question is latency-bound small ops: extra intra-op threads only
+            # spin-wait, which on a shared 2-core machine costs 10-100x at the p95.
+            torch.set_num_threads(threads)
         self.tables = TensorTables.from_numpy(np_tables.entity, np_tables.relation, np_tables.fingerprint, self.device)
         self.embedder = get_embedder(self.embedding_model, settings.device, settings.embedding_batch_size)
         if self.embedder.dim != self.tables.dim:

@@ -169,3 +169,12 @@ def test_default_subset_is_well_formed_and_questions_are_answerable():
             seen = seen | frontier
         assert set(q["answers"]) <= seen, q["id"]
     assert DEFAULT_TRIPLES.read_text(encoding="utf-8").count("\n") == len(src.triples)
+
+
+def test_loader_modules_do_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, kgdb.loaders.writer, kgdb.loaders.sources, kgdb.loaders.bulk, kgdb.loaders.questions; "
+            "sys.exit('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

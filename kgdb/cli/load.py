@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
+from urllib.parse import urlparse
 
 import typer
 from rich.progress import Progress
@@ -19,7 +20,7 @@ app.add_typer(load_app, name="load")
 
 
 @contextmanager
-def _phases() -> Iterator[tuple[Progress, "callable"]]:
+def phase_progress() -> Iterator[tuple[Progress, Callable[[str, int, int], None]]]:
     """One progress bar per phase, created the first time the phase reports."""
     tasks: dict[str, int] = {}
     with progress() as bar:
@@ -68,7 +69,7 @@ def freebase_subset(
     graph = None if bulk else open_graph(ctx)  # a wrong password fails before a long read
     try:
         seconds: dict[str, float] = {}
-        with _phases() as (_, report):
+        with phase_progress() as (_, report):
             t0 = time.perf_counter()
             src = open_source(
                 source, names=names, dataset=dataset, relation_prefixes=relation_prefix, mids_file=mids,
@@ -82,7 +83,7 @@ def freebase_subset(
             for example in src.bad.examples:
                 console.print(f"  {example}", highlight=False, markup=False)
         embedder = _embedder(settings, no_embed)
-        with _phases() as (_, report):
+        with phase_progress() as (_, report):
             if bulk:
                 from kgdb.loaders.bulk import bulk_load
                 from kgdb.server import server_from_settings
@@ -109,11 +110,17 @@ def freebase_subset(
         _summary(stats, src, counts(graph), bulk)
         if qstats:
             console.print(f"Loaded {qstats.questions} example questions ({qstats.linked} topic links).")
-        console.print(f"Open Neo4j Browser at http://localhost:{settings.neo4j_http_port}/browser/ "
-                      "and run: MATCH p=(:Entity)-[]->(:Entity) RETURN p LIMIT 100")
+        _browser_hint(settings)
     finally:
         if graph is not None:
             graph.close()
+
+
+def _browser_hint(settings) -> None:
+    uri = urlparse(settings.neo4j_uri)
+    if uri.hostname in ("localhost", "127.0.0.1") and (uri.port or 7687) == settings.neo4j_bolt_port:
+        console.print(f"See it in Neo4j Browser: http://localhost:{settings.neo4j_http_port}/browser/ with "
+                      "MATCH p=(:Entity)-[]->(:Entity) RETURN p LIMIT 100", highlight=False)
 
 
 def _summary(stats, src, db: dict, bulk: bool) -> None:
@@ -152,7 +159,7 @@ def questions(
 
     bad = BadLines(skip=skip_bad)
     rows = read_question_file(file, bad)
-    with open_graph(ctx) as graph, _phases() as (_, report):
+    with open_graph(ctx) as graph, phase_progress() as (_, report):
         stats = write_questions(graph, rows, progress=report)
     console.print(
         f"Loaded {stats.questions:,} questions from {file}: {stats.linked:,} of {stats.topics:,} topic entities "

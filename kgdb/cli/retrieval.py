@@ -1,1 +1,172 @@
-"""Placeholder: filled in by its issue."""
+"""`kgdb link`, `kgdb subgraph`, `kgdb paths`, `kgdb chains` and `kgdb runs list|show|prune`."""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from kgdb.cli import app
+from kgdb.cli.common import console, open_graph, runs_app, settings_from
+from kgdb.cypher.retrieval import DEFAULT_CAP, MAX_HOPS
+from kgdb.errors import KgdbError
+
+
+def _embed(ctx: typer.Context, text: str):
+    from kgdb.embeddings import get_embedder
+
+    s = settings_from(ctx)
+    return get_embedder(s.embedding_model, s.device, s.embedding_batch_size).encode_one(text)
+
+
+@app.command("link")
+def link(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="Free-text question."),
+    k: int = typer.Option(5, "-k", "--top", min=1, help="How many entities to show."),
+) -> None:
+    """Link a question to topic entities (full-text exact+fuzzy, re-ranked by vector similarity)."""
+    from kgdb.cypher.linking import link_entities
+
+    vector = _embed(ctx, question)
+    with open_graph(ctx) as graph:
+        start = time.perf_counter()
+        linked = link_entities(graph, question, vector, k=k)
+        ms = (time.perf_counter() - start) * 1000
+    table = Table("rank", "id", "name", "score", "mention")
+    for i, e in enumerate(linked, 1):
+        table.add_row(str(i), e.id, e.name, f"{e.score:.3f}", e.mention or "(vector)")
+    console.print(table)
+    console.print(f"{len(linked)} candidates in {ms:.1f} ms")
+
+
+@app.command("subgraph")
+def subgraph(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="Free-text question (embedded for the cap rule and linking)."),
+    topic: Optional[list[str]] = typer.Option(None, "--topic", "-t", help="Topic entity name or id (repeatable); "
+                                              "default: the best linked entity."),
+    hops: int = typer.Option(2, "--hops", min=1, max=MAX_HOPS, help="Radius around the topic entities."),
+    cap: int = typer.Option(DEFAULT_CAP, "--cap", min=1, help="Most triples expanded from one node "
+                            "(beyond it: relations most similar to the question)."),
+    show: int = typer.Option(10, "--show", min=0, help="Print this many triples."),
+) -> None:
+    """Extract the topic-centred subgraph of a question and print its size and timing."""
+    from kgdb.cypher.linking import link_entities, resolve_topics
+    from kgdb.cypher.retrieval import fetch_subgraph
+
+    vector = _embed(ctx, question)
+    with open_graph(ctx) as graph:
+        if topic:
+            topics = resolve_topics(graph, topic)
+        else:
+            linked = link_entities(graph, question, vector, k=1)
+            if not linked:
+                raise KgdbError("no entity matches the question; pass --topic")
+            topics = [linked[0].id]
+            console.print(f"linked topic: {linked[0].name} ({linked[0].id}, score {linked[0].score:.3f})")
+        sg = fetch_subgraph(graph, topics, vector, hops=hops, cap=cap, question=question)
+    console.print(
+        f"subgraph of {', '.join(topics)}: {sg.num_triples} triples, {sg.num_nodes} entities "
+        f"({int(sg.is_cvt.sum())} CVT), {len(set(sg.relation_names))} relation types; hops={hops} cap={cap}; "
+        f"{sg.meta['seconds'] * 1000:.1f} ms (triples per level: {sg.meta['levels']})"
+    )
+    for i in range(min(show, sg.num_triples)):
+        h, r, t = sg.triple(i)
+        console.print(f"  {h} → [{r}] → {t}", markup=False, highlight=False)
+
+
+@app.command("paths")
+def paths(
+    ctx: typer.Context,
+    source: str = typer.Option(..., "--from", help="Topic entity (name or id)."),
+    target: list[str] = typer.Option(..., "--to", help="Answer entity (name or id; repeatable)."),
+    directed_only: bool = typer.Option(False, "--directed-only", help="No undirected fallback."),
+) -> None:
+    """All shortest paths between two entities (both directions, parallel relations kept)."""
+    from kgdb.cypher.linking import resolve_topics
+    from kgdb.cypher.paths import shortest_path_triples
+
+    with open_graph(ctx) as graph:
+        src = resolve_topics(graph, [source])
+        dst = resolve_topics(graph, target)
+        start = time.perf_counter()
+        found = shortest_path_triples(graph, src, dst, undirected=not directed_only)
+        ms = (time.perf_counter() - start) * 1000
+    for p in found:
+        steps = [p.triples[0][1]] + [x for _, _, r, t in p.triples for x in (f"[{r}]", t)]
+        console.print(f"({p.direction}, {p.length} hops) " + " → ".join(steps), markup=False, highlight=False)
+    console.print(f"{len(found)} shortest paths in {ms:.1f} ms")
+
+
+@app.command("chains")
+def chains(
+    ctx: typer.Context,
+    run: str = typer.Argument(..., help="Run id (see `kgdb runs list`)."),
+    max_hops: int = typer.Option(2, "--max-hops", "-L", min=1, help="Longest chain (triples)."),
+    unlimited: bool = typer.Option(False, "--unlimited", help="No length limit (ReG's CWQ setting)."),
+) -> None:
+    """Evidence chains of a run: BFS over its scored triples from the topic entities (ReG Alg. 1)."""
+    from kgdb.cypher.chains import evidence_chains
+
+    with open_graph(ctx) as graph:
+        result = evidence_chains(graph, run, max_hops=None if unlimited else max_hops)
+    if result.question:
+        console.print(f"question: {result.question}", markup=False, highlight=False)
+    console.print(result.render(), markup=False, highlight=False)
+    console.print(f"{len(result.chains)} chains from {', '.join(result.anchors)}; "
+                  f"{len(result.unreachable)} triples on no chain")
+
+
+@runs_app.command("list")
+def runs_list(
+    ctx: typer.Context,
+    qid: Optional[str] = typer.Option(None, "--qid", help="Only runs of this question."),
+    limit: int = typer.Option(50, "--limit", min=1),
+) -> None:
+    """Retrieval runs in the graph, newest first."""
+    from kgdb.cypher.writeback import list_runs
+
+    with open_graph(ctx) as graph:
+        runs = list_runs(graph, qid=qid, limit=limit)
+    table = Table("run", "qid", "retriever", "k", "triples", "created")
+    for r in runs:
+        table.add_row(r.run, r.qid or "", r.retriever or "", str(r.k), str(r.triples), r.created or "")
+    console.print(table)
+    console.print(f"{len(runs)} runs")
+
+
+@runs_app.command("show")
+def runs_show(ctx: typer.Context, run: str = typer.Argument(...), top: int = typer.Option(20, "--top", min=0)) -> None:
+    """One run: question, topic entities and its scored triples by rank."""
+    from kgdb.cypher.writeback import show_run
+
+    with open_graph(ctx) as graph:
+        info = show_run(graph, run)
+    console.print(f"run {info['run']}: {info['retriever']} k={info['k']} qid={info['qid']} created {info['created']}")
+    console.print(f"question: {info['question']}\ntopics: {', '.join(info['topics'])}", markup=False, highlight=False)
+    for t in info["triples"][:top]:
+        console.print(f"  {t['rank']:>4}  {t['score']:.4f}  {t['h_name']} → [{t['rel']}] → {t['t_name']}",
+                      markup=False, highlight=False)
+    console.print(f"{len(info['triples'])} scored triples")
+
+
+@runs_app.command("prune")
+def runs_prune(
+    ctx: typer.Context,
+    run: Optional[list[str]] = typer.Argument(None, help="Run ids to delete."),
+    retriever: Optional[str] = typer.Option(None, "--retriever", help="Delete this retriever's runs."),
+    qid: Optional[str] = typer.Option(None, "--qid", help="Delete this question's runs."),
+    before: Optional[str] = typer.Option(None, "--before", help="Delete runs created before this ISO datetime."),
+    all_runs: bool = typer.Option(False, "--all", help="Delete every run."),
+) -> None:
+    """Delete runs (their Retrieval node and SCORED edges) by id or by filter."""
+    from kgdb.cypher.writeback import prune_runs
+
+    if not (run or retriever or qid or before or all_runs):
+        raise KgdbError("name runs to prune, or use --retriever/--qid/--before, or --all")
+    with open_graph(ctx) as graph:
+        runs, edges = prune_runs(graph, runs=list(run) if run else None, retriever=retriever, qid=qid, before=before)
+    console.print(f"deleted {runs} runs and {edges} scored triples")

@@ -202,6 +202,7 @@ def retrieve(
     questions: Optional[Path] = typer.Option(None, "--questions", help="Batch mode: " + QUESTIONS_HELP),
     split: str = typer.Option("all", "--split", help="Batch mode: train, val, test or all."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Batch mode: first N questions."),
+    threads: int = typer.Option(1, "--threads", help="CPU threads for scoring (0: torch's default)."),
 ) -> None:
     """Link (or take) topics, fetch the subgraph, score every triple, keep the top K, write back."""
     from kgdb.pipeline import QuestionInput, RetrievePipeline
@@ -210,7 +211,7 @@ def retrieve(
     if (question is None) == (questions is None):
         raise InputError("give either a QUESTION or --questions FILE")
     with open_graph(ctx) as graph:
-        pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, cap=cap, write=write)
+        pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, cap=cap, write=write, threads=threads or None)
         if question is not None:
             result = pipe.run(question, topics=topic or None)
             if as_json:
@@ -259,6 +260,7 @@ def eval_retrieval(
     limit: Optional[int] = typer.Option(None, "--limit", help="First N questions of the split."),
     write: bool = typer.Option(True, "--write/--no-write", help="Write back scores (timed) as retrieval runs."),
     out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default: the checkpoint's, else runs/eval)."),
+    threads: int = typer.Option(1, "--threads", help="CPU threads for scoring (0: torch's default)."),
 ) -> None:
     """Answer and shortest-path-triple recall@50/100/200, per hop, with the stage timings."""
     from kgdb.models.evaluation import evaluate
@@ -269,7 +271,7 @@ def eval_retrieval(
     with open_graph(ctx) as graph:
         qs, records, cached, _, _ = _load_split(ctx, graph, settings, questions, split, hops, cap, limit)
         for name in retriever:
-            pipe = RetrievePipeline(graph, settings, name, checkpoint if name != "cosine" else None, hops=hops, cap=cap, write=write)
+            pipe = RetrievePipeline(graph, settings, name, checkpoint if name != "cosine" else None, hops=hops, cap=cap, write=write, threads=threads or None)
             with progress() as bar:
                 task = bar.add_task(f"eval {name}", total=len(records))
                 report = evaluate(pipe, records, cached.items, dataset=qs.dataset, split=split, on_progress=lambda n: bar.advance(task, n))

@@ -32,7 +32,9 @@ STOPWORDS = frozenset(
     what who whom whose which where when why how that this these those it its his her their there
     he she they them we you i me my your our has have had will would can could should shall may
     might much many name type kind year years people person play played country countries city
-    called call named live lives lived born die died speak spoke go went get got make made""".split()
+    called call named live lives lived born die died speak spoke go went get got make made
+    language languages government official education headquarters located place take plays follow
+    most first second last famous""".split()
 )
 _TOKEN = re.compile(r"[\w'’.&-]+", re.UNICODE)
 _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')

@@ -11,21 +11,22 @@ UNWIND $answers AS aid
 MATCH (s:Entity {id: sid}), (a:Entity {id: aid})
 WHERE s <> a
 CALL (s, a) {
-  MATCH p = ALL SHORTEST (s)((x:Entity)-[r:!SCORED]->(y:Entity)){1,8}(a)
-  RETURN p, 'forward' AS direction
-  UNION
-  MATCH p = ALL SHORTEST (a)((x:Entity)-[r:!SCORED]->(y:Entity)){1,8}(s)
-  RETURN p, 'backward' AS direction
-  UNION
-  WITH s, a WHERE $undirected
-  MATCH p = ALL SHORTEST (s)((x:Entity)-[r:!SCORED]-(y:Entity)){1,8}(a)
-  RETURN p, 'undirected' AS direction
+  CALL (s, a) {
+    MATCH p = ALL SHORTEST (s)((x:Entity)-[r:!SCORED]->(y:Entity)){1,8}(a)
+    RETURN p, 'forward' AS direction
+    UNION
+    MATCH p = ALL SHORTEST (a)((x:Entity)-[r:!SCORED]->(y:Entity)){1,8}(s)
+    RETURN p, 'backward' AS direction
+  }
+  RETURN collect({p: p, direction: direction, len: length(p)}) AS directed
 }
-WITH sid, aid, collect({p: p, direction: direction, len: length(p)}) AS found
-WITH sid, aid, found,
-     reduce(m = 99, f IN found | CASE WHEN f.direction <> 'undirected' AND f.len < m THEN f.len ELSE m END) AS directed
-UNWIND [f IN found WHERE (directed < 99 AND f.direction <> 'undirected' AND f.len = directed)
-                      OR (directed = 99 AND f.direction = 'undirected')] AS f
+CALL (s, a, directed) {
+  WITH s, a WHERE $undirected AND size(directed) = 0
+  MATCH p = ALL SHORTEST (s)((x:Entity)-[r:!SCORED]-(y:Entity)){1,8}(a)
+  RETURN collect({p: p, direction: 'undirected', len: length(p)}) AS undirected
+}
+WITH sid, aid, directed + undirected AS found, reduce(m = 99, f IN directed | CASE WHEN f.len < m THEN f.len ELSE m END) AS best
+UNWIND [f IN found WHERE f.direction = 'undirected' OR f.len = best] AS f
 RETURN sid AS topic, aid AS answer, f.direction AS direction, f.len AS length,
        [r IN relationships(f.p) | [elementId(r), startNode(r).id, type(r), endNode(r).id]] AS triples
 ORDER BY topic, answer, direction, triples;

@@ -1,0 +1,84 @@
+"""`kgdb ask` latency without an LLM (extractive reasoner): p50/p90 per question and a per-stage breakdown.
+
+    KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/ask.py \
+        --questions ../shared/data/webqsp/questions.jsonl --n 100
+
+Questions are asked as a user would: the topic entity is linked from the text (no gold topics).
+Warm-up questions (model load, first queries) are not counted. With --write the scores are written
+back and evidence chains built, as plain `kgdb ask` does; the runs created are pruned at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from kgdb.config import load_settings
+from kgdb.cypher import Graph
+from kgdb.errors import KgdbError
+from kgdb.models.datasets import read_questions
+from kgdb.qa import ASK_STAGES, AskPipeline
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--questions", type=Path, required=True)
+    ap.add_argument("--n", type=int, default=100, help="questions timed (first N of the file)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--retriever", default="subgraphrag")
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--hops", type=int, default=2)
+    ap.add_argument("--write", action="store_true", help="write back + build chains (pruned afterwards)")
+    args = ap.parse_args()
+
+    settings = load_settings()
+    questions = read_questions(args.questions).questions[: args.warmup + args.n]
+    graph = Graph.connect(settings)
+    t0 = time.perf_counter()
+    pipe = AskPipeline(graph, settings, retriever=args.retriever, k=args.k, reasoner="extractive", hops=args.hops, write=args.write)
+    setup = time.perf_counter() - t0
+    totals: list[float] = []
+    stages: dict[str, list[float]] = {s: [] for s in ASK_STAGES}
+    runs, failed = [], 0
+    for i, q in enumerate(questions):
+        start = time.perf_counter()
+        try:
+            res = pipe.ask(q.text, qid=f"bench-{q.id}")
+        except KgdbError:
+            failed += 1
+            continue
+        wall = (time.perf_counter() - start) * 1000
+        if res.run:
+            runs.append(res.run)
+        if i < args.warmup:
+            continue
+        totals.append(wall)
+        for s in ASK_STAGES:
+            stages[s].append(res.timings.get(s, 0.0))
+    if runs:
+        from kgdb.cypher.writeback import prune_runs
+
+        prune_runs(graph, runs)
+    graph.close()
+
+    print(f"graph {settings.neo4j_uri}; retriever {pipe.retrieval.retriever}"
+          f"{' (fallback: no checkpoint)' if pipe.retriever_note else ''}; reasoner extractive (no LLM); "
+          f"k {args.k}; hops {args.hops}; write-back {'on' if args.write else 'off'}; setup {setup:.1f} s")
+    print(f"timed {len(totals)} questions (after {args.warmup} warm-up), {failed} failed (no linkable entity etc.)")
+    print(f"per question wall ms: p50 {statistics.median(totals):.1f}  p90 {pct(totals, 0.9):.1f}  "
+          f"mean {statistics.fmean(totals):.1f}  max {max(totals):.1f}")
+    print(f"{'stage':<10} {'p50 ms':>9} {'mean ms':>9}")
+    for s in ASK_STAGES:
+        v = stages[s]
+        print(f"{s:<10} {statistics.median(v):9.1f} {statistics.fmean(v):9.1f}")
+
+
+if __name__ == "__main__":
+    main()

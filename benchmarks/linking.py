@@ -1,0 +1,63 @@
+"""Entity linking from question text alone: recall@1 / recall@5 of the gold topic entity on WebQSP.
+
+    KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/linking.py
+
+A question counts as a hit at k when any of its gold topic entities (`q_entity`) is among the top k
+linked entities. Latency is per `link_entities` call (question embedding done beforehand, not counted).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from kgdb.config import load_settings
+from kgdb.cypher import Graph
+from kgdb.cypher.linking import link_entities
+from kgdb.embeddings import get_embedder
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+logging.getLogger("neo4j").setLevel(logging.ERROR)
+
+
+def main(
+    questions: Path = typer.Option(DATA / "webqsp" / "questions.jsonl", help="questions.jsonl"),
+    limit: int = typer.Option(0, help="only the first N questions (0: all)"),
+    show_misses: int = typer.Option(0, help="print this many misses"),
+) -> None:
+    settings = load_settings()
+    rows = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [r for r in rows if r["q_entity"]][: limit or None]
+    embedder = get_embedder(settings.embedding_model, settings.device, settings.embedding_batch_size)
+    vectors = embedder.encode([r["question"] for r in rows])
+    hits1 = hits5 = 0
+    latency, misses = [], []
+    with Graph.connect(settings) as graph:
+        for r, v in zip(rows, vectors):
+            start = time.perf_counter()
+            linked = link_entities(graph, r["question"], v, k=5)
+            latency.append(time.perf_counter() - start)
+            ids = [e.id for e in linked]
+            gold = set(r["q_entity"])
+            hits1 += bool(ids[:1] and ids[0] in gold)
+            hit5 = bool(gold & set(ids))
+            hits5 += hit5
+            if not hit5:
+                misses.append((r["question"], r["q_entity"], [(e.name, e.mention) for e in linked[:3]]))
+    n = len(rows)
+    ms = np.asarray(latency) * 1000
+    print(f"questions: {n} (uri {settings.neo4j_uri})")
+    print(f"recall@1: {hits1}/{n} = {100 * hits1 / n:.1f}%")
+    print(f"recall@5: {hits5}/{n} = {100 * hits5 / n:.1f}%   (target >= 85%)")
+    print(f"latency ms: p50 {np.percentile(ms, 50):.1f}  p95 {np.percentile(ms, 95):.1f}  max {ms.max():.1f}")
+    for q, gold, got in misses[:show_misses]:
+        print(f"miss: {q!r} gold={gold} got={got}")
+
+
+if __name__ == "__main__":
+    typer.run(main)

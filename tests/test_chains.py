@@ -1,0 +1,91 @@
+"""BFS evidence chains (ReG Algorithm 1 + App. D.4 merges) on hand-made graphs."""
+
+import numpy as np
+
+from kgdb.cypher.chains import evidence_chains
+from kgdb.cypher.retrieval import fetch_subgraph
+from kgdb.cypher.writeback import write_scores
+from kgdb_graphs import LOU_SEAL, load
+
+
+def _run(graph, topics, scores_by_triple, k=100, run=None, anchors=None):
+    sg = fetch_subgraph(graph, topics, None, hops=4, qid="Q")
+    if anchors is not None:  # write the run with fewer topic entities than were expanded
+        sg.topic = sg.topic[[sg.entity_ids[i] in anchors for i in sg.topic]]
+    scores = np.array([scores_by_triple.get(sg.triple(i), 0.0) for i in range(sg.num_triples)])
+    keep = sum(1 for i in range(sg.num_triples) if sg.triple(i) in scores_by_triple)
+    return write_scores(graph, sg, scores, "test", k=min(k, keep), run=run)
+
+
+def test_multi_answer_merge_reproduces_the_reg_example(graph):
+    load(graph, LOU_SEAL)
+    scores = {t: 0.9 - 0.1 * i for i, t in enumerate(LOU_SEAL[:4])}  # mascot + three championships
+    chains = evidence_chains(graph, _run(graph, ["Lou Seal"], scores))
+    assert [c.render() for c in chains.chains] == [
+        "Lou Seal → [sports.mascot.team] → San Francisco Giants → [sports.sports_team.championships] → "
+        "2010 World Series; 2012 World Series; 2014 World Series"
+    ]
+    assert chains.chains[0].score == 0.8  # the weakest edge (0.8) of the best member (2010)
+    assert chains.unreachable == []
+    assert chains.render().startswith("Chain 1. Lou Seal → ")
+
+
+def test_first_route_wins_and_unreachable_and_length_limit(graph):
+    load(graph, LOU_SEAL + [("Elsewhere", "r.other", "Nowhere")])
+    scores = {t: 0.5 for t in LOU_SEAL}
+    scores[("Elsewhere", "r.other", "Nowhere")] = 0.99
+    run = _run(graph, ["Lou Seal", "Elsewhere"], scores, anchors=["Lou Seal"])
+    two = evidence_chains(graph, run, max_hops=2)
+    rendered = [c.render() for c in two.chains]
+    # San Francisco is reached once (first route by rank); AT&T Park → San Francisco needs 3 hops
+    assert sum("→ San Francisco" in r and r.endswith("San Francisco") for r in rendered) == 1
+    # best rank first: the disconnected triple, then the 3-hop one
+    assert [t.render() for t in two.unreachable] == [
+        "Elsewhere → [r.other] → Nowhere",
+        "AT&T Park → [location.location.containedby] → San Francisco",
+    ]
+    # unlimited length: AT&T Park → San Francisco would reach San Francisco a second time, so it stays out
+    unlimited = evidence_chains(graph, run, max_hops=None)
+    assert [c.render() for c in unlimited.chains] == rendered
+    assert len(unlimited.unreachable) == 2
+    one = evidence_chains(graph, run, max_hops=1)
+    assert [c.render() for c in one.chains] == ["Lou Seal → [sports.mascot.team] → San Francisco Giants"]
+
+
+def test_backward_chains_end_at_the_anchor(graph):
+    load(graph, [("Ann", "people.person.spouse", "Bob"), ("Cid", "people.person.parent", "Ann")])
+    run = _run(graph, ["Bob"], {("Ann", "people.person.spouse", "Bob"): 0.8, ("Cid", "people.person.parent", "Ann"): 0.7})
+    chains = evidence_chains(graph, run)
+    assert [c.render() for c in chains.chains] == [
+        "Cid → [people.person.parent] → Ann → [people.person.spouse] → Bob"
+    ]
+    assert chains.chains[0].direction == "in" and chains.chains[0].targets == ["Cid"]
+
+
+def test_multi_entity_merge_places_overlapping_chains_together(graph):
+    triples = [
+        ("Actor A", "film.actor.film", "Film 1"),
+        ("Actor A", "film.actor.film", "Film 2"),
+        ("Actor B", "film.actor.film", "Film 2"),
+        ("Actor B", "film.actor.film", "Film 3"),
+        ("Actor A", "people.person.place_of_birth", "Town"),
+    ]
+    load(graph, triples)
+    scores = dict(zip(triples, [0.9, 0.8, 0.7, 0.6, 0.85]))
+    chains = evidence_chains(graph, _run(graph, ["Actor A", "Actor B"], scores))
+    rendered = [(c.render(), c.group) for c in chains.chains]
+    assert rendered == [
+        ("Actor A → [film.actor.film] → Film 2", 1),
+        ("Actor B → [film.actor.film] → Film 2", 1),
+        ("Actor A → [people.person.place_of_birth] → Town", None),
+    ]
+
+
+def test_two_runs_on_one_question_keep_their_own_chains(graph):
+    load(graph, LOU_SEAL)
+    run_a = _run(graph, ["Lou Seal"], {LOU_SEAL[0]: 0.9, LOU_SEAL[1]: 0.8}, run="A")
+    run_b = _run(graph, ["Lou Seal"], {LOU_SEAL[0]: 0.9, LOU_SEAL[4]: 0.8}, run="B")
+    a = [c.render() for c in evidence_chains(graph, run_a).chains]
+    b = [c.render() for c in evidence_chains(graph, run_b).chains]
+    assert a == ["Lou Seal → [sports.mascot.team] → San Francisco Giants → [sports.sports_team.championships] → 2010 World Series"]
+    assert b == ["Lou Seal → [sports.mascot.team] → San Francisco Giants → [sports.sports_team.arena_stadium] → AT&T Park"]
