@@ -27,8 +27,7 @@ from kgdb.models.checkpoints import (
     find_checkpoint,
     load_model,
 )
-from kgdb.models.features import featurise
-from kgdb.models.metrics import top_k
+from kgdb.models.features import batch_tensors, featurise
 from kgdb.subgraph import Subgraph
 
 STAGES = ("embed", "link", "fetch", "featurise", "score", "write")
@@ -150,6 +149,52 @@ class RetrievePipeline:
         return self.embedder.encode(texts)
 
     def run(self, question: str, topics: list[str] | None = None, qid: str | None = None, q_emb: np.ndarray | None = None) -> RetrievalResult:
+        """One question: link (unless `topics`), fetch, score, keep the top K, write back."""
+        fetched = self._fetch(question, topics, qid, q_emb)
+        t = time.perf_counter()
+        x = featurise(fetched.subgraph, self.tables, fetched.q_emb)
+        fetched.timings["featurise"] = _ms(t)
+        t = time.perf_counter()
+        scores = self._score(x)[0]
+        fetched.timings["score"] = _ms(t)
+        return self._finish(fetched, scores)
+
+    def run_batch(self, questions: list[QuestionInput], batch_size: int = 16):
+        """Yield one result (or the KgdbError) per question, in order.
+
+        Texts are embedded together; each question costs one fetch (and one write-back) round-trip;
+        each group of `batch_size` subgraphs is scored in one forward pass over their disjoint union
+        (featurise/score timings are the group's time divided by its size).
+        """
+        embs = self.embed([q.text for q in questions]) if questions else []
+        for start in range(0, len(questions), batch_size):
+            group: list[_Fetched | KgdbError] = []
+            for q, emb in zip(questions[start : start + batch_size], embs[start : start + batch_size]):
+                try:
+                    group.append(self._fetch(q.text, q.topics, q.qid, emb))
+                except KgdbError as exc:
+                    group.append(exc)
+            ok = [f for f in group if isinstance(f, _Fetched)]
+            if ok:
+                t = time.perf_counter()
+                x = batch_tensors([featurise(f.subgraph, self.tables, f.q_emb) for f in ok])
+                featurise_ms = _ms(t) / len(ok)
+                t = time.perf_counter()
+                all_scores = self._score(x)
+                score_ms = _ms(t) / len(ok)
+                for f, scores in zip(ok, all_scores):
+                    f.timings.update(featurise=featurise_ms, score=score_ms)
+                    f.scores = scores
+            for f in group:
+                if isinstance(f, KgdbError):
+                    yield f
+                    continue
+                try:
+                    yield self._finish(f, f.scores)
+                except KgdbError as exc:
+                    yield exc
+
+    def _fetch(self, question: str, topics: list[str] | None, qid: str | None, q_emb: np.ndarray | None) -> "_Fetched":
         if not question or not question.strip():
             raise KgdbError("the question is empty")
         timings: dict[str, float] = {}
@@ -157,7 +202,6 @@ class RetrievePipeline:
         if q_emb is None:
             q_emb = self.embed([question])[0]
         timings["embed"] = _ms(t)
-
         t = time.perf_counter()
         linked: list[db.LinkedEntity] = []
         if topics:
@@ -168,48 +212,49 @@ class RetrievePipeline:
                 raise KgdbError(f"no entity of the graph is mentioned in {question!r}; pass --topic NAME")
             topic_ids = [e.id for e in linked[: self.link_top]]
         timings["link"] = _ms(t)
-
         t = time.perf_counter()
         sg = db.fetch(self.graph, topic_ids, q_emb, hops=self.hops, cap=self.cap, question=question, qid=qid)
         timings["fetch"] = _ms(t)
+        return _Fetched(question, qid, q_emb, topic_ids, linked, sg, timings)
 
-        scores, order = self.score(sg, q_emb, timings)
+    def _score(self, x) -> list[np.ndarray]:
+        """Scores of a (possibly batched) featurised subgraph, split per question."""
+        with torch.no_grad():
+            s = self.model.score(x) if x.num_triples else torch.zeros(0, device=x.head.device)
+        s = s.float().cpu().numpy()
+        off = x.triple_offsets or [0, len(s)]
+        return [s[a:b] for a, b in zip(off[:-1], off[1:])]
 
+    def score(self, sg: Subgraph, q_emb: np.ndarray) -> np.ndarray:
+        """Scores of every triple of one fetched subgraph (no write-back)."""
+        return self._score(featurise(sg, self.tables, q_emb))[0]
+
+    def _finish(self, f: "_Fetched", scores: np.ndarray) -> RetrievalResult:
+        sg = f.subgraph
+        order = db.top_k(scores, self.k)
         t = time.perf_counter()
         run = None
         if self.write and sg.num_triples:
             run = db.write_scores(self.graph, sg, scores, self.retriever, self.k)
-        timings["write"] = _ms(t)
-
+        f.timings["write"] = _ms(t)
         ids = sg.entity_ids
         top = [
             ScoredTriple(rank, *sg.triple(i), float(scores[i]), ids[sg.head[i]], ids[sg.tail[i]], int(i))
             for rank, i in enumerate(order.tolist(), start=1)
         ]
-        return RetrievalResult(question, qid, self.retriever, self.k, run, topic_ids, linked, sg, scores, top, timings)
+        return RetrievalResult(f.question, f.qid, self.retriever, self.k, run, f.topic_ids, f.linked, sg, scores, top, f.timings)
 
-    def score(self, sg: Subgraph, q_emb: np.ndarray, timings: dict[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Scores of every triple and the top-K order (best first)."""
-        timings = {} if timings is None else timings
-        t = time.perf_counter()
-        x = featurise(sg, self.tables, q_emb)
-        timings["featurise"] = _ms(t)
-        t = time.perf_counter()
-        with torch.no_grad():
-            s = self.model.score(x) if sg.num_triples else torch.zeros(0)
-            order = top_k(s, self.k)
-        scores, order = s.float().cpu().numpy(), order.cpu().numpy()
-        timings["score"] = _ms(t)
-        return scores, order
 
-    def run_batch(self, questions: list[QuestionInput]):
-        """Yield one result (or the KgdbError) per question; question texts are embedded in one batch."""
-        embs = self.embed([q.text for q in questions])
-        for q, emb in zip(questions, embs):
-            try:
-                yield self.run(q.text, q.topics, q.qid, q_emb=emb)
-            except KgdbError as exc:
-                yield exc
+@dataclass
+class _Fetched:
+    question: str
+    qid: str | None
+    q_emb: np.ndarray
+    topic_ids: list[str]
+    linked: list
+    subgraph: Subgraph
+    timings: dict[str, float]
+    scores: np.ndarray | None = None
 
 
 def _ms(start: float) -> float:

@@ -31,7 +31,7 @@ from kgdb.models.prompts import FORMATS, Prompt, build_prompt, render_triple
 from kgdb.models.qa_metrics import MatchRules, normalize, score_question, summarize
 from kgdb.models.reasoners import Evidence, LLMError, Reasoning, make_reasoner
 
-BROWSER_QUERY = "browser/scored_subgraph"
+BROWSER_QUERY = "browser/evidence_chains"
 ASK_STAGES = ("embed", "link", "fetch", "featurise", "score", "write", "chains", "prompt", "reason")
 
 
@@ -155,14 +155,16 @@ class AskPipeline:
     def ask(self, question: str, topics: list[str] | None = None, qid: str | None = None, q_emb: np.ndarray | None = None) -> AskResult:
         if not question or not question.strip():
             raise InputError("the question is empty: ask something, e.g. kgdb ask \"what is the capital of France?\"", path="QUESTION")
-        linked, link_ms = [], 0.0
+        linked, link_ms, embed_ms = [], 0.0, 0.0
         if not topics:
             # Link here (not inside the retrieval pipeline) to refuse a question that names no entity
             # before anything is written back: vector-only candidates are not mentions.
             from kgdb.models import db
 
+            t = time.perf_counter()
             if q_emb is None:
                 q_emb = self.retrieval.embed([question])[0]
+            embed_ms = _ms(t)
             t = time.perf_counter()
             linked = db.link_entities(self.graph, question, q_emb, k=max(5, self.retrieval.link_top))
             link_ms = _ms(t)
@@ -177,6 +179,7 @@ class AskPipeline:
         res = self.retrieval.run(question, topics, qid, q_emb=q_emb)
         timings = dict(res.timings)
         timings["link"] = timings.get("link", 0.0) + link_ms
+        timings["embed"] = timings.get("embed", 0.0) + embed_ms
         sg = res.subgraph
         id_to_name = dict(zip(sg.entity_ids, sg.entity_names))
         cvt = {sg.entity_ids[i] for i in np.flatnonzero(sg.is_cvt).tolist()}

@@ -89,3 +89,36 @@ def test_two_runs_on_one_question_keep_their_own_chains(graph):
     b = [c.render() for c in evidence_chains(graph, run_b).chains]
     assert a == ["Lou Seal → [sports.mascot.team] → San Francisco Giants → [sports.sports_team.championships] → 2010 World Series"]
     assert b == ["Lou Seal → [sports.mascot.team] → San Francisco Giants → [sports.sports_team.arena_stadium] → AT&T Park"]
+
+
+def test_cli_chains_runs_subgraph_paths(graph, neo4j_settings):
+    """`kgdb subgraph|paths|chains|runs` through the typer app (in-process: one import of the model)."""
+    from typer.testing import CliRunner
+
+    from kgdb.cli import app
+    from kgdb.errors import KgdbError
+
+    load(graph, LOU_SEAL)
+    run = _run(graph, ["Lou Seal"], {t: 0.9 - 0.1 * i for i, t in enumerate(LOU_SEAL[:4])}, run="cli-run")
+    conn = ["--uri", neo4j_settings.neo4j_uri, "--password", neo4j_settings.neo4j_password.get_secret_value()]
+    runner = CliRunner()
+
+    def kgdb(*args):
+        result = runner.invoke(app, [*conn, *args], env={"COLUMNS": "200"})
+        return result, result.output
+
+    result, text = kgdb("chains", run)
+    assert result.exit_code == 0 and "Chain 1. Lou Seal → [sports.mascot.team] → San Francisco Giants → " in text
+    assert "2010 World Series; 2012 World Series; 2014 World Series" in text
+    result, text = kgdb("runs", "list")
+    assert result.exit_code == 0 and "cli-run" in text and "1 runs" in text
+    result, text = kgdb("runs", "show", run)
+    assert result.exit_code == 0 and "4 scored triples" in text
+    result, text = kgdb("subgraph", "who won the world series?", "--topic", "lou seal", "--hops", "2")
+    assert result.exit_code == 0 and "subgraph of Lou Seal: 6 triples" in text
+    result, text = kgdb("paths", "--from", "Lou Seal", "--to", "2012 World Series")
+    assert result.exit_code == 0 and "1 shortest paths" in text
+    result, _ = kgdb("subgraph", "q", "--topic", "Nobody Here")
+    assert isinstance(result.exception, KgdbError) and "Nobody Here" in str(result.exception)
+    result, text = kgdb("runs", "prune", "--all")
+    assert result.exit_code == 0 and "deleted 1 runs and 4 scored triples" in text

@@ -105,6 +105,23 @@ def test_factored_and_prepared_forward_equal_naive():
     assert not model._is_prepared(tables)
 
 
+def test_batched_scoring_equals_one_by_one():
+    from kgdb.models.features import batch_tensors
+
+    torch.manual_seed(3)
+    tables = _tables()
+    parts = [_random_subgraph(tables, n=8 + i, m=20 + 5 * i, seed=20 + i) for i in range(3)]
+    batch = batch_tensors(parts)
+    assert batch.triple_offsets == [0, 20, 45, 75] and batch.num_questions == 3
+    model = SubgraphRAG(SubgraphRAGConfig(embedding_dim=tables.dim, hidden=32)).eval()
+    model.prepare(tables)
+    for retriever in (model, CosineRetriever()):
+        together = retriever.score(batch)
+        one_by_one = torch.cat([retriever.score(p) for p in parts])
+        assert torch.allclose(together, one_by_one, atol=1e-5)
+    assert torch.allclose(model.forward_naive(batch), torch.cat([model.forward_naive(p) for p in parts]), atol=1e-5)
+
+
 def test_mlp_overfits_tiny_dataset():
     seed_everything(0)
     tables = _tables(d=16)
@@ -156,7 +173,7 @@ def test_cosine_scores_are_cosines():
     z = x.entity_embedding()
     i = 4
     v = z[x.head[i]] + tables.relation[x.relation[i]] + z[x.tail[i]]
-    assert scores[i].item() == pytest.approx(float(v @ x.question / v.norm()), abs=1e-5)
+    assert scores[i].item() == pytest.approx(float(v @ x.question[0] / v.norm()), abs=1e-5)
     assert scores.abs().max() <= 1.0 + 1e-5
 
 
@@ -172,7 +189,7 @@ def _cached_items(tables: TensorTables, count=6):
             CachedQuestion(
                 qid=f"q{i}", question="", head=x.head.numpy(), relation=x.relation.numpy(), tail=x.tail.numpy(),
                 entity_idx=x.entity_idx.numpy(), is_cvt=x.cvt_mask.numpy(), topic=np.array([1]), labels=labels,
-                answers=np.array([x.tail[i].item()]), n_answers_in_graph=1, question_embedding=x.question.numpy(), hop=1,
+                answers=np.array([x.tail[i].item()]), n_answers_in_graph=1, question_embedding=x.question[0].numpy(), hop=1,
             )
         )
     return items

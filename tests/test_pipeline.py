@@ -133,8 +133,17 @@ def test_train_checkpoint_pipeline_and_cache(loaded):
     assert pipe.checkpoint.name == "tiny"
     res = pipe.run("where was usain bolt born?", topics=["Usain Bolt"], qid="Q-2")
     assert res.top[0].tail == "Sherwood Content"
-    again = list(pipe.run_batch([QuestionInput("where was usain bolt born?", ["Usain Bolt"], "Q-2")]))[0]
-    assert np.array_equal(res.scores, again.scores)
+    assert np.array_equal(res.scores, pipe.run("where was usain bolt born?", topics=["Usain Bolt"]).scores)
+    # Batch mode: one disjoint-union forward pass; a bad topic fails alone.
+    batch = list(pipe.run_batch([
+        QuestionInput("where was usain bolt born?", ["Usain Bolt"], "Q-2"),
+        QuestionInput("who is nobody?", ["Nobody At All"], "Q-x"),
+        QuestionInput("what is the capital of france?", ["France"], "Q-3"),
+    ]))
+    assert isinstance(batch[1], KgdbError)
+    assert np.allclose(res.scores, batch[0].scores, atol=1e-5)
+    alone = pipe.run("what is the capital of france?", topics=["France"])
+    assert np.allclose(alone.scores, batch[2].scores, atol=1e-5) and batch[2].run
 
     runner = CliRunner()
     env = {

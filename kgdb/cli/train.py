@@ -142,7 +142,7 @@ def train_subgraphrag(
             result_logs.append(log)
             console.print(
                 f"epoch {log.epoch}: loss {log.loss:.4f}, val triple R@100 {log.val_triple_recall:.4f}, "
-                f"val answer R@100 {log.val_answer_recall:.4f}, {log.seconds:.1f} s"
+                f"val answer R@100 {log.val_answer_recall:.4f}, {log.seconds:.1f} s ({log.cpu_seconds:.1f} s CPU)"
             )
             bar.update(
                 epoch_task,
@@ -176,6 +176,7 @@ def train_subgraphrag(
                 "val_triple_recall@100": result.best_val_triple_recall,
                 "val_answer_recall@100": next(e.val_answer_recall for e in result.epochs if e.epoch == result.best_epoch),
                 "epoch_seconds_mean": sum(epoch_seconds) / max(len(epoch_seconds), 1),
+                "epoch_cpu_seconds_mean": sum(e.cpu_seconds for e in result.epochs) / max(len(result.epochs), 1),
             },
         },
     )

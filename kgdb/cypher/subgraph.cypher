@@ -7,7 +7,7 @@
 // Parameters:
 //   :param ids => ['Jamaica']             // Entity.id values to expand (topic entities)
 //   :param idx => []                       // Entity.idx values to expand (later levels)
-//   :param cap => 2000                     // most triples expanded from any one node
+//   :param cap => 1000                     // most triples expanded from any one node
 //   :param question_embedding => null      // unit vector of the question (list of floats), or null
 //
 // Cap rule: a node with more than $cap relationships keeps the $cap triples whose relation is most

@@ -44,10 +44,12 @@ class TensorTables:
 
 @dataclass
 class SubgraphTensors:
-    """One question's candidate triples as tensors.
+    """Candidate triples of one question, or of a batch of B questions as one disjoint union.
 
     Local nodes 0..n-1 index `entity_idx` (rows of `tables.entity`); triple i is
     (head[i], relation[i], tail[i]) with head/tail local and relation a row of `tables.relation`.
+    Node j belongs to question `node_batch[j]` (all zeros for a single question); triples never
+    cross questions, so the DDE of the union equals the DDE of each part.
     """
 
     head: Tensor  # int64 [m]
@@ -56,8 +58,10 @@ class SubgraphTensors:
     entity_idx: Tensor  # int64 [n]
     topic_mask: Tensor  # bool [n]
     cvt_mask: Tensor  # bool [n]
-    question: Tensor  # float32 [d], unit norm
+    question: Tensor  # float32 [B, d], unit norm, one row per question
+    node_batch: Tensor  # int64 [n], question of each node
     tables: TensorTables
+    triple_offsets: list[int] | None = None  # batch: triples of question b are [off[b], off[b+1])
 
     @property
     def num_nodes(self) -> int:
@@ -71,6 +75,14 @@ class SubgraphTensors:
     def edge_index(self) -> Tensor:
         """[2, m] head -> tail, the PyG convention."""
         return torch.stack([self.head, self.tail])
+
+    @property
+    def num_questions(self) -> int:
+        return int(self.question.shape[0])
+
+    def triple_question(self) -> Tensor:
+        """[m] question index of each triple."""
+        return self.node_batch.index_select(0, self.head)
 
     def entity_embedding(self) -> Tensor:
         """[n, d] text embeddings of the local nodes (zeros for CVT nodes)."""

@@ -23,4 +23,6 @@ class CosineRetriever(Retriever):
         z = x.entity_embedding()
         triple = z.index_select(0, x.head) + x.relation_embedding() + z.index_select(0, x.tail)
         triple = torch.nn.functional.normalize(triple, dim=1)
-        return triple @ x.question
+        if x.num_questions == 1:
+            return triple @ x.question[0]
+        return (triple * x.question.index_select(0, x.triple_question())).sum(dim=1)

@@ -12,7 +12,7 @@ from kgdb.cypher import Graph
 from kgdb.cypher.linking import LinkedEntity, link_entities, resolve_topics
 from kgdb.cypher.retrieval import DEFAULT_CAP, fetch_subgraph
 from kgdb.cypher.tables import EmbeddingTables, graph_fingerprint, load_tables
-from kgdb.cypher.writeback import write_scores
+from kgdb.cypher.writeback import top_k, write_scores
 from neo4j.exceptions import TransientError
 
 from kgdb.errors import DatabaseError, KgdbError
@@ -29,6 +29,7 @@ __all__ = [
     "link_entities",
     "load_tables",
     "resolve_topics",
+    "top_k",
     "write_scores",
 ]
 

@@ -81,7 +81,7 @@ def evaluate(
             stage_ms[s].append(result.timings.get(s, 0.0))
         stage_ms["total"].append(sum(result.timings.get(s, 0.0) for s in TIMED))
         scores = torch.from_numpy(result.scores)
-        order = np.argsort(-result.scores.astype(np.float64), kind="stable")
+        order = db.top_k(result.scores, max(KS))
         bucket = _hop_bucket(item.hop)
         labels = torch.from_numpy(item.labels)
         if not item.labels.any():

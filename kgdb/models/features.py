@@ -47,7 +47,8 @@ def build_tensors(
         entity_idx=_long(entity_idx, device),
         topic_mask=_bool(topic_mask, device),
         cvt_mask=_bool(is_cvt, device),
-        question=torch.from_numpy(q.copy()).to(device),
+        question=torch.from_numpy(q.copy()).to(device).unsqueeze(0),
+        node_batch=torch.zeros(n, dtype=torch.long, device=device),
         tables=tables,
     )
 
@@ -66,4 +67,24 @@ def featurise(sg: Subgraph, tables: TensorTables, question_embedding: np.ndarray
         topic=sg.topic,
         is_cvt=sg.is_cvt,
         question_embedding=q,
+    )
+
+
+def batch_tensors(parts: list[SubgraphTensors]) -> SubgraphTensors:
+    """One disjoint union of several questions' tensors, scored in a single forward pass."""
+    if len(parts) == 1:
+        return parts[0]
+    node_off = np.cumsum([0] + [p.num_nodes for p in parts])
+    triple_off = np.cumsum([0] + [p.num_triples for p in parts]).tolist()
+    return SubgraphTensors(
+        head=torch.cat([p.head + int(o) for p, o in zip(parts, node_off)]),
+        relation=torch.cat([p.relation for p in parts]),
+        tail=torch.cat([p.tail + int(o) for p, o in zip(parts, node_off)]),
+        entity_idx=torch.cat([p.entity_idx for p in parts]),
+        topic_mask=torch.cat([p.topic_mask for p in parts]),
+        cvt_mask=torch.cat([p.cvt_mask for p in parts]),
+        question=torch.cat([p.question for p in parts]),
+        node_batch=torch.cat([torch.full_like(p.node_batch, b) for b, p in enumerate(parts)]),
+        tables=parts[0].tables,
+        triple_offsets=triple_off,
     )

@@ -72,7 +72,7 @@ class SubgraphRAG(Retriever):
         s = self.features(x)
         inp = torch.cat(
             [
-                x.question.unsqueeze(0).expand(x.num_triples, -1),
+                x.question.index_select(0, x.triple_question()),
                 z.index_select(0, x.head),
                 x.relation_embedding(),
                 z.index_select(0, x.tail),
@@ -96,7 +96,8 @@ class SubgraphRAG(Retriever):
         ent_t = z @ Wt.T + s @ Wst.T
         rels, rel_of_triple = torch.unique(x.relation, return_inverse=True)
         rel = x.tables.relation.index_select(0, rels) @ Wr.T
-        q = x.question @ Wq.T + self.hidden.bias
+        q = x.question @ Wq.T + self.hidden.bias  # [B, H]
+        q = q[0] if x.num_questions == 1 else q.index_select(0, x.triple_question())
         h = ent_h.index_select(0, x.head) + rel.index_select(0, rel_of_triple) + ent_t.index_select(0, x.tail) + q
         return self.out(torch.relu(h)).squeeze(1)
 
@@ -136,16 +137,17 @@ class SubgraphRAG(Retriever):
         """Per chunk of triples: five row gathers summed in a cache-resident buffer, ReLU, mat-vec.
 
         DDE vectors take few distinct values (they encode distances to the topics), so their
-        first-layer terms are computed once per distinct vector, with the question term folded in.
+        first-layer terms are computed once per distinct (vector, question), with the question
+        term folded in; a batch of questions therefore costs no more per triple than one.
         """
         Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
         H = self.cfg.hidden
         heads, tails = self._ent_proj
-        s = self.features(x)
+        s = torch.cat([self.features(x), x.node_batch.unsqueeze(1).to(torch.float32)], dim=1)
         distinct, which = torch.unique(s, dim=0, return_inverse=True)
-        q = x.question @ Wq.T + self.hidden.bias
-        dde_h = torch.addmm(q, distinct, Wsh.T)
-        dde_t = distinct @ Wst.T
+        q = x.question @ Wq.T + self.hidden.bias  # [B, H]
+        dde_h = torch.addmm(q.index_select(0, distinct[:, -1].long()), distinct[:, :-1], Wsh.T)
+        dde_t = distinct[:, :-1] @ Wst.T
         row = torch.where(x.cvt_mask, heads.shape[0] - 1, x.entity_idx)
         gh, gt = row.index_select(0, x.head), row.index_select(0, x.tail)
         sh, st = which.index_select(0, x.head), which.index_select(0, x.tail)
