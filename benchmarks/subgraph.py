@@ -52,8 +52,7 @@ def webqsp(
     vectors = embedder.encode([r["question"] for r in rows])
     embed_s = time.perf_counter() - t0
     with Graph.connect(settings) as graph:
-        known = {r["id"] for r in graph.run_text("MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id",
-                                                  ids=sorted({t for r in rows for t in r["q_entity"]}))}
+        known = {r["id"] for r in graph.run("entities_known", ids=sorted({t for r in rows for t in r["q_entity"]}))}
         for r, v in zip(rows[:warmup], vectors):
             topics = [t for t in r["q_entity"] if t in known]
             if topics:
@@ -89,14 +88,11 @@ def webqsp(
 
 
 @app.command()
-def hub(caps: str = typer.Option("1000000,2000,500,100", help="caps to compare (comma-separated)"), hops: int = 2) -> None:
+def hub(caps: str = typer.Option("1000000,2000,1000,500,100", help="caps to compare (comma-separated)"), hops: int = 2) -> None:
     settings = load_settings()
     embedder = get_embedder(settings.embedding_model, settings.device, settings.embedding_batch_size)
     with Graph.connect(settings) as graph:
-        top = graph.run_text(
-            "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, COUNT { (e)--() } AS degree "
-            "ORDER BY degree DESC, id LIMIT 1"
-        )[0]
+        top = graph.run("top_degree_entities", limit=1)[0]
         question = f"what is {top['name']} known for?"
         vector = embedder.encode_one(question)
         print(f"hub: {top['name']} ({top['id']}), degree {top['degree']}; question: {question!r}")

@@ -257,10 +257,11 @@ def ground_answers(answers: list[str], reasoning: Reasoning | None, top: list[An
         entity = by_norm.get(normalize(answer))
         lines: list[str] = []
         support = reasoning.support.get(answer) if reasoning else None
-        if chains is not None and entity is not None:
-            lines = [c.render() for c in chains.chains if entity in c.targets][:3]
-        if not lines and support:
+        if support:  # the extractive reasoner knows the exact route
             lines = [render_triple(top[i].head, top[i].relation, top[i].tail) for i in support]
+        if not lines and chains is not None and entity is not None:
+            found = [c for c in chains.chains if entity in c.targets]
+            lines = [c.render() for c in sorted(found, key=lambda c: c.hops)][:3]
         if not lines and entity is not None:
             lines = [render_triple(x.head, x.relation, x.tail) for x in top if entity in (x.head_id, x.tail_id)][:3]
         out.append(AnswerEvidence(answer, entity is not None, entity, lines))
@@ -423,6 +424,9 @@ def evaluate_qa(
             )
     dump_json(settings, previous)
     done = read_done(results)
+    if results.is_file() and results.stat().st_size and not results.read_bytes().endswith(b"\n"):
+        with results.open("a", encoding="utf-8") as fh:  # a crash tore the last line: start a fresh one
+            fh.write("\n")
     todo = [q for q in questions if q.id not in done]
     lock = threading.Lock()
 

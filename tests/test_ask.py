@@ -40,8 +40,9 @@ QUESTIONS = [
     {"id": "Q-1", "question": "what is the capital of jamaica?", "q_entity": ["Jamaica"], "answer": ["Kingston"]},
     {"id": "Q-2", "question": "what is the capital of france?", "q_entity": ["France"], "answer": ["Paris"]},
     {"id": "Q-3", "question": "where was usain bolt born?", "q_entity": ["Usain Bolt"], "answer": ["Sherwood Content"]},
-    {"id": "Q-4", "question": "what awards did the designer of the sydney harbour bridge win?",
-     "q_entity": ["Sydney Harbour Bridge"], "answer": ["Telford Medal", "Peter Nicol Russell Medal"]},
+    # two raw hops through a CVT award record
+    {"id": "Q-4", "question": "what awards did john bradfield win?",
+     "q_entity": ["John Bradfield"], "answer": ["Telford Medal", "Peter Nicol Russell Medal"]},
 ]
 
 
@@ -165,7 +166,11 @@ def test_ask_through_openai_server_with_chains(loaded):
         pipe = AskPipeline(graph, s, retriever="cosine", k=20, fmt="chains")
         res = pipe.ask("what is the capital of france?", topics=["France"])
         sent = server.requests[-1]["messages"][-1]["content"]
+        paths = AskPipeline(graph, s, retriever="cosine", k=20, fmt="paths").ask("what is the capital of france?", topics=["France"])
+        sent_paths = server.requests[-1]["messages"][-1]["content"]
     assert sent.startswith("Evidence Chains:\nChain 1. France → [")
+    assert sent_paths.startswith("Reasoning Paths:\nFrance → location.") and "[" not in sent_paths.split("Question:")[0]
+    assert paths.answers and paths.reasoning.llm_used
     r = res.reasoning
     assert r.llm_used and r.calls == 1 and r.prompt_tokens > 50 and r.completion_tokens > 0
     assert res.answers and res.answers[0].grounded and res.answers[0].evidence

@@ -8,10 +8,11 @@ from typing import List, Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from kgdb.cli import app
 from kgdb.cli.common import console, eval_app, open_graph, progress, settings_from
-from kgdb.errors import InputError, KgdbError
+from kgdb.errors import InputError
 from kgdb.models.prompts import FORMATS
 from kgdb.models.reasoners import REASONERS
 
@@ -101,7 +102,8 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
             table.add_column("evidence")
             for i, a in enumerate(res.answers, 1):
                 mark = "[green]yes[/]" if a.grounded else "[red]NO (not in the retrieved evidence)[/]"
-                table.add_row(str(i), a.answer, mark, "\n".join(a.evidence[:2]) or "-")
+                # Text(): relation names in [brackets] must not be read as rich markup
+                table.add_row(str(i), Text(a.answer), mark, Text("\n".join(a.evidence[:2]) or "-"))
             console.print(table)
     if res.run:
         console.print(f"[bold]Run:[/] {res.run}", highlight=False)

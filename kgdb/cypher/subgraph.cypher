@@ -7,7 +7,7 @@
 // Parameters:
 //   :param ids => ['Jamaica']             // Entity.id values to expand (topic entities)
 //   :param idx => []                       // Entity.idx values to expand (later levels)
-//   :param cap => 1000                     // most triples expanded from any one node
+//   :param cap => 500                      // most triples expanded from any one node
 //   :param question_embedding => null      // unit vector of the question (list of floats), or null
 //
 // Cap rule: a node with more than $cap relationships keeps the $cap triples whose relation is most
@@ -28,13 +28,14 @@ CALL (n) {
   RETURN r, m
   UNION ALL
   WITH n WHERE COUNT { (n)--() } > $cap
-  // similarity once per relation type of the node, then its triples type by type
-  MATCH (n)-[t]-(:Entity) WHERE NOT t:SCORED
-  WITH DISTINCT n, type(t) AS rt
+  MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
+  // one similarity per relation type of the node, not per triple
+  WITH type(r) AS rt, collect(r) AS rs, collect(m) AS ms
   OPTIONAL MATCH (rel:Relation {name: rt})
-  WITH n, rt, coalesce(vector.similarity.cosine(rel.embedding, $question_embedding), 0.0) AS sim
-  MATCH (n)-[r:$(rt)]-(m:Entity)
-  WITH r, m, rt, sim ORDER BY sim DESC, rt, m.idx LIMIT $cap
+  WITH rt, rs, ms, coalesce(vector.similarity.cosine(rel.embedding, $question_embedding), 0.0) AS sim
+  UNWIND range(0, size(rs) - 1) AS i
+  WITH rs[i] AS r, ms[i] AS m, rt, sim
+  ORDER BY sim DESC, rt, m.idx LIMIT $cap
   RETURN r, m
 }
 WITH collect(DISTINCT n) AS expanded, collect(DISTINCT r) AS rels, collect(DISTINCT m) AS reached
