@@ -1,11 +1,12 @@
 """BFS evidence chains (ReG Algorithm 1 + App. D.4 merges) on hand-made graphs."""
 
 import numpy as np
+import pytest
 
 from kgdb.cypher.chains import evidence_chains
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb.cypher.writeback import write_scores
-from kgdb_graphs import LOU_SEAL, load
+from kgdb_graphs import LOU_SEAL, load, random_multigraph
 
 
 def _run(graph, topics, scores_by_triple, k=100, run=None, anchors=None):
@@ -122,3 +123,55 @@ def test_cli_chains_runs_subgraph_paths(graph, neo4j_settings):
     assert isinstance(result.exception, KgdbError) and "Nobody Here" in str(result.exception)
     result, text = kgdb("runs", "prune", "--all")
     assert result.exit_code == 0 and "deleted 1 runs and 4 scored triples" in text
+
+
+def _algorithm_1(triples, anchors, max_len, direction):
+    """ReG Algorithm 1 transcribed (queue = FIFO, triples in rank order), mirrored for 'in';
+    plus kgdb's documented rule that a chain never revisits one of its own entities."""
+    from collections import deque
+
+    near, far = (0, 2) if direction == "out" else (2, 0)
+    src = [t for t in triples if t[near] in anchors]
+    tgt = [t for t in triples if t[near] not in anchors]
+    queue = deque([t] for t in src)
+    found, visited = [], set()
+    while queue:
+        path = queue.popleft()
+        found.append(path)
+        if max_len is not None and len(path) >= max_len:
+            continue
+        anchor = path[0][near]
+        nodes = {anchor} | {t[far] for t in path}
+        for t in tgt:
+            if t[near] == path[-1][far] and (anchor, t[far]) not in visited and t[far] not in nodes:
+                queue.append(path + [t])
+                visited.add((anchor, t[far]))
+    return [(p, direction) for p in found]
+
+
+def _merged_reference(triples, anchors, max_len):
+    raw = _algorithm_1(triples, anchors, max_len, "out") + _algorithm_1(triples, anchors, max_len, "in")
+    prefixes = {(d, tuple(p[:i])) for p, d in raw for i in range(1, len(p))}
+    groups = {}
+    for p, d in raw:
+        if (d, tuple(p)) in prefixes:
+            continue
+        far = 2 if d == "out" else 0
+        key = (p[0][2 - far], d, tuple(t[1] for t in p))
+        groups.setdefault(key, set()).add(p[-1][far])
+    return groups
+
+
+@pytest.mark.parametrize("seed,max_len", [(11, 2), (12, 3), (13, None)])
+def test_chains_match_algorithm_1_on_random_graphs(graph, seed, max_len):
+    triples = random_multigraph(seed, nodes=8, edges=18)
+    load(graph, triples)
+    rng = np.random.default_rng(seed)
+    scores = dict(zip(triples, rng.permutation(len(triples)) / len(triples) + 0.01))
+    chains = evidence_chains(graph, _run(graph, ["n0"], scores), max_hops=max_len)
+    ranked = sorted(triples, key=lambda t: -scores[t])  # rank order = the run's rank 1..k
+    expected = _merged_reference(ranked, {"n0"}, max_len)
+    got = {(c.anchor, c.direction, c.relations): set(c.targets) for c in chains.chains}
+    assert got == expected
+    on_chains = {(t.h, t.rel, t.t) for c in chains.chains for t in c.triples}
+    assert {(t.h, t.rel, t.t) for t in chains.unreachable} == set(triples) - on_chains

@@ -42,7 +42,7 @@ class EvalReport:
 
 
 def _hop_bucket(hop: int) -> str:
-    return "unreachable" if hop <= 0 else (f"{hop}-hop" if hop < 3 else ">=3-hop")
+    return "0-hop|unreachable" if hop <= 0 else (f"{hop}-hop" if hop < 3 else ">=3-hop")
 
 
 def evaluate(
