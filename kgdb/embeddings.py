@@ -35,6 +35,10 @@ class Embedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        # kgdb shows its own progress; the weight-loading bar would interleave with it.
+        hf_logging.disable_progress_bar()
 
         if device == "auto":
             import torch

@@ -86,7 +86,8 @@ class RetrievePipeline:
 
     Building it reads the tables (disk cache after the first time) and loads the checkpoint;
     `run()` is then one linking query (unless topics are given), one subgraph query and one
-    write-back statement per question.
+    write-back statement per question. `hops`/`cap` default to those the checkpoint was trained
+    with (else 2 hops and the fetch's default cap).
     """
 
     def __init__(
@@ -96,7 +97,7 @@ class RetrievePipeline:
         retriever: str = "subgraphrag",
         checkpoint: str | None = None,
         k: int = 100,
-        hops: int = 2,
+        hops: int | None = None,
         cap: int | None = None,
         write: bool = True,
         link_top: int = 1,
@@ -125,6 +126,10 @@ class RetrievePipeline:
         self.checkpoint: Checkpoint | None = None
         self.model: Retriever = self._load_model(retriever, checkpoint)
         self.model.prepare(self.tables)
+        # Unless told otherwise, fetch subgraphs the way the checkpoint's training data was fetched.
+        fetch = (self.checkpoint.config.get("fetch") or {}) if self.checkpoint else {}
+        self.hops = hops or fetch.get("hops") or 2
+        self.cap = cap or fetch.get("cap")
 
     def _load_model(self, retriever: str, checkpoint: str | None) -> Retriever:
         if checkpoint:
