@@ -61,6 +61,9 @@ class Graph:
             auth=(settings.neo4j_user, settings.neo4j_password.get_secret_value()),
             # Planner hints such as "label CVT does not exist yet" are noise for users.
             notifications_min_severity="OFF",
+            # Memory-limit errors are "transient" too; retrying them for the default 30 s only delays
+            # the clear error, while genuine lock conflicts clear well within this.
+            max_transaction_retry_time=10.0,
         )
 
     @classmethod
