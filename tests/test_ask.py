@@ -8,15 +8,15 @@ import socket
 from dataclasses import dataclass
 
 import pytest
-import torch
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 from openai_server import OpenAIServer, echo_first_evidence
 from typer.testing import CliRunner
 
+from kgdb_graphs import load
 from kgdb.cli import app
-from kgdb.cypher.schema import init_schema
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
-from kgdb.loaders.writer import write_graph
 from kgdb.models.reasoners import ExtractiveReasoner, enumerate_paths
 from kgdb.qa import AskPipeline
 
@@ -46,19 +46,11 @@ QUESTIONS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture
 def loaded(graph, tmp_path):
-    embedder = get_embedder()
-    init_schema(graph, embedder.name, embedder.dim)
-    write_graph(graph, TRIPLES, embedder=embedder)
+    load(graph, TRIPLES)
     settings = graph.settings.with_overrides(
         cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs", llm_model=None
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 import torch
 
 from kgdb.models.base import TensorTables
@@ -16,13 +18,6 @@ from kgdb.models.metrics import triple_recall_at
 from kgdb.models.subgraphrag import SubgraphRAG, SubgraphRAGConfig
 from kgdb.models.training import bce_loss, seed_everything
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Tiny matmuls: one thread avoids OpenMP spin-waits on a shared 2-core machine.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 # Directed multigraph on 5 nodes, topic = node 0. Two parallel 0->1 triples, a cycle 1->2->0,

@@ -7,15 +7,15 @@ import json
 
 import numpy as np
 import pytest
-import torch
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 from typer.testing import CliRunner
 
+from kgdb_graphs import load
 from kgdb.cli import app
-from kgdb.cypher.schema import init_schema
 from kgdb.cypher.writeback import show_run
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
-from kgdb.loaders.writer import write_graph
 from kgdb.models import db
 from kgdb.models.base import TensorTables
 from kgdb.models.cache import cached_split
@@ -61,20 +61,11 @@ QUESTIONS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Tiny matmuls: one thread avoids OpenMP spin-waits on a shared 2-core machine.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture
 def loaded(graph, tmp_path):
-    embedder = get_embedder()
-    init_schema(graph, embedder.name, embedder.dim)
-    write_graph(graph, TRIPLES, embedder=embedder)
+    load(graph, TRIPLES)
     path = tmp_path / "questions.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
     settings = graph.settings.with_overrides(cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs")

@@ -54,7 +54,8 @@ def build_tensors(
 
 
 def featurise(sg: Subgraph, tables: TensorTables, question_embedding: np.ndarray | None = None) -> SubgraphTensors:
-    """Tensors for one fetched subgraph; the question embedding defaults to `sg.question_embedding`."""
+    """Tensors for one fetched subgraph (or a cached training item with the same array fields);
+    the question embedding defaults to `sg.question_embedding`."""
     q = question_embedding if question_embedding is not None else sg.question_embedding
     if q is None:
         raise KgdbError("subgraph has no question embedding: embed the question first")

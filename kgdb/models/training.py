@@ -12,9 +12,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from kgdb.models.base import SubgraphTensors, TensorTables
+from kgdb.models.base import TensorTables
 from kgdb.models.cache import CachedQuestion
-from kgdb.models.features import build_tensors
+from kgdb.models.features import featurise
 from kgdb.models.metrics import answer_recall_at, top_k, triple_recall_at
 from kgdb.models.subgraphrag import SubgraphRAG
 
@@ -63,19 +63,6 @@ def bce_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(logits, labels)
 
 
-def to_tensors(item: CachedQuestion, tables: TensorTables) -> SubgraphTensors:
-    return build_tensors(
-        tables,
-        head=item.head,
-        relation=item.relation,
-        tail=item.tail,
-        entity_idx=item.entity_idx,
-        topic=item.topic,
-        is_cvt=item.is_cvt,
-        question_embedding=item.question_embedding,
-    )
-
-
 @torch.no_grad()
 def validate(model: SubgraphRAG, items: list[CachedQuestion], tables: TensorTables, k: int) -> tuple[float, float]:
     """Mean triple recall@k and answer recall@k over `items` (questions without labels skipped)."""
@@ -83,7 +70,7 @@ def validate(model: SubgraphRAG, items: list[CachedQuestion], tables: TensorTabl
     model.prepare(tables)
     triple, answer = [], []
     for it in items:
-        scores = model(to_tensors(it, tables))
+        scores = model(featurise(it, tables))
         r = triple_recall_at(scores, torch.from_numpy(it.labels).to(scores.device), k)
         if r is not None:
             triple.append(r)
@@ -110,7 +97,7 @@ def train(
     result.skipped_no_path = len(train_items) - len(usable)
     device = tables.device
     # Tensors are built once: a training epoch then never leaves the device.
-    data = [(to_tensors(it, tables), torch.from_numpy(it.labels.astype(np.float32)).to(device)) for it in usable]
+    data = [(featurise(it, tables), torch.from_numpy(it.labels.astype(np.float32)).to(device)) for it in usable]
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     order_rng = np.random.default_rng(cfg.seed)
     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
