@@ -270,9 +270,16 @@ def eval_retrieval(
     settings = settings_from(ctx)
     reports = []
     with open_graph(ctx) as graph:
+        pipes = [
+            RetrievePipeline(graph, settings, name, checkpoint if name != "cosine" else None, hops=hops, cap=cap, write=write, threads=threads or None)
+            for name in retriever
+        ]
+        # Every retriever is scored on the same subgraphs: the checkpoint's fetch cap unless --cap is given.
+        cap = cap or next((p.cap for p in pipes if p.cap), None)
+        for pipe in pipes:
+            pipe.cap = cap
         qs, records, cached, _, _ = _load_split(ctx, graph, settings, questions, split, hops, cap, limit)
-        for name in retriever:
-            pipe = RetrievePipeline(graph, settings, name, checkpoint if name != "cosine" else None, hops=hops, cap=cap, write=write, threads=threads or None)
+        for name, pipe in zip(retriever, pipes):
             with progress() as bar:
                 task = bar.add_task(f"eval {name}", total=len(records))
                 report = evaluate(pipe, records, cached.items, dataset=qs.dataset, split=split, on_progress=lambda n: bar.advance(task, n))

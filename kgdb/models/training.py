@@ -102,6 +102,7 @@ def train(
     order_rng = np.random.default_rng(cfg.seed)
     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     bad_epochs = 0
+    best_key = (-1.0, -1.0)
     for epoch in range(1, cfg.max_epochs + 1):
         t0, c0 = time.perf_counter(), time.process_time()
         model.train()
@@ -120,7 +121,11 @@ def train(
         log = EpochLog(epoch, total / max(len(data), 1), val_triple, val_answer, seconds, cpu_seconds)
         result.epochs.append(log)
         on_epoch(log)
-        if val_triple > result.best_val_triple_recall:
+        # Recall@100 saturates on easy sets (MetaQA 1-hop reaches 1.0 in the first epoch), so ties
+        # are broken by recall at a tenth of K: the model that ranks the evidence highest wins.
+        fine = validate(model, val_items, tables, max(1, cfg.select_k // 10))[0]
+        if (val_triple, fine) > best_key:
+            best_key = (val_triple, fine)
             result.best_val_triple_recall, result.best_epoch = val_triple, epoch
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             bad_epochs = 0
