@@ -11,7 +11,8 @@ model), then replaces the database with a --bulk import of the same triples (wit
 embeddings, so the import figure is the store-writing speed alone).
 
 Figures: Bolt triples/s = distinct triples / seconds of the triples phase (relationship writes
-only, entities and embeddings excluded; target >= 50,000); embedding names/s = names embedded
+only, entities and embeddings excluded; target >= 50,000), once on the freshly started server and
+once more (relationships deleted, same writes) on the warm server; embedding names/s = names embedded
 (encode + vector write, which overlap) / seconds of the embedding phase; whole Bolt load =
 read + all phases incl. embeddings (target < 180 s); bulk triples/s = triples / seconds of
 `neo4j-admin database import full` (CSV writing and server stop/start reported apart); peak RSS of
@@ -120,6 +121,10 @@ def _run(settings: Settings, server: LocalServer, data: Path, batch_size: int) -
     with Graph.connect(settings) as graph, phase_progress() as (_, report):
         bolt = write_graph(graph, src.triples, src.names, embedder=embedder, batch_size=batch_size, progress=report)
         db = counts(graph)
+        # The same relationship writes again on the now-warm server (JIT compiled, page cache hot):
+        # the steady state a long-running server sustains, next to the cold first load above.
+        graph.run_auto("MATCH (:Entity)-[r]->(:Entity) CALL (r) { DELETE r } IN TRANSACTIONS OF 50000 ROWS")
+        warm = write_graph(graph, src.triples, src.names, batch_size=batch_size, progress=report)
     for key, want in EXPECTED.items():
         assert db[key] == want, f"{key}: {db[key]} != {want}"
     assert db["entity_embeddings"] == EXPECTED["entities"] and db["relation_embeddings"] == EXPECTED["relations"]
@@ -132,12 +137,13 @@ def _run(settings: Settings, server: LocalServer, data: Path, batch_size: int) -
         assert db_bulk[key] == want, f"bulk {key}: {db_bulk[key]} != {want}"
 
     bolt_rate = bolt.triples_in / bolt.seconds["triples"]
+    warm_rate = warm.triples_created / warm.seconds["triples"]
     bulk_rate = bulk.triples_in / bulk.seconds["import"]
     names = bolt.entity_embeddings + bolt.relation_embeddings
     return {
         "triples": bolt.triples_in, "entities": db["entities"], "relation_types": db["relations"],
         "batch_size": batch_size, "embedding_model": embedder.name, "device": getattr(embedder, "device", "?"),
-        "read_s": read_s, "bolt_seconds": bolt.seconds, "bolt_triples_per_s": bolt_rate,
+        "read_s": read_s, "bolt_seconds": bolt.seconds, "bolt_triples_per_s": bolt_rate, "bolt_warm_triples_per_s": warm_rate,
         "bolt_total_s": read_s + sum(bolt.seconds.values()),
         "bolt_total_without_embeddings_s": read_s + sum(v for k, v in bolt.seconds.items() if k != "embeddings"),
         "embedding_names": names, "embedding_names_per_s": names / bolt.seconds["embeddings"],
@@ -149,7 +155,8 @@ def _run(settings: Settings, server: LocalServer, data: Path, batch_size: int) -
 def _print(fig: dict) -> None:
     t = Table("figure", "value", title=f"FB15k-237 load: {fig['triples']:,} triples, {fig['entities']:,} entities, "
                                        f"{fig['relation_types']} relation types")
-    t.add_row("Bolt: triples/s (relationship writes, target >= 50,000)", f"{fig['bolt_triples_per_s']:,.0f}")
+    t.add_row("Bolt: triples/s (relationship writes, target >= 50,000), fresh server", f"{fig['bolt_triples_per_s']:,.0f}")
+    t.add_row("Bolt: triples/s, same writes again on the warm server", f"{fig['bolt_warm_triples_per_s']:,.0f}")
     for phase, secs in fig["bolt_seconds"].items():
         t.add_row(f"Bolt: seconds {phase}", f"{secs:.1f}")
     t.add_row("Bolt: whole load incl. embeddings, s (target < 180)", f"{fig['bolt_total_s']:.1f}")
