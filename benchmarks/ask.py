@@ -18,8 +18,8 @@ from pathlib import Path
 from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.errors import KgdbError
-from kgdb.models.datasets import read_questions
-from kgdb.qa import ASK_STAGES, AskPipeline
+from kgdb.data.questions import read_questions
+from kgdb.qa.ask import ASK_STAGES, AskPipeline
 
 
 def pct(values: list[float], q: float) -> float:

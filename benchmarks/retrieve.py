@@ -21,9 +21,9 @@ import numpy as np
 import torch
 
 from kgdb.config import load_settings
-from kgdb.models.base import TensorTables
+from kgdb.models.base import TensorTables, resolve_device
 from kgdb.models.features import build_tensors
-from kgdb.models.subgraphrag import SubgraphRAG, SubgraphRAGConfig
+from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
 
 
 def pct(values: list[float], q: float) -> float:
@@ -79,7 +79,7 @@ def scoring_benchmark(device: str, triples: int, nodes: int, repeat: int, tables
         )
     if model is None:
         torch.manual_seed(0)
-        model = SubgraphRAG(SubgraphRAGConfig(embedding_dim=tables.dim)).to(device).eval()
+        model = SubgraphRAG(SubgraphRAGConfig(), tables.dim).to(device).eval()
     t = time.perf_counter()
     model.prepare(tables)
     sync(device)
@@ -100,8 +100,8 @@ def scoring_benchmark(device: str, triples: int, nodes: int, repeat: int, tables
 
 def pipeline_benchmark(args) -> None:
     from kgdb.cypher import Graph
-    from kgdb.models import db
-    from kgdb.models.datasets import read_questions
+    from kgdb.cypher.linking import existing_entities
+    from kgdb.data.questions import read_questions
     from kgdb.pipeline import RetrievePipeline
 
     settings = load_settings()
@@ -115,10 +115,10 @@ def pipeline_benchmark(args) -> None:
     stages: dict[str, list[float]] = {s: [] for s in ("link", "fetch", "featurise", "score", "write")}
     total, sizes, runs = [], [], []
     for q, emb in zip(records, embs):
-        topics = db.existing_entities(graph, q.topics)
+        topics = existing_entities(graph, q.topics)
         if not topics:
             continue
-        res = pipe.run(q.text, topics=topics, qid=q.id, q_emb=emb)
+        res = pipe.retrieve(q.text, topics, qid=q.id, q_emb=emb)
         for s in stages:
             stages[s].append(res.timings.get(s, 0.0))
         total.append(sum(res.timings[s] for s in ("fetch", "featurise", "score", "write")))
@@ -161,7 +161,7 @@ def main() -> None:
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = args.device or load_settings().torch_device()
+    device = args.device or resolve_device(load_settings().device)
     if not args.scoring_only:
         pipeline_benchmark(args)
         if not args.benchmark_scoring:

@@ -23,7 +23,7 @@ import typer
 
 from kgdb.config import load_settings
 from kgdb.cypher import Graph
-from kgdb.cypher.paths import label_subgraph
+from kgdb.data.labels import label_subgraph
 from kgdb.cypher.retrieval import DEFAULT_CAP, fetch_subgraph
 from kgdb.embeddings import get_embedder
 
@@ -72,7 +72,7 @@ def webqsp(
             if present:
                 covered += 1
                 reachable += 1
-                labelled += bool(label_subgraph(graph, sg, sorted(present)).any())
+                labelled += bool(label_subgraph(sg, sorted(present)).any())
     n = len(rows)
     ms = [x * 1000 for x in latency]
     print(f"questions: {n} with gold topic entities ({n - len(latency)} with no topic entity in the graph)")

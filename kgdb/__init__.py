@@ -1,3 +1,54 @@
-"""kgdb: graph-database-backed retrieval for knowledge-graph question answering."""
+"""kgdb: graph-database-backed retrieval for knowledge-graph question answering (Neo4j + PyTorch).
+
+The Python API (see README "Python API"):
+
+    import kgdb
+    with kgdb.connect("bolt://localhost:7687", password="...") as kg:
+        kg.retrieve("What is the capital of France?")
+
+Names are imported on first use, so `import kgdb` stays cheap (no torch until retrieval runs).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "connect": "kgdb.api",
+    "Kgdb": "kgdb.api",
+    "Settings": "kgdb.config",
+    "KgdbError": "kgdb.errors",
+    "InputError": "kgdb.errors",
+    "DatabaseError": "kgdb.errors",
+    "Retrieval": "kgdb.protocol",
+    "ScoredTriple": "kgdb.protocol",
+    "ScoredPath": "kgdb.protocol",
+    "ScoredEntity": "kgdb.protocol",
+    "QuestionRetriever": "kgdb.protocol",
+    "Retriever": "kgdb.models.base",
+    "register_retriever": "kgdb.models.registry",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kgdb.api import Kgdb, connect
+    from kgdb.config import Settings
+    from kgdb.errors import DatabaseError, InputError, KgdbError
+    from kgdb.models.base import Retriever
+    from kgdb.models.registry import register as register_retriever
+    from kgdb.protocol import QuestionRetriever, Retrieval, ScoredEntity, ScoredPath, ScoredTriple
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kgdb' has no attribute {name!r}")
+    import importlib
+
+    attr = "register" if name == "register_retriever" else name
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value

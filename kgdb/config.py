@@ -90,10 +90,6 @@ class Settings(BaseSettings):
             out[name] = value
         return out
 
-    def torch_device(self) -> str:
-        if self.device != "auto":
-            return self.device
-        import torch  # local: the database layer must stay importable without torch
 
         return "cuda" if torch.cuda.is_available() else "cpu"
 

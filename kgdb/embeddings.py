@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
@@ -31,7 +30,9 @@ def resolve_model_path(name: str) -> str:
 class Embedder:
     """Encodes texts into unit vectors; one instance per (model, device) is cached."""
 
-    def __init__(self, model: str = DEFAULT_EMBEDDING_MODEL, device: str = "auto", batch_size: int = 256):
+    def __init__(
+        self, model: str = DEFAULT_EMBEDDING_MODEL, device: str = "auto", batch_size: int = 256, trust_remote_code: bool = False
+    ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
@@ -46,7 +47,9 @@ class Embedder:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         path = resolve_model_path(model)
         try:
-            self.model = SentenceTransformer(path, device=device, trust_remote_code=not Path(path).is_dir())
+            # Remote code runs whatever a model repository ships: only when the user opts in
+            # (KGDB_EMBEDDING_TRUST_REMOTE_CODE=1, needed for e.g. gte-large-en-v1.5).
+            self.model = SentenceTransformer(path, device=device, trust_remote_code=trust_remote_code)
         except Exception as exc:  # hub lookups fail offline with many exception types
             raise KgdbError(
                 f"cannot load embedding model {model!r}: {exc}. Models cannot be downloaded here; "
@@ -76,7 +79,8 @@ class Embedder:
 
 @lru_cache(maxsize=4)
 def get_embedder(model: str = DEFAULT_EMBEDDING_MODEL, device: str = "auto", batch_size: int = 256) -> Embedder:
-    return Embedder(model, device, batch_size)
+    trust = os.environ.get("KGDB_EMBEDDING_TRUST_REMOTE_CODE", "").lower() in ("1", "true", "yes")
+    return Embedder(model, device, batch_size, trust_remote_code=trust)
 
 
 def relation_text(relation: str) -> str:

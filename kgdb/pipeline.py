@@ -1,77 +1,46 @@
-"""The retrieve pipeline: question -> topics (linked or given) -> subgraph from Neo4j -> tensors ->
-retriever scores -> top-K -> write-back. Used by `kgdb retrieve`, `kgdb eval retrieval`,
-`benchmarks/retrieve.py` and `kgdb ask`.
+"""The seam: the one module where the database side (`kgdb.cypher`, numpy) meets the torch side
+(`kgdb.models`, `kgdb.training`). Everything above it (QA, CLI, Python API) talks to retrieval
+through here.
+
+- `RetrievePipeline`: a registered tensor retriever as a `QuestionRetriever`: topics (the one
+  linking policy) -> subgraph from Neo4j -> tensors -> scores -> top-K -> write-back.
+- `prepare_split`: the labelled subgraphs of a question split, fetched once and cached on disk.
+- `load_tensor_tables`: the graph's embedding tables as tensors.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
+from kgdb.cypher import fetching
+from kgdb.cypher.linking import Topics, question_topics, resolve_each
+from kgdb.cypher.tables import graph_fingerprint, load_tables
+from kgdb.cypher.writeback import write_scores
+from kgdb.data.cache import CachedQuestion, cache_key, file_digest, load_cache, save_cache
+from kgdb.data.questions import QuestionRecord
 from kgdb.embeddings import get_embedder
-from kgdb.errors import KgdbError
-from kgdb.models import db
-from kgdb.models.base import Retriever, TensorTables
-from kgdb.models.checkpoints import (
-    RETRIEVERS,
-    Checkpoint,
-    build_model,
-    check_compatible,
-    checkpoint_for_graph,
-    find_checkpoint,
-    load_model,
-)
+from kgdb.errors import InputError, KgdbError
+from kgdb.models import registry
+from kgdb.models.base import Retriever, TensorTables, resolve_device
+from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint, load_model
 from kgdb.models.features import batch_tensors, featurise
+from kgdb.protocol import Retrieval, ScoredTriple
+from kgdb.ranking import top_k
 from kgdb.subgraph import Subgraph
 
+log = logging.getLogger(__name__)
+
 STAGES = ("embed", "link", "fetch", "featurise", "score", "write")
-
-
-@dataclass(frozen=True)
-class ScoredTriple:
-    rank: int
-    head: str  # readable names
-    relation: str
-    tail: str
-    score: float
-    head_id: str
-    tail_id: str
-    index: int  # triple index in the subgraph
-
-
-@dataclass
-class RetrievalResult:
-    question: str
-    qid: str | None
-    retriever: str
-    k: int
-    run: str | None  # None when write-back was off
-    topics: list[str]  # entity ids the subgraph was grown from
-    linked: list[db.LinkedEntity]  # linker candidates (empty when topics were given)
-    subgraph: Subgraph
-    scores: np.ndarray  # float32 [m], one per subgraph triple
-    top: list[ScoredTriple]
-    timings: dict[str, float] = field(default_factory=dict)  # milliseconds per stage
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "question": self.question,
-            "qid": self.qid,
-            "retriever": self.retriever,
-            "k": self.k,
-            "run": self.run,
-            "topics": self.topics,
-            "linked": [asdict(e) for e in self.linked],
-            "candidate_triples": self.subgraph.num_triples,
-            "top": [asdict(t) for t in self.top],
-            "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
-        }
 
 
 @dataclass(frozen=True)
@@ -81,13 +50,23 @@ class QuestionInput:
     qid: str | None = None
 
 
+def load_tensor_tables(graph: Graph, settings: Settings) -> tuple[TensorTables, str]:
+    """The graph's embedding tables on the configured device, and the model that embedded them."""
+    np_tables = load_tables(graph, settings.cache_dir)
+    _, info = graph_fingerprint(graph)
+    model = info.get("model") or settings.embedding_model
+    tables = TensorTables.from_numpy(np_tables.entity, np_tables.relation, np_tables.fingerprint, resolve_device(settings.device))
+    return tables, model
+
+
 class RetrievePipeline:
     """Holds the embedding tables, question encoder and retriever for one graph.
 
     Building it reads the tables (disk cache after the first time) and loads the checkpoint;
-    `run()` is then one linking query (unless topics are given), one subgraph query and one
+    `retrieve()` is then one linking query (unless topics are given), one subgraph query and one
     write-back statement per question. `hops`/`cap` default to those the checkpoint was trained
-    with (else 2 hops and the fetch's default cap).
+    with (else 2 hops and the fetch's default cap). A trainable retriever without a checkpoint
+    raises `kgdb.models.checkpoints.NoCheckpointError`.
     """
 
     def __init__(
@@ -103,58 +82,88 @@ class RetrievePipeline:
         link_top: int = 1,
         threads: int | None = 1,
     ):
-        if retriever not in RETRIEVERS:
-            raise KgdbError(f"unknown --retriever {retriever!r}; choose one of {', '.join(RETRIEVERS)}")
         if k < 1:
-            raise KgdbError(f"--k must be positive, got {k}")
+            raise InputError(f"must be positive, got {k}", path="--k")
+        cls = registry.get(retriever)
         self.graph, self.settings = graph, settings
-        self.k, self.hops, self.cap, self.write, self.link_top = k, hops, cap, write, link_top
-        np_tables = db.load_tables(graph, settings.cache_dir)
-        _, info = db.graph_fingerprint(graph)
-        self.embedding_model = info.get("model") or settings.embedding_model
-        self.device = settings.torch_device()
+        self.k, self.write, self.link_top = k, write, link_top
+        self.device = resolve_device(settings.device)
         if threads and self.device == "cpu":
             # Scoring one question is latency-bound small ops: extra intra-op threads only
             # spin-wait, which on a shared 2-core machine costs 10-100x at the p95.
             torch.set_num_threads(threads)
-        self.tables = TensorTables.from_numpy(np_tables.entity, np_tables.relation, np_tables.fingerprint, self.device)
+        self.tables, self.embedding_model = load_tensor_tables(graph, settings)
         self.embedder = get_embedder(self.embedding_model, settings.device, settings.embedding_batch_size)
         if self.embedder.dim != self.tables.dim:
             raise KgdbError(
                 f"the graph's vectors have dimension {self.tables.dim} but {self.embedding_model} gives {self.embedder.dim}"
             )
+        self.notes: list[str] = []
         self.checkpoint: Checkpoint | None = None
-        self.model: Retriever = self._load_model(retriever, checkpoint)
+        if checkpoint:
+            self.checkpoint = find_checkpoint(checkpoint, settings.checkpoints_dir)
+        elif cls.trainable:
+            self.checkpoint = checkpoint_for_graph(settings.checkpoints_dir, retriever, self.tables.fingerprint)
+        self.model: Retriever = self._load_model(retriever)
         self.model.prepare(self.tables)
         # Unless told otherwise, fetch subgraphs the way the checkpoint's training data was fetched.
         fetch = (self.checkpoint.config.get("fetch") or {}) if self.checkpoint else {}
         self.hops = hops or fetch.get("hops") or 2
         self.cap = cap or fetch.get("cap")
 
-    def _load_model(self, retriever: str, checkpoint: str | None) -> Retriever:
-        if checkpoint:
-            self.checkpoint = find_checkpoint(checkpoint, self.settings.checkpoints_dir)
-        elif retriever == "subgraphrag":
-            self.checkpoint = checkpoint_for_graph(self.settings.checkpoints_dir, retriever, self.tables.fingerprint)
+    def _load_model(self, retriever: str) -> Retriever:
         if self.checkpoint is None:
-            return build_model({"retriever": retriever}).to(self.device).eval()
-        if self.checkpoint.config.get("retriever") != retriever:
-            raise KgdbError(
-                f"checkpoint {self.checkpoint.name} holds a {self.checkpoint.config.get('retriever')} model, "
-                f"not {retriever}"
+            return registry.build(retriever, embedding_dim=self.tables.dim).to(self.device).eval()
+        cfg = self.checkpoint.config
+        if cfg.get("retriever") != retriever:
+            raise InputError(
+                f"checkpoint {self.checkpoint.name} holds a {cfg.get('retriever')} model, not {retriever}", path="--checkpoint"
             )
         check_compatible(self.checkpoint, self.embedding_model, self.tables.dim)
+        trained_on = cfg.get("graph_fingerprint")
+        if trained_on and trained_on != self.tables.fingerprint:
+            note = (
+                f"checkpoint {self.checkpoint.name} was trained on another graph "
+                f"({cfg.get('dataset', '?')}, fingerprint {trained_on[:12]}), not this one ({self.tables.fingerprint[:12]})"
+            )
+            self.notes.append(note)
+            log.warning(note)
         return load_model(self.checkpoint, self.device)
 
     @property
-    def retriever(self) -> str:
+    def name(self) -> str:
         return self.model.name
+
+    retriever = name
+
+    def describe(self) -> dict:
+        """What to record next to results: the method really used and where its weights came from."""
+        ckpt = self.checkpoint
+        return {
+            "retriever": self.name,
+            "checkpoint": ckpt.name if ckpt else None,
+            "checkpoint_graph": (ckpt.config.get("graph_fingerprint") or "")[:12] if ckpt else None,
+            "graph": self.tables.fingerprint[:12],
+            "hops": self.hops,
+            "cap": self.cap,
+            "k": self.k,
+            "notes": list(self.notes),
+        }
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(texts)
 
-    def run(self, question: str, topics: list[str] | None = None, qid: str | None = None, q_emb: np.ndarray | None = None) -> RetrievalResult:
-        """One question: link (unless `topics`), fetch, score, keep the top K, write back."""
+    def topics(self, question: str, q_emb: np.ndarray, topics: list[str] | None) -> Topics:
+        return question_topics(self.graph, question, q_emb, topics, top=self.link_top)
+
+    def resolve(self, keys: list[str]) -> list[str]:
+        """Entity ids of the given names/ids that the graph has (the policy for given topics)."""
+        return list(dict.fromkeys(resolve_each(self.graph, keys).values()))
+
+    def retrieve(
+        self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None
+    ) -> Retrieval:
+        """One question: topics (given or linked), fetch, score, keep the top K, write back."""
         fetched = self._fetch(question, topics, qid, q_emb)
         t = time.perf_counter()
         x = featurise(fetched.subgraph, self.tables, fetched.q_emb)
@@ -164,7 +173,7 @@ class RetrievePipeline:
         fetched.timings["score"] = _ms(t)
         return self._finish(fetched, scores)
 
-    def run_batch(self, questions: list[QuestionInput], batch_size: int = 16):
+    def run_batch(self, questions: list[QuestionInput], batch_size: int = 16) -> Iterator[Retrieval | KgdbError]:
         """Yield one result (or the KgdbError) per question, in order.
 
         Texts are embedded together; each question costs one fetch (and one write-back) round-trip;
@@ -201,26 +210,19 @@ class RetrievePipeline:
 
     def _fetch(self, question: str, topics: list[str] | None, qid: str | None, q_emb: np.ndarray | None) -> "_Fetched":
         if not question or not question.strip():
-            raise KgdbError("the question is empty")
+            raise InputError("the question is empty", path="QUESTION")
         timings: dict[str, float] = {}
         t = time.perf_counter()
         if q_emb is None:
             q_emb = self.embed([question])[0]
         timings["embed"] = _ms(t)
         t = time.perf_counter()
-        linked: list[db.LinkedEntity] = []
-        if topics:
-            topic_ids = db.resolve_topics(self.graph, topics)
-        else:
-            linked = db.link_entities(self.graph, question, q_emb, k=max(5, self.link_top))
-            if not linked:
-                raise KgdbError(f"no entity of the graph is mentioned in {question!r}; pass --topic NAME")
-            topic_ids = [e.id for e in linked[: self.link_top]]
+        found = self.topics(question, q_emb, topics)
         timings["link"] = _ms(t)
         t = time.perf_counter()
-        sg = db.fetch(self.graph, topic_ids, q_emb, hops=self.hops, cap=self.cap, question=question, qid=qid)
+        sg = fetching.fetch(self.graph, found.ids, q_emb, hops=self.hops, cap=self.cap, question=question, qid=qid)
         timings["fetch"] = _ms(t)
-        return _Fetched(question, qid, q_emb, topic_ids, linked, sg, timings)
+        return _Fetched(question, qid, q_emb, found, sg, timings)
 
     def _score(self, x) -> list[np.ndarray]:
         """Scores of a (possibly batched) featurised subgraph, split per question."""
@@ -234,20 +236,36 @@ class RetrievePipeline:
         """Scores of every triple of one fetched subgraph (no write-back)."""
         return self._score(featurise(sg, self.tables, q_emb))[0]
 
-    def _finish(self, f: "_Fetched", scores: np.ndarray) -> RetrievalResult:
+    def _finish(self, f: "_Fetched", scores: np.ndarray) -> Retrieval:
         sg = f.subgraph
-        order = db.top_k(scores, self.k)
+        order = top_k(scores, self.k)
         t = time.perf_counter()
         run = None
         if self.write and sg.num_triples:
-            run = db.write_scores(self.graph, sg, scores, self.retriever, self.k)
+            run = write_scores(self.graph, sg, scores, self.name, self.k)
         f.timings["write"] = _ms(t)
         ids = sg.entity_ids
         top = [
             ScoredTriple(rank, *sg.triple(i), float(scores[i]), ids[sg.head[i]], ids[sg.tail[i]], int(i))
             for rank, i in enumerate(order.tolist(), start=1)
         ]
-        return RetrievalResult(f.question, f.qid, self.retriever, self.k, run, f.topic_ids, f.linked, sg, scores, top, f.timings)
+        notes = [n for n in [f.topics.note()] if n]
+        return Retrieval(
+            question=f.question,
+            qid=f.qid,
+            retriever=self.name,
+            k=self.k,
+            topics=f.topics.ids,
+            triples=top,
+            run=run,
+            linked=f.topics.linked,
+            names=dict(zip(sg.entity_ids, sg.entity_names)),
+            cvt={sg.entity_ids[i] for i in np.flatnonzero(sg.is_cvt).tolist()},
+            timings=f.timings,
+            notes=notes,
+            subgraph=sg,
+            scores=scores,
+        )
 
 
 @dataclass
@@ -255,8 +273,7 @@ class _Fetched:
     question: str
     qid: str | None
     q_emb: np.ndarray
-    topic_ids: list[str]
-    linked: list
+    topics: Topics
     subgraph: Subgraph
     timings: dict[str, float]
     scores: np.ndarray | None = None
@@ -264,3 +281,164 @@ class _Fetched:
 
 def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000.0
+
+
+# ---- labelled splits for training and evaluation ----------------------------------------------
+
+
+@dataclass
+class CachedSplit:
+    items: list[CachedQuestion]
+    path: Path
+    from_disk: bool  # True: loaded from the cache, the database was not queried
+    counts: dict[str, int]
+    errors: list[str] = field(default_factory=list)  # fetch failures; such a split is not cached
+
+
+def prepare_split(
+    graph: Graph,
+    *,
+    cache_dir: Path,
+    dataset: str,
+    split: str,
+    source: Path,
+    questions: list[QuestionRecord],
+    embed: Callable[[list[str]], np.ndarray],
+    graph_fingerprint: str,
+    embedding_model: str,
+    hops: int,
+    cap: int | None,
+    on_start: Callable[[int], None] = lambda total: None,
+    on_progress: Callable[[int], None] = lambda _: None,
+) -> CachedSplit:
+    """Load the split's labelled subgraphs from disk, or fetch them once and store them."""
+    key = cache_key(
+        graph=graph_fingerprint,
+        model=embedding_model,
+        hops=hops,
+        cap=cap,
+        source=file_digest(source),
+        dataset=dataset,
+        split=split,
+        qids=[q.id for q in questions],
+    )
+    path = Path(cache_dir) / "subgraphs" / f"{dataset}-{split}-{key[:16]}.npz"
+    items = load_cache(path)
+    if items is not None:
+        meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        return CachedSplit(items, path, True, meta.get("counts", {}))
+    on_start(len(questions))
+    embeddings = embed([q.text for q in questions])
+    items, counts, errors = fetching.fetch_labelled(graph, questions, embeddings, hops=hops, cap=cap, on_progress=on_progress)
+    counts["no_sp_triples"] = sum(1 for it in items if not it.labels.any())
+    if not errors:  # a transient server failure must not be frozen into the cache
+        save_cache(path, items, {"key": key, "dataset": dataset, "split": split, "hops": hops, "cap": cap, "counts": counts})
+    return CachedSplit(items, path, False, counts, errors)
+
+
+# ---- training on a graph ------------------------------------------------------------------------
+
+
+@dataclass
+class SplitReport:
+    dataset: str
+    split: str
+    split_data: CachedSplit
+
+
+def train_retriever(
+    graph: Graph,
+    settings: Settings,
+    retriever: str,
+    questions: Path,
+    *,
+    name: str | None = None,
+    hops: int = 2,
+    cap: int | None = None,
+    max_epochs: int = 50,
+    patience: int = 10,
+    lr: float = 1e-3,
+    seed: int = 42,
+    settings_overrides: dict | None = None,
+    max_train: int | None = None,
+    max_val: int | None = None,
+    resume: bool = False,
+    threads: int | None = None,
+    on_split: Callable[[SplitReport], None] = lambda report: None,
+    on_fetch_start: Callable[[str, int], None] = lambda split, total: None,
+    on_fetch: Callable[[int], None] = lambda n: None,
+    on_start: Callable[[dict], None] = lambda info: None,
+    on_step: Callable[[float], None] = lambda loss: None,
+    on_epoch: Callable[[object], None] = lambda log: None,
+):
+    """Train a registered retriever on `questions`' train split, select on its val split, and save
+    a checkpoint (config saved beside the weights). Returns `(Checkpoint, TrainResult)`."""
+    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
+    from kgdb.data.questions import read_questions
+    from kgdb.models.checkpoints import save_checkpoint
+    from kgdb.training.trainer import TrainConfig, has_positive, seed_everything, train
+
+    cls = registry.get(retriever)
+    if not cls.trainable:
+        raise InputError(f"{retriever} has nothing to train (no weights); use it directly with --retriever {retriever}", path="RETRIEVER")
+    model_cfg = registry.make_config(cls, settings_overrides or {})
+    if threads and resolve_device(settings.device) == "cpu":
+        torch.set_num_threads(threads)
+    cfg = TrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
+    qs = read_questions(questions)
+    fingerprint, info = fingerprint_of(graph)
+    model_name = info.get("model") or settings.embedding_model
+    embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
+    t0 = time.perf_counter()
+    splits = {}
+    for split, limit in (("train", max_train), ("val", max_val)):
+        records = qs.split(split)
+        if limit is not None:
+            records = records[:limit]  # splits are in file order, so a prefix is a fixed subsample
+        splits[split] = prepare_split(
+            graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=questions, questions=records,
+            embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
+            on_start=lambda total, split=split: on_fetch_start(split, total), on_progress=on_fetch,
+        )
+        on_split(SplitReport(qs.dataset, split, splits[split]))
+    tables, _ = load_tensor_tables(graph, settings)
+    data_seconds = time.perf_counter() - t0
+    tr, va = splits["train"], splits["val"]
+    usable = sum(1 for it in tr.items if has_positive(it, cls.label_kind))
+    if usable == 0 or not va.items:
+        raise KgdbError(f"nothing to train on: {usable} training questions with a {cls.label_kind} label, {len(va.items)} validation questions")
+    device = str(tables.device)
+    out = settings.checkpoints_dir / (name or f"{retriever}-{qs.dataset}")
+    on_start({"retriever": retriever, "usable": usable, "skipped": len(tr.items) - usable, "val": len(va.items),
+              "device": device, "label_kind": cls.label_kind, "out": out, "max_epochs": cfg.max_epochs})
+    seed_everything(seed)
+    model = cls(model_cfg, tables.dim).to(device)
+    try:
+        model, result = train(model, tr.items, va.items, tables, cfg, on_step=on_step, on_epoch=on_epoch, state_dir=out, resume=resume)
+    except ValueError as exc:
+        raise InputError(str(exc), path="--resume") from exc
+    epoch_seconds = [e.seconds for e in result.epochs]
+    save_checkpoint(
+        model,
+        out,
+        {
+            "embedding_model": model_name,
+            "embedding_dim": tables.dim,
+            "graph_fingerprint": fingerprint,
+            "dataset": qs.dataset,
+            "questions": str(questions),
+            "fetch": {"hops": hops, "cap": cap},
+            "train": {**cfg.__dict__, "max_train": max_train, "max_val": max_val, "device": device, "threads": threads},
+            "data_cache": {"train": str(tr.path), "val": str(va.path), "train_from_disk": tr.from_disk},
+            "data_seconds": round(data_seconds, 2),
+            "result": result.to_json(),
+            "metrics": {
+                "best_epoch": result.best_epoch,
+                "val_triple_recall@100": result.best_val_triple_recall,
+                "val_answer_recall@100": next((e.val_answer_recall for e in result.epochs if e.epoch == result.best_epoch), None),
+                "epoch_seconds_mean": sum(epoch_seconds) / max(len(epoch_seconds), 1),
+                "epoch_cpu_seconds_mean": sum(e.cpu_seconds for e in result.epochs) / max(len(result.epochs), 1),
+            },
+        },
+    )
+    return find_checkpoint(str(out), settings.checkpoints_dir), result

@@ -108,3 +108,14 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tiers by what a test really needs: `db` (the real Neo4j, through any fixture that depends on
+    `neo4j_settings`) and `slow` (reads ../shared/data). `-m "not db"` is the fast unit tier."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if "neo4j_settings" in names:
+            item.add_marker(pytest.mark.db)
+        if "shared_data" in names:
+            item.add_marker(pytest.mark.slow)

@@ -3,7 +3,9 @@
 Standard library only; listens on loopback; one thread per request (bounded); replies are
 scripted. Each scripted step is a dict:
 - `{"content": "ans: Paris"}`: a normal completion (usage: whitespace-token counts);
-- `{"status": 429}` / `{"status": 500}` / `{"status": 401}` ...: an OpenAI-style error body;
+- `{"status": 429}` / `{"status": 500}` / `{"status": 401}` ...: an OpenAI-style error body; a 429 or
+  5xx carries `retry-after-ms` (default 10 ms, `{"retry_after_ms": N}` to change it), the header real
+  endpoints send and the openai client honours;
 - `{"delay": 2.0, ...}`: wait before answering (to trigger client timeouts);
 - `{"raw": "not json"}`: a body that is not a chat completion.
 When the script runs out, `responder(messages) -> str` answers (default: "ans: not available").
@@ -38,9 +40,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass
 
-    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+    def _send(self, status: int, body: bytes, content_type: str = "application/json", headers: dict | None = None) -> None:
         try:
             self.send_response(status)
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -80,7 +84,8 @@ class _Handler(BaseHTTPRequestHandler):
         if status != 200:
             message = step.get("message", f"scripted error {status}")
             body = {"error": {"message": message, "type": "scripted", "code": status}}
-            self._send(status, json.dumps(body).encode())
+            retry = {"retry-after-ms": str(step.get("retry_after_ms", 10))} if status == 429 or status >= 500 else None
+            self._send(status, json.dumps(body).encode(), headers=retry)
             return
         content = step["content"]
         prompt_tokens = sum(_count_tokens(m.get("content") or "") for m in request.get("messages", []))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kgdb.models.answers import parse_answers
+from kgdb.qa.answers import parse_answers
 
 
 def test_ans_lines_and_explanation():

@@ -17,8 +17,8 @@ from kgdb_graphs import load
 from kgdb.cli import app
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
-from kgdb.models.reasoners import ExtractiveReasoner, enumerate_paths
-from kgdb.qa import AskPipeline
+from kgdb.qa.reasoners.extractive import ExtractiveReasoner, enumerate_paths
+from kgdb.qa.ask import AskPipeline
 
 TRIPLES = [
     ("Jamaica", "location.country.capital", "Kingston"),

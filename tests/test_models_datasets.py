@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from kgdb.errors import InputError
-from kgdb.models.cache import answer_hops
-from kgdb.models.datasets import read_questions, split_of
+from kgdb.data.labels import answer_hops
+from kgdb.data.questions import read_questions, split_of
 from kgdb.models.metrics import answer_recall_at, top_k, triple_recall_at
 
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from kgdb.cypher.paths import candidate_paths, ground_relation_path, label_subgraph, shortest_path_triples
+from kgdb.cypher.paths import ground_relation_path, shortest_path_triples
+from kgdb.data.labels import candidate_paths, label_subgraph
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb_graphs import LOU_SEAL, load, random_multigraph
 
@@ -59,7 +60,7 @@ def test_labels_match_brute_force_with_parallel_edges(graph, seed):
     index = {sg.triple(i): i for i in range(sg.num_triples)}
     order = [index[t] for t in triples]  # brute-force triple j is subgraph triple order[j]
     expected = {order[j] for j in _brute_labels(triples, topics, answers)}
-    labels = label_subgraph(graph, sg, answers)
+    labels = label_subgraph(sg, answers)
     assert set(labels.nonzero()[0].tolist()) == expected
     # the Cypher version over the whole graph agrees triple for triple
     found = shortest_path_triples(graph, topics, answers)
@@ -74,7 +75,7 @@ def test_parallel_relations_are_distinct_paths(graph):
     assert {p.triples[0][2] for p in paths} == {"r.one", "r.two"}
     assert all(p.direction == "forward" and p.length == 2 for p in paths)
     sg = fetch_subgraph(graph, ["A"], None, hops=2)
-    assert label_subgraph(graph, sg, ["C"]).all()
+    assert label_subgraph(sg, ["C"]).all()
 
 
 def test_backward_and_undirected_fallback(graph):

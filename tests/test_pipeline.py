@@ -16,14 +16,13 @@ from kgdb.cli import app
 from kgdb.cypher.writeback import show_run
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
-from kgdb.models import db
+from kgdb.cypher.tables import graph_fingerprint, load_tables
 from kgdb.models.base import TensorTables
-from kgdb.models.cache import cached_split
 from kgdb.models.checkpoints import save_checkpoint
-from kgdb.models.datasets import read_questions
-from kgdb.models.subgraphrag import SubgraphRAG, SubgraphRAGConfig
-from kgdb.models.training import TrainConfig, train
-from kgdb.pipeline import QuestionInput, RetrievePipeline
+from kgdb.data.questions import read_questions
+from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
+from kgdb.training.trainer import TrainConfig, train
+from kgdb.pipeline import QuestionInput, RetrievePipeline, prepare_split
 
 TRIPLES = [
     ("Jamaica", "location.country.official_language", "Jamaican English"),
@@ -73,9 +72,9 @@ def loaded(graph, tmp_path):
 
 
 def _split(graph, settings, path, questions):
-    fp, info = db.graph_fingerprint(graph)
+    fp, info = graph_fingerprint(graph)
     embedder = get_embedder(info["model"])
-    return cached_split(
+    return prepare_split(
         graph, cache_dir=settings.cache_dir, dataset="webqsp", split="all", source=path, questions=questions,
         embed=embedder.encode, graph_fingerprint=fp, embedding_model=info["model"], hops=2, cap=None,
     )
@@ -84,7 +83,7 @@ def _split(graph, settings, path, questions):
 def test_cosine_pipeline_writes_back(loaded):
     graph, settings, _ = loaded
     pipe = RetrievePipeline(graph, settings, "cosine", k=3)
-    res = pipe.run("what is the capital of jamaica?", topics=["Jamaica"], qid="q1")
+    res = pipe.retrieve("what is the capital of jamaica?", ["Jamaica"], qid="q1")
     assert res.subgraph.num_triples == 10  # everything within 2 hops of Jamaica
     assert [t.rank for t in res.top] == [1, 2, 3]
     assert [t.score for t in res.top] == sorted((t.score for t in res.top), reverse=True)
@@ -93,10 +92,10 @@ def test_cosine_pipeline_writes_back(loaded):
     shown = show_run(graph, res.run)
     assert shown  # the run exists in the graph
     # Linking path: no topics given.
-    linked = pipe.run("what is the capital of france?")
+    linked = pipe.retrieve("what is the capital of france?")
     assert "France" in linked.topics
     with pytest.raises(KgdbError):
-        pipe.run("   ")
+        pipe.retrieve("   ")
     with pytest.raises(KgdbError, match="no subgraphrag checkpoint"):
         RetrievePipeline(graph, settings, "subgraphrag")
 
@@ -112,19 +111,19 @@ def test_train_checkpoint_pipeline_and_cache(loaded):
     for a, b in zip(first.items, second.items):
         assert np.array_equal(a.labels, b.labels) and np.array_equal(a.head, b.head)
 
-    np_tables = db.load_tables(graph, settings.cache_dir)
+    np_tables = load_tables(graph, settings.cache_dir)
     tables = TensorTables.from_numpy(np_tables.entity, np_tables.relation, np_tables.fingerprint)
-    model = SubgraphRAG(SubgraphRAGConfig(embedding_dim=tables.dim, hidden=64))
-    model, result = train(model, first.items, first.items, tables, TrainConfig(lr=5e-3, max_epochs=40, patience=10, select_k=3, hidden=64))
+    model = SubgraphRAG(SubgraphRAGConfig(hidden=64), tables.dim)
+    model, result = train(model, first.items, first.items, tables, TrainConfig(lr=5e-3, max_epochs=40, patience=10, select_k=3))
     assert result.best_val_triple_recall > 0.9
     save_checkpoint(model, settings.checkpoints_dir / "tiny", {
         "embedding_model": get_embedder().name, "embedding_dim": tables.dim, "graph_fingerprint": np_tables.fingerprint,
     })
     pipe = RetrievePipeline(graph, settings, "subgraphrag", k=2)  # found by graph fingerprint
     assert pipe.checkpoint.name == "tiny"
-    res = pipe.run("where was usain bolt born?", topics=["Usain Bolt"], qid="Q-2")
+    res = pipe.retrieve("where was usain bolt born?", ["Usain Bolt"], qid="Q-2")
     assert res.top[0].tail == "Sherwood Content"
-    assert np.array_equal(res.scores, pipe.run("where was usain bolt born?", topics=["Usain Bolt"]).scores)
+    assert np.array_equal(res.scores, pipe.retrieve("where was usain bolt born?", ["Usain Bolt"]).scores)
     # Batch mode: one disjoint-union forward pass; a bad topic fails alone.
     batch = list(pipe.run_batch([
         QuestionInput("where was usain bolt born?", ["Usain Bolt"], "Q-2"),
@@ -133,7 +132,7 @@ def test_train_checkpoint_pipeline_and_cache(loaded):
     ]))
     assert isinstance(batch[1], KgdbError)
     assert np.allclose(res.scores, batch[0].scores, atol=1e-5)
-    alone = pipe.run("what is the capital of france?", topics=["France"])
+    alone = pipe.retrieve("what is the capital of france?", ["France"])
     assert np.allclose(alone.scores, batch[2].scores, atol=1e-5) and batch[2].run
 
     runner = CliRunner()
@@ -153,6 +152,7 @@ def test_train_checkpoint_pipeline_and_cache(loaded):
         env=env,
     )
     assert out.exit_code == 0, out.output
-    report = json.loads((settings.checkpoints_dir / "tiny" / "eval-webqsp-all-subgraphrag.json").read_text())
+    (path,) = (settings.checkpoints_dir / "tiny").glob("eval-*-all-subgraphrag.json")  # named by dataset + file sha
+    report = json.loads(path.read_text())
     assert report["evaluated"] == len(qs)
     assert report["recall"]["all"]["answer_recall@50"]["mean"] == 1.0  # k >= subgraph size keeps all

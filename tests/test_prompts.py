@@ -7,8 +7,8 @@ import json
 import pytest
 
 from kgdb.errors import InputError
-from kgdb.models.answers import parse_answers
-from kgdb.models.prompts import FORMATS, build_prompt, load_template, render_path, render_triple
+from kgdb.qa.answers import parse_answers
+from kgdb.qa.prompts import FORMATS, build_prompt, load_template, render_path, render_triple
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgdb.models.qa_metrics import MatchRules, match, normalize, score_question, summarize
+from kgdb.qa.metrics import MatchRules, match, normalize, score_question, summarize
 
 
 def test_articles_alone_never_match():

@@ -7,15 +7,15 @@ import socket
 import pytest
 
 from kgdb.config import Settings
-from kgdb.models.prompts import build_prompt
-from kgdb.models.reasoners import LLMError, OpenAIReasoner, make_reasoner
+from kgdb.qa.prompts import build_prompt
+from kgdb.qa.reasoners import LLMError, make_reasoner
+from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
 from openai_server import OpenAIServer
 
 PROMPT = build_prompt("triples", "what is the capital of France", ["(France,location.country.capital,Paris)"])
 
 
 def reasoner(server: OpenAIServer, **kw) -> OpenAIReasoner:
-    kw.setdefault("backoff", 0.01)
     return OpenAIReasoner(server.base_url, "kgdb-test-model", "test-key", **kw)
 
 
@@ -29,6 +29,18 @@ def test_answer_parsed_usage_recorded_and_decoding_fixed():
     assert sent["temperature"] == 0 and sent["seed"] == 0 and sent["model"] == "kgdb-test-model"
     assert [m["role"] for m in sent["messages"]] == ["system", "user", "assistant", "user"]
     assert "(France,location.country.capital,Paris)" in sent["messages"][-1]["content"]
+
+
+def test_retry_after_is_honoured():
+    """The openai client's own retries wait as long as the endpoint's retry-after asks."""
+    import time
+
+    with OpenAIServer(script=[{"status": 429, "retry_after_ms": 1500}, {"content": "ans: Paris"}]) as server:
+        start = time.perf_counter()
+        out = reasoner(server, max_retries=1).reason(PROMPT)
+        waited = time.perf_counter() - start
+    assert out.answers == ["Paris"] and server.calls == 2
+    assert waited >= 1.4
 
 
 def test_429_and_5xx_are_retried_with_backoff():
@@ -75,7 +87,7 @@ def test_endpoint_down_is_a_clear_error():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    r = OpenAIReasoner(f"http://127.0.0.1:{port}/v1", "m", max_retries=1, backoff=0.01)
+    r = OpenAIReasoner(f"http://127.0.0.1:{port}/v1", "m", max_retries=1)
     with pytest.raises(LLMError, match="cannot connect.*KGDB_LLM_BASE_URL"):
         r.reason(PROMPT)
 

@@ -7,16 +7,17 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from kgdb.cli import app
 from kgdb.cli.common import console, eval_app, open_graph, progress, settings_from
 from kgdb.errors import InputError
-from kgdb.models.prompts import FORMATS
-from kgdb.models.reasoners import REASONERS
+from kgdb.qa.prompts import FORMATS
+from kgdb.qa.reasoners import REASONERS
 
-RETRIEVER_HELP = "Triple scorer: subgraphrag (trained checkpoint; falls back to cosine when none) or cosine."
+RETRIEVER_HELP = "A registered retriever (`kgdb retrievers`); a trainable one without a checkpoint for this graph falls back to cosine, and says so."
 REASONER_HELP = "auto (an LLM when KGDB_LLM_MODEL is set, else extractive), extractive (no LLM), openai, vllm."
 
 
@@ -42,9 +43,10 @@ def ask(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     timings: bool = typer.Option(False, "--timings", help="Print the time of each stage."),
     show_prompt: bool = typer.Option(False, "--show-prompt", help="Print the prompt sent to the reasoner."),
+    only_browser_query: bool = typer.Option(False, "--browser-query", help="Print only the Neo4j Browser query of the run (to pipe or paste)."),
 ) -> None:
     """Answer a question from the graph, with the evidence each answer rests on."""
-    from kgdb.qa import AskPipeline
+    from kgdb.qa.ask import AskPipeline
 
     if not question.strip():
         raise InputError("the question is empty: ask something, e.g. kgdb ask \"what is the capital of France?\"", path="QUESTION")
@@ -57,8 +59,12 @@ def ask(
             hops=hops, chain_hops=chain_hops, write=write,
         )
         res = pipe.ask(question, topic or None)
-    if as_json:
-        console.print_json(json.dumps(res.to_json(show_prompt=show_prompt), default=str))
+    if only_browser_query:
+        if not res.browser_query:
+            raise InputError("no run was written, so there is no Browser query; drop --no-write", path="--browser-query")
+        print(res.browser_query)  # raw: never wrapped or styled, so it pastes as valid Cypher
+    elif as_json:
+        print(json.dumps(res.to_json(show_prompt=show_prompt), default=str, indent=2))
     else:
         _print_result(res, timings, show_prompt)
     if res.error:
@@ -67,25 +73,25 @@ def ask(
 
 def _print_result(res, timings: bool, show_prompt: bool) -> None:
     r = res.reasoning
-    topics = ", ".join(f"{n} [dim]({i})[/]" if n != i else n for n, i in zip(res.topic_names, res.topics))
-    console.print(f"[bold]Question:[/] {res.question}", highlight=False)
+    topics = ", ".join(f"{escape(n)} [dim]({escape(i)})[/]" if n != i else escape(n) for n, i in zip(res.topic_names, res.topics))
+    console.print(f"[bold]Question:[/] {escape(res.question)}", highlight=False)
     console.print(f"[bold]Topic entities:[/] {topics}", highlight=False)
     console.print(f"[bold]Retriever:[/] {res.retriever}, top {res.k} of the topic-centred subgraph", highlight=False)
     if res.retriever_note:
-        console.print(f"[yellow]note:[/] {res.retriever_note}", highlight=False)
+        console.print(f"[yellow]note:[/] {escape(res.retriever_note)}", highlight=False)
     if show_prompt:
         console.rule(f"prompt ({res.prompt.template})")
         console.print(res.prompt.text(), highlight=False, markup=False)
         console.rule()
     if res.error:
-        console.print(f"[bold red]reasoner failed:[/] {res.error}", highlight=False)
+        console.print(f"[bold red]reasoner failed:[/] {escape(res.error)}", highlight=False)
         console.print(f"The retrieval still worked; the top {min(10, len(res.evidence_lines))} evidence lines:")
         for line in res.evidence_lines[:10]:
             console.print(f"  {line}", highlight=False, markup=False)
     elif r is not None:
         if r.llm_used:
             console.print(
-                f"[bold]Reasoner:[/] {r.reasoner} ({r.calls} call(s), {r.prompt_tokens} prompt + "
+                f"[bold]Reasoner:[/] {escape(r.reasoner)} ({r.calls} call(s), {r.prompt_tokens} prompt + "
                 f"{r.completion_tokens} completion tokens)",
                 highlight=False,
             )
@@ -106,10 +112,12 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
                 table.add_row(str(i), Text(a.answer), mark, Text("\n".join(a.evidence[:2]) or "-"))
             console.print(table)
     if res.run:
-        console.print(f"[bold]Run:[/] {res.run}", highlight=False)
+        console.print(f"[bold]Run:[/] {escape(res.run)}", highlight=False)
         if res.browser_query:
-            console.print("[bold]Neo4j Browser[/] (paste to see the evidence):", highlight=False)
-            console.print(res.browser_query, highlight=False, markup=False)
+            console.print("[bold]Neo4j Browser[/] (paste to see the evidence; `--browser-query` prints only this):", highlight=False)
+            console.file.flush()
+            # Plain print: rich would wrap long lines at the terminal width, breaking `//` comments.
+            print(res.browser_query, flush=True)
     else:
         console.print("[dim]no run written (--no-write)[/]")
     if timings:
@@ -126,7 +134,7 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
 def eval_qa(
     ctx: typer.Context,
     questions: Path = typer.Option(..., "--questions", help="WebQSP questions.jsonl or MetaQA k-hop/qa.txt."),
-    split: str = typer.Option("test", "--split", help="train | val | test | all (fixed hash split, see kgdb.models.datasets)."),
+    split: Optional[str] = typer.Option(None, "--split", help="train | val | test | all (fixed hash split, see kgdb.data.questions); default test when splits/ has the dataset, else all."),
     retriever: str = typer.Option("subgraphrag", "--retriever", help=RETRIEVER_HELP),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Retriever checkpoint name or folder."),
     reasoner: str = typer.Option("extractive", "--reasoner", help=REASONER_HELP),
@@ -138,13 +146,19 @@ def eval_qa(
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N questions of the split (a documented subsample)."),
     match: str = typer.Option("subgraphrag", "--match", help="Answer matching: subgraphrag | strict | e.g. subgraphrag,-substring."),
     write: Optional[bool] = typer.Option(None, "--write/--no-write", help="Write scores back as runs (default: only for chains/paths)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default runs/qa/<dataset>-<split>-<retriever>-<reasoner>-<format>)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default runs/qa/<dataset>-<file sha8>-<split>-<retriever>-<reasoner>-<format>)."),
 ) -> None:
-    """QA metrics (Hit, Hit@1, Macro/Micro-F1, answer recall, Score_h) on a question set; resumable."""
-    from kgdb.models import db
-    from kgdb.models.datasets import read_questions
-    from kgdb.models.qa_metrics import MatchRules
-    from kgdb.qa import AskPipeline, evaluate_qa
+    """QA metrics (Hit, Hit@1, Macro/Micro-F1, answer recall, Score_h) on a question set; resumable.
+
+    The method asked for is the method evaluated: a retriever without a checkpoint for this graph
+    stops the run (no silent fallback); a checkpoint trained on another graph runs with a warning
+    that is recorded in settings.json.
+    """
+    from kgdb.cypher.linking import existing_entities
+    from kgdb.data.questions import default_split, file_tag, read_questions
+    from kgdb.qa.ask import AskPipeline
+    from kgdb.qa.evaluate import evaluate_qa, read_done
+    from kgdb.qa.metrics import MatchRules
 
     _check_choice(fmt, FORMATS, "--format")
     _check_choice(reasoner, REASONERS, "--reasoner")
@@ -155,6 +169,7 @@ def eval_qa(
     if limit is not None and limit < 1:
         raise InputError(f"must be positive, got {limit}", path="--limit")
     qs = read_questions(questions)
+    split = split or default_split(qs.dataset)
     selected = qs.split(split)
     if limit:
         selected = selected[:limit]
@@ -165,26 +180,26 @@ def eval_qa(
     with open_graph(ctx) as graph:
         pipe = AskPipeline(
             graph, settings, retriever=retriever, checkpoint=checkpoint, k=k, fmt=fmt, reasoner=reasoner,
-            hops=hops, chain_hops=chain_hops, write=write, chains=fmt != "triples",
+            hops=hops, chain_hops=chain_hops, write=write, chains=fmt != "triples", fallback=False,
         )
-        out = out or settings.runs_dir / "qa" / f"{qs.dataset}-{split}-{pipe.retrieval.retriever}-{pipe.reasoner.name.split(':')[0]}-{fmt}"
-        if pipe.retriever_note:
-            console.print(f"[yellow]note:[/] {pipe.retriever_note}", highlight=False)
+        name = f"{qs.dataset}-{file_tag(questions)}-{split}-{pipe.retrieval.name}-{pipe.reasoner.name.split(':')[0]}-{fmt}"
+        out = out or settings.runs_dir / "qa" / name
+        for note in getattr(pipe.retrieval, "notes", []):
+            console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)
         console.print(
-            f"{len(selected)} {split} questions of {qs.dataset} ({questions}); retriever {pipe.retrieval.retriever}, "
+            f"{len(selected)} {split} questions of {escape(qs.dataset)} ({escape(str(questions))}); retriever {pipe.retrieval.name}, "
             f"reasoner {pipe.reasoner.name}{' (no LLM)' if not pipe.reasoner.uses_llm else ''}, format {fmt}, k {k}; "
-            f"results in {out}",
+            f"results in {escape(str(out))}",
             highlight=False,
         )
 
         def in_kg(q):
-            return db.existing_entities(graph, q.answers)
+            return existing_entities(graph, q.answers)
 
         with progress() as bar:
             task = bar.add_task("eval qa", total=len(selected))
-            from kgdb.qa import read_done
-
-            already = sum(1 for q in selected if q.id in read_done(out / "results.jsonl"))
+            done = read_done(out / "results.jsonl")
+            already = sum(1 for q in selected if q.id in done)
             if already:
                 console.print(f"resuming: {already} question(s) already in {out / 'results.jsonl'}")
                 bar.advance(task, already)
@@ -193,7 +208,7 @@ def eval_qa(
                 run_settings={"questions": str(questions), "split": split, "limit": limit, "dataset": qs.dataset},
                 on_done=lambda rec: bar.advance(task), answer_in_kg=in_kg,
             )
-    print_metrics(metrics, title=f"QA: {qs.dataset} {split} ({pipe.retrieval.retriever} + {pipe.reasoner.name})")
+    print_metrics(metrics, title=f"QA: {qs.dataset} {split} ({pipe.retrieval.name} + {pipe.reasoner.name})")
     console.print(f"results: {out / 'results.jsonl'}, metrics: {out / 'metrics.json'}", highlight=False)
 
 

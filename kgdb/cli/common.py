@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from kgdb.config import Settings, load_settings
-from kgdb.cypher import Graph
+
+if TYPE_CHECKING:
+    from kgdb.cypher import Graph
 
 console = Console()
 err_console = Console(stderr=True)
@@ -25,7 +29,9 @@ def settings_from(ctx: typer.Context) -> Settings:
     return root.obj
 
 
-def open_graph(ctx: typer.Context) -> Graph:
+def open_graph(ctx: typer.Context) -> "Graph":
+    from kgdb.cypher import Graph  # the driver costs ~0.3 s to import: only commands that connect pay it
+
     return Graph.connect(settings_from(ctx))
 
 

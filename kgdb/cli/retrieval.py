@@ -10,7 +10,7 @@ from rich.table import Table
 
 from kgdb.cli import app
 from kgdb.cli.common import console, open_graph, runs_app, settings_from
-from kgdb.cypher.retrieval import DEFAULT_CAP, MAX_HOPS
+from kgdb.limits import DEFAULT_CAP, MAX_HOPS
 from kgdb.errors import KgdbError
 
 

@@ -1,25 +1,25 @@
-"""`kgdb splits make`, `kgdb train subgraphrag`, `kgdb retrieve`, `kgdb eval retrieval`."""
+"""`kgdb splits make`, `kgdb train NAME`, `kgdb retrievers`, `kgdb retrieve`, `kgdb eval retrieval`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import time
+import os
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from kgdb.cli import app
 from kgdb.cli.common import console, eval_app, open_graph, progress, settings_from
 from kgdb.config import dump_json
 from kgdb.errors import InputError, KgdbError
-from kgdb.models.datasets import SPLITS, read_questions, split_summary
+from kgdb.data.questions import SPLITS, read_questions, split_summary
 
 splits_app = typer.Typer(help="Fixed train/val/test splits of the question sets.", no_args_is_help=True)
-train_app = typer.Typer(help="Train retrievers on a graph's question set.", no_args_is_help=True)
 app.add_typer(splits_app, name="splits")
-app.add_typer(train_app, name="train")
 
 QUESTIONS_HELP = "WebQSP-style questions.jsonl or MetaQA k-hop/qa.txt."
 
@@ -40,97 +40,109 @@ def splits_make(
     console.print(f"wrote {len(questions)} split file(s) to {out}/")
 
 
-def _load_split(ctx, graph, settings, questions: Path, split: str, hops: int, cap: Optional[int], limit: Optional[int]):
+def _load_split(graph, settings, questions: Path, split: str, hops: int, cap: Optional[int], limit: Optional[int]):
     """The cached, labelled subgraphs of one split (built with a progress bar on the first run)."""
+    from kgdb.cypher.tables import graph_fingerprint
     from kgdb.embeddings import get_embedder
-    from kgdb.models import db
-    from kgdb.models.cache import cached_split
+    from kgdb.pipeline import SplitReport, prepare_split
 
     qs = read_questions(questions)
     records = qs.split(split)
     if limit is not None:
         records = records[:limit]  # splits are in file order, so a prefix is a fixed subsample
-    fingerprint, info = db.graph_fingerprint(graph)
+    fingerprint, info = graph_fingerprint(graph)
     model_name = info.get("model") or settings.embedding_model
     embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
     with progress() as bar:
         task = bar.add_task(f"fetch+label {qs.dataset}/{split}", total=None, visible=False)
-        result = cached_split(
-            graph,
-            cache_dir=settings.cache_dir,
-            dataset=qs.dataset,
-            split=split,
-            source=questions,
-            questions=records,
-            embed=embedder.encode,
-            graph_fingerprint=fingerprint,
-            embedding_model=model_name,
-            hops=hops,
-            cap=cap,
+        result = prepare_split(
+            graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=questions, questions=records,
+            embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
             on_start=lambda total: bar.update(task, total=total, visible=True),
             on_progress=lambda n: bar.advance(task, n),
         )
+    _report_split(SplitReport(qs.dataset, split, result))
+    return qs, records, result
+
+
+def _report_split(report) -> None:
+    result = report.split_data
     if result.from_disk:
         how = "loaded from cache, database not queried"
     elif result.errors:
-        how = f"fetched from the database; NOT cached: {len(result.errors)} fetches failed, first: {result.errors[0]}"
+        how = f"fetched from the database; NOT cached: {len(result.errors)} fetches failed, first: {escape(result.errors[0])}"
     else:
         how = "fetched from the database and cached"
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items()) if v)
-    console.print(f"{qs.dataset}/{split}: {len(result.items)} subgraphs {how} ({result.path}); skipped: {skipped or 'none'}")
-    return qs, records, result, fingerprint, model_name
+    console.print(
+        f"{escape(report.dataset)}/{report.split}: {len(result.items)} subgraphs {how} ({escape(str(result.path))}); "
+        f"skipped or dropped: {skipped or 'none'}",
+        highlight=False,
+    )
 
 
-@train_app.command("subgraphrag")
-def train_subgraphrag(
+def default_threads() -> int:
+    """Half the cores, at most 8: the tiny per-question matmuls of training gain nothing from more,
+    and on a shared 2-core machine a second thread only spin-waits (epochs 6x slower measured)."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+def _parse_settings(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"expected KEY=VALUE, got {pair!r}", path="--set")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@app.command("train")
+def train_retriever(
     ctx: typer.Context,
-    questions: Path = typer.Option(..., "--questions", help=QUESTIONS_HELP),
-    name: Optional[str] = typer.Option(None, "--name", help="Checkpoint name (default subgraphrag-<dataset>)."),
-    hops: int = typer.Option(2, "--hops", help="Subgraph radius around the topic entities."),
-    cap: Optional[int] = typer.Option(None, "--cap", help="Per-node expansion cap (default: the fetch default)."),
-    max_epochs: int = typer.Option(50, "--max-epochs", help="Upper bound; early stopping usually ends sooner."),
-    patience: int = typer.Option(10, "--patience", help="Epochs without a better val triple recall@100."),
-    lr: float = typer.Option(1e-3, "--lr"),
-    seed: int = typer.Option(42, "--seed"),
-    hidden: int = typer.Option(1024, "--hidden", help="MLP hidden width."),
-    max_train: Optional[int] = typer.Option(None, "--max-train", help="Use only the first N training questions."),
-    max_val: Optional[int] = typer.Option(None, "--max-val", help="Use only the first N validation questions."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for torch (default: torch's choice)."),
+    retriever: Annotated[str, typer.Argument(help="A registered retriever (`kgdb retrievers` lists them).")],
+    questions: Annotated[Path, typer.Option("--questions", help=QUESTIONS_HELP)],
+    name: Annotated[Optional[str], typer.Option("--name", help="Checkpoint name (default <retriever>-<dataset>).")] = None,
+    hops: Annotated[int, typer.Option("--hops", help="Subgraph radius around the topic entities.")] = 2,
+    cap: Annotated[Optional[int], typer.Option("--cap", help="Per-node expansion cap (default: the fetch default).")] = None,
+    max_epochs: Annotated[int, typer.Option("--max-epochs", help="Upper bound; early stopping usually ends sooner.")] = 50,
+    patience: Annotated[int, typer.Option("--patience", help="Epochs without a better val triple recall@100.")] = 10,
+    lr: Annotated[float, typer.Option("--lr")] = 1e-3,
+    seed: Annotated[int, typer.Option("--seed")] = 42,
+    setting: Annotated[Optional[list[str]], typer.Option("--set", help="Retriever hyper-parameter KEY=VALUE (repeatable), e.g. hidden=512.")] = None,
+    max_train: Annotated[Optional[int], typer.Option("--max-train", help="Use only the first N training questions.")] = None,
+    max_val: Annotated[Optional[int], typer.Option("--max-val", help="Use only the first N validation questions.")] = None,
+    threads: Annotated[int, typer.Option("--threads", help="CPU threads for torch (default: half the cores, at most 8).")] = 0,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
 ) -> None:
-    """Train the SubgraphRAG triple scorer on the train split; select on the val split."""
-    from kgdb.models.base import TensorTables
-    from kgdb.models import db
-    from kgdb.models.checkpoints import save_checkpoint
-    from kgdb.models.subgraphrag import SubgraphRAG, SubgraphRAGConfig
-    from kgdb.models.training import TrainConfig, seed_everything, train
+    """Train a registered retriever on the train split; select on the val split; save a checkpoint.
+
+    The training state is saved after every epoch, so `--resume` continues a killed run.
+    """
+    from kgdb.pipeline import train_retriever
 
     settings = settings_from(ctx)
-    if threads:
-        import torch
+    threads = threads or default_threads()
+    with open_graph(ctx) as graph, progress() as bar:
+        fetch_task = bar.add_task("fetch+label", total=None, visible=False)
+        epoch_task = bar.add_task("epochs (best val R@100 -)", total=max_epochs, visible=False)
+        step_task = bar.add_task("epoch 1 loss -", total=None, visible=False)
+        state = {"loss": 0.0, "n": 0, "epoch": 1, "best": 0.0, "usable": 0}
 
-        torch.set_num_threads(threads)
-    cfg = TrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed, hidden=hidden)
-    with open_graph(ctx) as graph:
-        t0 = time.perf_counter()
-        qs, _, tr, fingerprint, model_name = _load_split(ctx, graph, settings, questions, "train", hops, cap, max_train)
-        _, _, va, _, _ = _load_split(ctx, graph, settings, questions, "val", hops, cap, max_val)
-        np_tables = db.load_tables(graph, settings.cache_dir)
-        data_seconds = time.perf_counter() - t0
-    device = settings.torch_device()
-    tables = TensorTables.from_numpy(np_tables.entity, np_tables.relation, np_tables.fingerprint, device)
-    seed_everything(seed)
-    model = SubgraphRAG(SubgraphRAGConfig(embedding_dim=tables.dim, hidden=hidden)).to(device)
-    usable = sum(1 for it in tr.items if it.labels.any())
-    if usable == 0 or not va.items:
-        raise KgdbError(f"nothing to train on: {usable} training questions with a labelled path, {len(va.items)} validation questions")
-    console.print(
-        f"training on {usable} questions ({len(tr.items) - usable} without a labelled shortest path skipped), "
-        f"validating on {len(va.items)}, device {device}"
-    )
-    with progress() as bar:
-        epoch_task = bar.add_task("epochs (best val R@100 -)", total=cfg.max_epochs)
-        step_task = bar.add_task("epoch 1 loss -", total=usable)
-        state = {"loss": 0.0, "n": 0, "epoch": 1}
+        def on_fetch_start(split: str, total: int) -> None:
+            bar.reset(fetch_task, total=total, description=f"fetch+label {split}", visible=True)
+
+        def on_start(info: dict) -> None:
+            state["usable"] = info["usable"]
+            bar.update(fetch_task, visible=False)
+            bar.update(epoch_task, visible=True)
+            bar.reset(step_task, total=info["usable"], visible=True)
+            console.print(
+                f"training {retriever} on {info['usable']} questions ({info['skipped']} without a {info['label_kind']} label "
+                f"skipped), validating on {info['val']}, device {info['device']}, {threads} thread(s); "
+                f"state saved each epoch in {escape(str(info['out']))}",
+                highlight=False,
+            )
 
         def on_step(loss: float) -> None:
             state["loss"] += loss
@@ -138,60 +150,55 @@ def train_subgraphrag(
             bar.update(step_task, advance=1, description=f"epoch {state['epoch']} loss {state['loss'] / state['n']:.4f}")
 
         def on_epoch(log) -> None:
-            best = max(e.val_triple_recall for e in result_logs + [log])
-            result_logs.append(log)
+            state["best"] = max(state["best"], log.val_triple_recall)
             console.print(
                 f"epoch {log.epoch}: loss {log.loss:.4f}, val triple R@100 {log.val_triple_recall:.4f}, "
                 f"val answer R@100 {log.val_answer_recall:.4f}, {log.seconds:.1f} s ({log.cpu_seconds:.1f} s CPU)"
             )
             bar.update(
                 epoch_task,
-                advance=1,
-                description=f"epochs (val R@100 {log.val_triple_recall:.3f}, ans {log.val_answer_recall:.3f}, best {best:.3f})",
+                completed=log.epoch,
+                description=f"epochs (val R@100 {log.val_triple_recall:.3f}, ans {log.val_answer_recall:.3f}, best {state['best']:.3f})",
             )
             state.update(loss=0.0, n=0, epoch=log.epoch + 1)
-            bar.reset(step_task, total=usable, description=f"epoch {log.epoch + 1} loss -")
+            bar.reset(step_task, total=state["usable"], description=f"epoch {log.epoch + 1} loss -")
 
-        result_logs: list = []
-        model, result = train(model, tr.items, va.items, tables, cfg, on_step=on_step, on_epoch=on_epoch)
-    name = name or f"subgraphrag-{qs.dataset}"
-    out = settings.checkpoints_dir / name
+        ckpt, result = train_retriever(
+            graph, settings, retriever, questions, name=name, hops=hops, cap=cap, max_epochs=max_epochs,
+            patience=patience, lr=lr, seed=seed, settings_overrides=_parse_settings(setting or []),
+            max_train=max_train, max_val=max_val, resume=resume, threads=threads,
+            on_split=lambda report: _report_split(report), on_fetch_start=on_fetch_start,
+            on_fetch=lambda n: bar.advance(fetch_task, n), on_start=on_start, on_step=on_step, on_epoch=on_epoch,
+        )
+    if result.resumed_from_epoch:
+        console.print(f"resumed after epoch {result.resumed_from_epoch}")
     epoch_seconds = [e.seconds for e in result.epochs]
-    save_checkpoint(
-        model,
-        out,
-        {
-            "embedding_model": model_name,
-            "embedding_dim": tables.dim,
-            "graph_fingerprint": fingerprint,
-            "dataset": qs.dataset,
-            "questions": str(questions),
-            "fetch": {"hops": hops, "cap": cap},
-            "train": {**cfg.__dict__, "max_train": max_train, "max_val": max_val, "device": device},
-            "data_cache": {"train": str(tr.path), "val": str(va.path), "train_from_disk": tr.from_disk},
-            "data_seconds": round(data_seconds, 2),
-            "result": result.to_json(),
-            "metrics": {
-                "best_epoch": result.best_epoch,
-                "val_triple_recall@100": result.best_val_triple_recall,
-                "val_answer_recall@100": next(e.val_answer_recall for e in result.epochs if e.epoch == result.best_epoch),
-                "epoch_seconds_mean": sum(epoch_seconds) / max(len(epoch_seconds), 1),
-                "epoch_cpu_seconds_mean": sum(e.cpu_seconds for e in result.epochs) / max(len(result.epochs), 1),
-            },
-        },
-    )
     console.print(
         f"best epoch {result.best_epoch}: val triple recall@100 {result.best_val_triple_recall:.4f}; "
         f"{len(result.epochs)} epochs, {sum(epoch_seconds) / max(len(epoch_seconds), 1):.1f} s/epoch; "
-        f"checkpoint {out}"
+        f"checkpoint {escape(str(ckpt.path))}",
+        highlight=False,
     )
+
+
+@app.command("retrievers")
+def list_retrievers() -> None:
+    """The registered retrievers: what each learns from and what it returns."""
+    from kgdb.models import registry
+
+    table = Table("name", "trainable", "labels", "returns", "settings", "description")
+    for rname in registry.names():
+        cls = registry.get(rname)
+        fields = ", ".join(f"{f.name}={f.default}" for f in dataclasses.fields(cls.Config)) or "-"
+        table.add_row(rname, "yes" if cls.trainable else "no", cls.label_kind, cls.returns, fields, cls.description)
+    console.print(table)
 
 
 @app.command("retrieve")
 def retrieve(
     ctx: typer.Context,
     question: Optional[str] = typer.Argument(None, help="The question (omit with --questions)."),
-    retriever: str = typer.Option("subgraphrag", "--retriever", help="subgraphrag or cosine."),
+    retriever: str = typer.Option("subgraphrag", "--retriever", help="A registered retriever (`kgdb retrievers` lists them)."),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Checkpoint name or folder (default: newest for this graph)."),
     k: int = typer.Option(100, "--k", help="Triples to keep and write back."),
     topic: Optional[list[str]] = typer.Option(None, "--topic", help="Topic entity name or id (repeatable); default: link from the question."),
@@ -214,7 +221,7 @@ def retrieve(
     with open_graph(ctx) as graph:
         pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, cap=cap, write=write, threads=threads or None)
         if question is not None:
-            result = pipe.run(question, topics=topic or None)
+            result = pipe.retrieve(question, topic or None)
             if as_json:
                 print(json.dumps(result.to_json(), indent=2))
             else:
@@ -237,15 +244,18 @@ def retrieve(
 
 
 def _print_result(result, show: int, pipe) -> None:
-    table = Table("rank", "head", "relation", "tail", "score", title=result.question)
+    table = Table("rank", "head", "relation", "tail", "score", title=escape(result.question))
     for t in result.top[:show]:
-        table.add_row(str(t.rank), t.head, t.relation, t.tail, f"{t.score:.4f}")
+        table.add_row(str(t.rank), escape(t.head), escape(t.relation), escape(t.tail), f"{t.score:.4f}")
     console.print(table)
-    ckpt = f" ({pipe.checkpoint.name})" if pipe.checkpoint else ""
+    ckpt = f" ({escape(pipe.checkpoint.name)})" if pipe.checkpoint else ""
     timing = ", ".join(f"{s} {v:.1f}" for s, v in result.timings.items())
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     console.print(
-        f"{result.retriever}{ckpt}: topics {', '.join(result.topics)}; {result.subgraph.num_triples} candidate triples, "
-        f"kept {len(result.top)}; run [bold]{result.run or '(not written)'}[/]\ntimings ms: {timing}"
+        f"{result.retriever}{ckpt}: topics {escape(', '.join(result.topics))}; {result.subgraph.num_triples} candidate triples, "
+        f"kept {len(result.top)}; run [bold]{escape(result.run or '(not written)')}[/]\ntimings ms: {timing}",
+        highlight=False,
     )
 
 
@@ -253,9 +263,9 @@ def _print_result(result, show: int, pipe) -> None:
 def eval_retrieval(
     ctx: typer.Context,
     questions: Path = typer.Option(..., "--questions", help=QUESTIONS_HELP),
-    retriever: list[str] = typer.Option(["subgraphrag"], "--retriever", help="Repeatable: subgraphrag, cosine."),
+    retriever: list[str] = typer.Option(["subgraphrag"], "--retriever", help="Repeatable; any registered retriever (`kgdb retrievers`)."),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint"),
-    split: str = typer.Option("test", "--split"),
+    split: Optional[str] = typer.Option(None, "--split", help="train | val | test | all; default test when splits/ has the dataset, else all."),
     hops: int = typer.Option(2, "--hops"),
     cap: Optional[int] = typer.Option(None, "--cap"),
     limit: Optional[int] = typer.Option(None, "--limit", help="First N questions of the split."),
@@ -264,10 +274,12 @@ def eval_retrieval(
     threads: int = typer.Option(1, "--threads", help="CPU threads for scoring (0: torch's default)."),
 ) -> None:
     """Answer and shortest-path-triple recall@50/100/200, per hop, with the stage timings."""
-    from kgdb.models.evaluation import evaluate
+    from kgdb.data.questions import default_split, file_tag
     from kgdb.pipeline import RetrievePipeline
+    from kgdb.training.evaluation import evaluate
 
     settings = settings_from(ctx)
+    split = split or default_split(read_questions(questions).dataset)
     reports = []
     with open_graph(ctx) as graph:
         pipes = [
@@ -278,14 +290,19 @@ def eval_retrieval(
         cap = cap or next((p.cap for p in pipes if p.cap), None)
         for pipe in pipes:
             pipe.cap = cap
-        qs, records, cached, _, _ = _load_split(ctx, graph, settings, questions, split, hops, cap, limit)
+        for pipe in pipes:
+            for note in pipe.notes:
+                console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)
+        qs, records, cached = _load_split(graph, settings, questions, split, hops, cap, limit)
+        console.print(f"evaluating split {split}: {len(records)} questions of {escape(str(questions))}", highlight=False)
         for name, pipe in zip(retriever, pipes):
             with progress() as bar:
                 task = bar.add_task(f"eval {name}", total=len(records))
                 report = evaluate(pipe, records, cached.items, dataset=qs.dataset, split=split, on_progress=lambda n: bar.advance(task, n))
             folder = out or (pipe.checkpoint.path if pipe.checkpoint else settings.runs_dir / "eval")
-            path = folder / f"eval-{qs.dataset}-{split}-{name}.json"
-            dump_json({**report.to_json(), "questions_file": str(questions), "hops": hops, "cap": cap, "limit": limit}, path)
+            path = folder / f"eval-{qs.dataset}-{file_tag(questions)}-{split}-{name}.json"
+            record = {**report.to_json(), **pipe.describe(), "questions_file": str(questions), "hops": hops, "cap": cap, "limit": limit}
+            dump_json(record, path)
             reports.append((report, path))
     _print_reports(reports)
 

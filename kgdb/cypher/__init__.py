@@ -7,6 +7,7 @@ setting the parameters with `:param`. This package never imports torch.
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +19,7 @@ from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavaila
 from kgdb.config import Settings
 from kgdb.errors import DatabaseError, KgdbError
 
+log = logging.getLogger(__name__)
 QUERY_DIR = Path(__file__).parent
 _STATEMENT_END = re.compile(r";\s*$", re.MULTILINE)
 
@@ -56,6 +58,7 @@ class Graph:
     def __init__(self, settings: Settings, driver: Driver | None = None):
         self.settings = settings
         self.database = settings.neo4j_database
+        self._owns_driver = driver is None  # a caller's driver is the caller's to close
         self.driver = driver or GraphDatabase.driver(
             settings.neo4j_uri,
             auth=(settings.neo4j_user, settings.neo4j_password.get_secret_value()),
@@ -87,7 +90,8 @@ class Graph:
         return graph
 
     def close(self) -> None:
-        self.driver.close()
+        if self._owns_driver:
+            self.driver.close()
 
     def __enter__(self) -> "Graph":
         return self
@@ -104,6 +108,8 @@ class Graph:
 
     def run_text(self, text: str, _name: str = "inline", _raw: bool = False, **params: Any) -> list[dict[str, Any]]:
         """Rows as dicts; `_raw` skips the driver's per-element `data()` pass (for big primitive lists)."""
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("cypher %s %s", _name, _summarise(params))
         try:
             result = self.driver.execute_query(text, parameters_=params, database_=self.database)
         except ClientError as exc:
@@ -127,6 +133,8 @@ class Graph:
 
     def run_auto(self, text: str, **params: Any) -> list[dict[str, Any]]:
         """Run in an auto-commit transaction (needed for `CALL { } IN TRANSACTIONS`)."""
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("cypher (auto-commit) %s %s", text.strip().splitlines()[0][:80], _summarise(params))
         with self.session() as session:
             try:
                 return [r.data() for r in session.run(text, params)]
@@ -136,3 +144,15 @@ class Graph:
     def iter_batches(self, rows: list[Any], size: int) -> Iterator[list[Any]]:
         for start in range(0, len(rows), size):
             yield rows[start : start + size]
+
+
+def _summarise(params: dict[str, Any], width: int = 120) -> str:
+    """Parameters for a log line: long lists shown by length and first items, vectors never in full."""
+    parts = []
+    for key, value in params.items():
+        if isinstance(value, (list, tuple)) and len(value) > 3:
+            text = f"[{len(value)} items: {value[0]!r:.60}, ...]"
+        else:
+            text = repr(value)
+        parts.append(f"{key}={text[:width]}")
+    return "{" + ", ".join(parts) + "}"

@@ -9,6 +9,8 @@ names in the entity vector index. They are re-ranked here by
 where name_match is the string similarity between the mention and the name (difflib ratio, so
 `jamaican` ~ `Jamaica`), weighted up for longer mentions. Degree is a popularity prior: questions
 ask about well-connected entities far more often than about obscure namesakes.
+
+`question_topics` is the one linking policy every command shares (retrieve, ask, train, eval).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from difflib import SequenceMatcher
 import numpy as np
 
 from kgdb.cypher import Graph
-from kgdb.errors import KgdbError
+from kgdb.errors import InputError, KgdbError
+from kgdb.ids import normalise_mid
 
 MAX_NGRAM = 6
 VECTOR_WEIGHT = 0.5
@@ -46,6 +49,78 @@ class LinkedEntity:
     name: str
     score: float
     mention: str | None  # the question words that matched; None for a vector-only candidate
+
+
+class NoTopicError(InputError):
+    """The question names no entity of the graph, and no usable topic was given."""
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Where retrieval starts, and how the starting entities were found."""
+
+    ids: list[str]
+    source: str  # "given" or "linked"
+    linked: list[LinkedEntity]  # linker candidates (empty for given topics)
+    missing: list[str]  # given topics that are not in the graph (dropped)
+
+    def note(self) -> str | None:
+        if not self.missing:
+            return None
+        return f"{len(self.missing)} given topic(s) not in the graph were dropped: {', '.join(map(repr, self.missing))}"
+
+
+def question_topics(
+    graph: Graph, question: str, question_embedding: np.ndarray, topics: list[str] | None = None, *, top: int = 1
+) -> Topics:
+    """The one entity-linking policy of kgdb.
+
+    - Topics given (names or ids, as a user passes with --topic or a question file lists them):
+      each is resolved; those the graph lacks are dropped and reported in `missing`; if none is
+      left the question cannot be retrieved (NoTopicError).
+    - No topics: the question is linked from its text, and only candidates a mention matched
+      count (a vector-only neighbour is not a mention); the best `top` are taken. None matched:
+      NoTopicError naming the closest entities by meaning, before anything is written.
+    """
+    if topics:
+        found = resolve_each(graph, topics)
+        ids = list(dict.fromkeys(found.values()))
+        missing = [t for t in dict.fromkeys(topics) if t and t.strip() and t not in found]
+        if not ids:
+            raise NoTopicError(f"none of the topics {', '.join(map(repr, topics))} is an entity of the graph", path="--topic")
+        return Topics(ids, "given", [], missing)
+    linked = link_entities(graph, question, question_embedding, k=max(5, top))
+    mentioned = [e for e in linked if e.mention]
+    if not mentioned:
+        near = ", ".join(repr(e.name) for e in linked[:3]) or "none"
+        raise NoTopicError(
+            f"no entity of the graph is mentioned in {question!r} (closest by meaning: {near}); "
+            "name one in the question or pass --topic NAME"
+        )
+    return Topics([e.id for e in mentioned[:top]], "linked", linked, [])
+
+
+def existing_entities(graph: Graph, keys: list[str]) -> list[str]:
+    """Entity ids of those `keys` (ids or names) that exist in the graph; the rest are dropped."""
+    return list(dict.fromkeys(i for i in resolve_each(graph, keys).values()))
+
+
+def resolve_each(graph: Graph, keys: list[str]) -> dict[str, str]:
+    """key -> entity id for each key (id or name) the graph has; one query when all resolve."""
+    keys = [k for k in dict.fromkeys(keys) if k and k.strip()]
+    if not keys:
+        return {}
+    try:
+        return dict(zip(keys, _resolve(graph, keys)))
+    except KgdbError:
+        pass  # at least one key is missing: resolve one by one to keep the others
+    found = {}
+    for key in keys:
+        try:
+            found[key] = _resolve(graph, [key])[0]
+        except KgdbError:
+            continue
+    return found
 
 
 def mentions(question: str, max_ngram: int = MAX_NGRAM) -> list[str]:
@@ -103,15 +178,18 @@ def resolve_topics(graph: Graph, names_or_ids: list[str]) -> list[str]:
     A name matches case-sensitively first, then case-insensitively; among namesakes the entity
     with the most relationships wins. Raises KgdbError naming the first key that matches nothing.
     """
-    from kgdb.loaders.writer import normalise_mid  # numpy-only module; shares the mid rule
+    return list(dict.fromkeys(_resolve(graph, names_or_ids)))
 
+
+def _resolve(graph: Graph, names_or_ids: list[str]) -> list[str]:
+    """One id per key, in order (duplicates kept); KgdbError naming the first key that matches nothing."""
     keys = [normalise_mid(k.strip()) for k in names_or_ids]
     rows = graph.run("resolve_topics", keys=[{"key": k, "phrase": _phrase(k)} for k in keys])
     found = {row["key"]: row["id"] for row in rows}
     for original, key in zip(names_or_ids, keys):
         if found.get(key) is None:
             raise KgdbError(f"topic {original!r} matches no entity id or name in the graph")
-    return list(dict.fromkeys(found[k] for k in keys))
+    return [found[k] for k in keys]
 
 
 def _phrase(text: str) -> str:

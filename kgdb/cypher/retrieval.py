@@ -14,14 +14,8 @@ import numpy as np
 
 from kgdb.cypher import Graph
 from kgdb.errors import KgdbError
+from kgdb.limits import DEFAULT_CAP, MAX_HOPS
 from kgdb.subgraph import Subgraph
-
-MAX_HOPS = 4
-# Most triples expanded from one node; beyond it the triples whose relation is most similar to the
-# question are kept (see subgraph.cypher). 500 keeps WebQSP answer coverage at its 2-hop
-# reachability (94.7%) and a 2-hop extraction around the largest FB15k-237 hub (degree 8,641,
-# 24k triples instead of 233k) well under a second on 2 busy cores.
-DEFAULT_CAP = 500
 
 _NODE_COLUMNS = ("id", "idx", "name", "cvt")
 _EDGE_COLUMNS = ("head_idx", "rel_type", "tail_idx", "edge_ids")

@@ -15,6 +15,7 @@ import numpy as np
 
 from kgdb.cypher import Graph
 from kgdb.errors import KgdbError
+from kgdb.ranking import top_k
 from kgdb.subgraph import Subgraph
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
@@ -24,12 +25,6 @@ def new_run_id(retriever: str, qid: str | None) -> str:
     """`<retriever>-<qid>-<8 hex>`: readable in Browser, unique across concurrent writers."""
     parts = [_UNSAFE.sub("_", retriever), _UNSAFE.sub("_", qid or "q"), uuid.uuid4().hex[:8]]
     return "-".join(parts)
-
-
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k highest scores, best first; ties keep triple order (stable, deterministic)."""
-    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
-    return order[: max(0, k)]
 
 
 def write_scores(

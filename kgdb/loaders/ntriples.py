@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 from kgdb.errors import InputError
 from kgdb.loaders.badlines import BadLines, decode_line
 from kgdb.loaders.source import TripleSource
-from kgdb.loaders.writer import normalise_mid
+from kgdb.ids import normalise_mid
 
 NS = "http://rdf.freebase.com/ns/"
 NAME_PREDICATE = "type.object.name"

@@ -1,7 +1,7 @@
 """Question sets -> `(:Question {id, text, answers, answer_entities, topics, hop?})-[:ABOUT]->(:Entity)`.
 
 Formats: JSONL with `id, question, q_entity, a_entity, answer` (optional `hop`), RoG parquet
-(same columns), and MetaQA `k-hop/qa.txt` (read by `kgdb.models.datasets`, same ids as training).
+(same columns), and MetaQA `k-hop/qa.txt` (read by `kgdb.data.questions`, same ids as training).
 Topics link to entities by id; topics missing from the graph are counted, not created.
 """
 
@@ -46,7 +46,7 @@ def read_question_file(path: Path, bad: BadLines | None = None) -> list[dict[str
     if not path.is_file():
         raise InputError("question file not found", path=path)
     if path.suffix.lower() == ".txt":
-        from kgdb.models.datasets import read_questions  # pure-Python reader shared with training
+        from kgdb.data.questions import read_questions  # pure-Python reader shared with training
 
         return [
             {"id": q.id, "text": q.text, "answers": q.answers, "answer_entities": q.answers, "topics": q.topics, "hop": q.hop}

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from kgdb.errors import InputError, KgdbError
 from kgdb.loaders.badlines import BadLines, decode_line
 from kgdb.loaders.source import TripleSource
-from kgdb.loaders.writer import normalise_mid, normalise_relation
+from kgdb.ids import normalise_mid, normalise_relation
 
 ROG_SUFFIXES = (".parquet", ".jsonl", ".json")
 HUB_DATASETS = {"webqsp": "rmanluo/RoG-webqsp", "cwq": "rmanluo/RoG-cwq"}

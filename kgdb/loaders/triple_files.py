@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 from kgdb.errors import InputError
 from kgdb.loaders.badlines import BadLines, decode_line
 from kgdb.loaders.source import TripleSource
-from kgdb.loaders.writer import normalise_mid, normalise_relation
+from kgdb.ids import normalise_mid, normalise_relation
 
 TRIPLE_SUFFIXES = (".tsv", ".csv", ".txt")
 _HEADERS = ({"head", "relation", "tail"}, {"subject", "predicate", "object"}, {"h", "r", "t"})

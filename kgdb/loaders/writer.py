@@ -54,20 +54,6 @@ class TextEncoder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
-def normalise_mid(token: str) -> str:
-    """`/m/0abc` (FB15k-237, RDF paths) -> `m.0abc`; other tokens unchanged."""
-    if token.startswith(("/m/", "/g/")):
-        return token[1] + "." + token[3:]
-    return token
-
-
-def normalise_relation(name: str) -> str:
-    """`/people/person/nationality` -> `people.person.nationality` (CVT paths joined with '.')."""
-    if name.startswith("/"):
-        return ".".join(part for part in re.split(r"[/.]", name) if part)
-    return name
-
-
 def entity_labels(entity_id: str, has_name: bool, is_literal: bool) -> list[str]:
     if is_literal:
         return ["Entity", "Literal"]

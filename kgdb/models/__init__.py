@@ -1,7 +1,11 @@
-"""Retrievers and their training/evaluation (torch), plus the reasoning helpers of `kgdb ask`.
+"""Retrievers over tensors (torch and torch-geometric only; never the database).
 
-Retrieval modules: `base` (Retriever interface, SubgraphTensors), `features`, `dde`, `subgraphrag`,
-`cosine`, `checkpoints`, `datasets` (question files + fixed splits), `cache` (labelled subgraphs on
-disk), `training`, `metrics`, `evaluation`, `db` (the only database calls). Nothing is imported
-here, so `kgdb.models.datasets` and the ask helpers load without torch.
+`base` (the Retriever interface, SubgraphTensors, TensorTables), `registry` (name -> retriever),
+`features` (numpy subgraph -> tensors, PyG batching), `dde`, `retrievers/` (one module each),
+`checkpoints`, `metrics`.
 """
+
+import warnings
+
+# torch-geometric 2.8 on torch 2.10+ warns about torch.jit.script at import; kgdb never scripts.
+warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*deprecated", category=FutureWarning)

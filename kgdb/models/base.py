@@ -6,11 +6,12 @@ Models are plain `nn.Module`s and never touch the database: `kgdb.models.feature
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 
@@ -93,24 +94,75 @@ class SubgraphTensors:
         return self.tables.relation.index_select(0, self.relation)
 
 
+def resolve_device(name: str = "auto") -> str:
+    """The torch device a setting names; "auto" is CUDA when present, else the CPU."""
+    if name != "auto":
+        return name
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+LabelKind = Literal["triples", "entities"]
+ReturnKind = Literal["triple_scores"]
+
+
+@dataclass
+class Targets:
+    """Training labels of one question, in every kind the data cache holds.
+
+    `triples`: 1.0 for triples on a shortest topic-answer path ([m]); `entities`: 1.0 for the gold
+    answer nodes ([n]). A retriever's `label_kind` says which one it learns from.
+    """
+
+    triples: Tensor
+    entities: Tensor
+
+    def of(self, kind: LabelKind) -> Tensor:
+        return self.triples if kind == "triples" else self.entities
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    """Config of a retriever without hyper-parameters."""
+
+
 class Retriever(nn.Module):
     """Scores every candidate triple of a subgraph; higher = more relevant.
 
-    Subclasses set `name`, implement `forward(x) -> Tensor[m]` and `config()`; `prepare(tables)`
-    may precompute per-table caches for inference (called again whenever the tables change).
+    A subclass is a retriever kgdb can train, evaluate, checkpoint and ask with once it is
+    registered (`kgdb.models.registry.register`). It declares:
+    - `name`, and `Config`: a frozen dataclass of its hyper-parameters (built from `--set k=v`
+      and from a checkpoint's `config.json`); `__init__(config, embedding_dim)`;
+    - `trainable`: whether it has weights (a trainable retriever needs a checkpoint to be used);
+    - `label_kind`: what it learns from ("triples": shortest-path triples, "entities": answers);
+    - `loss(scores, targets)`: its training objective (default: per-triple BCE, SubgraphRAG's);
+    - `returns`: what `forward` gives (one score per triple).
+    `prepare(tables)` may precompute per-table caches for inference.
     """
 
     name: ClassVar[str] = ""
+    Config: ClassVar[type] = NoConfig
     trainable: ClassVar[bool] = False
+    label_kind: ClassVar[LabelKind] = "triples"
+    returns: ClassVar[ReturnKind] = "triple_scores"
+    description: ClassVar[str] = ""
+
+    def __init__(self, config: Any = None, embedding_dim: int = 0):
+        super().__init__()
+        self.cfg = config if config is not None else self.Config()
+        self.embedding_dim = embedding_dim
 
     def forward(self, x: SubgraphTensors) -> Tensor:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def loss(self, scores: Tensor, targets: Targets) -> Tensor:
+        """Mean per-triple BCE over all candidates (no negative sampling, no class weights)."""
+        return F.binary_cross_entropy_with_logits(scores, targets.of(self.label_kind))
 
     def prepare(self, tables: TensorTables) -> None:
         """Optional inference cache over the whole tables; the default needs none."""
 
     def config(self) -> dict[str, Any]:
-        return {"retriever": self.name}
+        return {"retriever": self.name, **asdict(self.cfg)}
 
     @torch.no_grad()
     def score(self, x: SubgraphTensors) -> Tensor:

@@ -17,11 +17,9 @@ from safetensors.torch import load_file, save_file
 
 from kgdb.config import dump_json
 from kgdb.errors import KgdbError
+from kgdb.models import registry
 from kgdb.models.base import Retriever
-from kgdb.models.cosine import CosineRetriever
-from kgdb.models.subgraphrag import SubgraphRAG, SubgraphRAGConfig
 
-RETRIEVERS = ("cosine", "subgraphrag")
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
 
@@ -36,19 +34,35 @@ class Checkpoint:
         return self.path.name
 
 
+class CheckpointError(KgdbError):
+    """A checkpoint is missing, unreadable or does not fit the graph."""
+
+
+class NoCheckpointError(CheckpointError):
+    """No checkpoint of a trainable retriever was found (by name, or for the connected graph)."""
+
+    def __init__(self, message: str, retriever: str):
+        super().__init__(message)
+        self.retriever = retriever
+
+
 def build_model(config: dict[str, Any]) -> Retriever:
-    kind = config.get("retriever")
-    if kind == "subgraphrag":
-        return SubgraphRAG(SubgraphRAGConfig(**config["model"]))
-    if kind == "cosine":
-        return CosineRetriever()
-    raise KgdbError(f"unknown retriever {kind!r}; known: {', '.join(RETRIEVERS)}")
+    """An untrained model of the checkpoint's registered retriever and hyper-parameters."""
+    model_cfg = dict(config.get("model") or {})
+    dim = int(config.get("embedding_dim") or model_cfg.pop("embedding_dim", 0) or 0)
+    model_cfg.pop("embedding_dim", None)
+    return registry.build(str(config.get("retriever")), model_cfg, dim)
 
 
 def save_checkpoint(model: Retriever, directory: Path, config: dict[str, Any]) -> Path:
     """Write weights and config; `config` gets `retriever`, `model` and `created` filled in."""
     directory.mkdir(parents=True, exist_ok=True)
-    full = {**config, "retriever": model.name, "model": {k: v for k, v in model.config().items() if k != "retriever"}}
+    full = {
+        **config,
+        "retriever": model.name,
+        "model": {k: v for k, v in model.config().items() if k != "retriever"},
+        "embedding_dim": model.embedding_dim or config.get("embedding_dim"),
+    }
     full.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     save_file(tensors, str(directory / WEIGHTS), metadata={"retriever": model.name})
@@ -61,8 +75,9 @@ def find_checkpoint(name_or_path: str, checkpoints_dir: Path) -> Checkpoint:
         if (candidate / CONFIG).is_file():
             return Checkpoint(candidate, json.loads((candidate / CONFIG).read_text(encoding="utf-8")))
     known = ", ".join(c.name for c in list_checkpoints(checkpoints_dir)) or "none"
-    raise KgdbError(
-        f"no checkpoint {name_or_path!r} in {checkpoints_dir} (known: {known}); train one with `kgdb train subgraphrag`"
+    raise NoCheckpointError(
+        f"no checkpoint {name_or_path!r} in {checkpoints_dir} (known: {known}); train one with `kgdb train NAME`",
+        retriever="",
     )
 
 
@@ -85,9 +100,10 @@ def checkpoint_for_graph(checkpoints_dir: Path, retriever: str, fingerprint: str
         if c.config.get("retriever") == retriever and c.config.get("graph_fingerprint") == fingerprint
     ]
     if not matches:
-        raise KgdbError(
+        raise NoCheckpointError(
             f"no {retriever} checkpoint in {checkpoints_dir} was trained on this graph "
-            f"(fingerprint {fingerprint[:12]}); pass --checkpoint NAME or run `kgdb train {retriever}`"
+            f"(fingerprint {fingerprint[:12]}); pass --checkpoint NAME or run `kgdb train {retriever}`",
+            retriever=retriever,
         )
     return max(matches, key=lambda c: (c.config.get("created", ""), c.name))
 
@@ -97,7 +113,7 @@ def load_model(ckpt: Checkpoint, device: str = "cpu") -> Retriever:
     weights = ckpt.path / WEIGHTS
     if model.trainable:
         if not weights.is_file():
-            raise KgdbError(f"checkpoint {ckpt.path} has no {WEIGHTS}")
+            raise CheckpointError(f"checkpoint {ckpt.path} has no {WEIGHTS}")
         model.load_state_dict(load_file(str(weights), device="cpu"))
     return model.to(device).eval()
 
@@ -106,12 +122,12 @@ def check_compatible(ckpt: Checkpoint, embedding_model: str | None, dim: int) ->
     """Refuse a checkpoint trained with another embedding space than the graph's tables."""
     want_dim = ckpt.config.get("embedding_dim")
     if want_dim is not None and int(want_dim) != dim:
-        raise KgdbError(
+        raise CheckpointError(
             f"checkpoint {ckpt.name} expects {want_dim}-dim embeddings ({ckpt.config.get('embedding_model')}) "
             f"but the graph's tables have dimension {dim}"
         )
     want_model = ckpt.config.get("embedding_model")
     if embedding_model and want_model and want_model != embedding_model:
-        raise KgdbError(
+        raise CheckpointError(
             f"checkpoint {ckpt.name} was trained on {want_model} embeddings but the graph uses {embedding_model}"
         )

@@ -1,4 +1,5 @@
-"""Directional Distance Encoding (SubgraphRAG §2.2): parameter-free, computed with scatter ops.
+"""Directional Distance Encoding (SubgraphRAG §2.2): parameter-free mean propagation, written as a
+torch-geometric `MessagePassing` layer (aggr="mean").
 
 s^(0)_e = one-hot [e is topic, e is not topic]. Forward round: each entity takes the MEAN of
 s^(l) over the heads of triples whose tail it is (in-neighbours, one message per triple, so
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch_geometric.nn import MessagePassing
 
 
 def dde_dim(rounds: int = 2, reverse_rounds: int = 2) -> int:
@@ -18,26 +20,37 @@ def dde_dim(rounds: int = 2, reverse_rounds: int = 2) -> int:
     return 2 * (1 + rounds + reverse_rounds)
 
 
-def _mean_propagate(x: Tensor, src: Tensor, dst: Tensor, count: Tensor) -> Tensor:
-    out = torch.zeros_like(x).index_add_(0, dst, x.index_select(0, src))
-    return out / count
+class MeanPropagation(MessagePassing):
+    """x'_v = mean of x_u over the edges u -> v (one message per edge, so parallel edges count
+    once each); nodes without incoming edges get zeros, as PyG's mean aggregation gives."""
+
+    def __init__(self) -> None:
+        super().__init__(aggr="mean", flow="source_to_target")
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        return self.propagate(edge_index, x=x, size=(x.shape[0], x.shape[0]))
+
+    def message(self, x_j: Tensor) -> Tensor:
+        return x_j
+
+
+_propagate = MeanPropagation()
 
 
 def dde(head: Tensor, tail: Tensor, topic_mask: Tensor, rounds: int = 2, reverse_rounds: int = 2) -> Tensor:
     """Per-entity DDE, float32 [n, 2 * (1 + rounds + reverse_rounds)] on the input's device."""
-    n = int(topic_mask.shape[0])
     topic = topic_mask.to(torch.float32)
     s0 = torch.stack([topic, 1.0 - topic], dim=1)
-    in_count = torch.bincount(tail, minlength=n).clamp_(min=1).to(torch.float32).unsqueeze(1)
-    out_count = torch.bincount(head, minlength=n).clamp_(min=1).to(torch.float32).unsqueeze(1)
+    forward_edges = torch.stack([head, tail])  # heads send to tails: in-neighbour means
+    reverse_edges = torch.stack([tail, head])
     feats = [s0]
     x = s0
     for _ in range(rounds):
-        x = _mean_propagate(x, head, tail, in_count)
+        x = _propagate(x, forward_edges)
         feats.append(x)
     x = s0
     for _ in range(reverse_rounds):
-        x = _mean_propagate(x, tail, head, out_count)
+        x = _propagate(x, reverse_edges)
         feats.append(x)
     return torch.cat(feats, dim=1)
 

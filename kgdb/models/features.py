@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch_geometric.data import Batch, Data
 
 from kgdb.errors import KgdbError
 from kgdb.models.base import SubgraphTensors, TensorTables
@@ -72,20 +73,31 @@ def featurise(sg: Subgraph, tables: TensorTables, question_embedding: np.ndarray
 
 
 def batch_tensors(parts: list[SubgraphTensors]) -> SubgraphTensors:
-    """One disjoint union of several questions' tensors, scored in a single forward pass."""
+    """One disjoint union of several questions' tensors (PyG `Batch`), scored in a single pass."""
     if len(parts) == 1:
         return parts[0]
-    node_off = np.cumsum([0] + [p.num_nodes for p in parts])
-    triple_off = np.cumsum([0] + [p.num_triples for p in parts]).tolist()
+    data = [
+        Data(
+            edge_index=torch.stack([p.head, p.tail]),
+            relation=p.relation,
+            entity_idx=p.entity_idx,
+            topic_mask=p.topic_mask,
+            cvt_mask=p.cvt_mask,
+            question=p.question,
+            num_nodes=p.num_nodes,
+        )
+        for p in parts
+    ]
+    batch = Batch.from_data_list(data)  # shifts each part's node ids by the nodes before it
     return SubgraphTensors(
-        head=torch.cat([p.head + int(o) for p, o in zip(parts, node_off)]),
-        relation=torch.cat([p.relation for p in parts]),
-        tail=torch.cat([p.tail + int(o) for p, o in zip(parts, node_off)]),
-        entity_idx=torch.cat([p.entity_idx for p in parts]),
-        topic_mask=torch.cat([p.topic_mask for p in parts]),
-        cvt_mask=torch.cat([p.cvt_mask for p in parts]),
-        question=torch.cat([p.question for p in parts]),
-        node_batch=torch.cat([torch.full_like(p.node_batch, b) for b, p in enumerate(parts)]),
+        head=batch.edge_index[0],
+        relation=batch.relation,
+        tail=batch.edge_index[1],
+        entity_idx=batch.entity_idx,
+        topic_mask=batch.topic_mask,
+        cvt_mask=batch.cvt_mask,
+        question=batch.question,
+        node_batch=batch.batch,
         tables=parts[0].tables,
-        triple_offsets=triple_off,
+        triple_offsets=batch._slice_dict["edge_index"].tolist(),
     )

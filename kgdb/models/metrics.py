@@ -15,16 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from kgdb import ranking
+
 KS = (50, 100, 200)
 
 
 def top_k(scores: torch.Tensor, k: int) -> torch.Tensor:
-    """Indices of the k best triples, best first (ties: lower index first, deterministic)."""
-    k = min(k, int(scores.shape[0]))
-    if k == 0:
-        return torch.zeros(0, dtype=torch.long, device=scores.device)
-    # A stable descending sort gives deterministic tie-breaking, unlike torch.topk.
-    return torch.sort(scores, descending=True, stable=True).indices[:k]
+    """`kgdb.ranking.top_k` for a tensor (indices on the CPU)."""
+    return torch.from_numpy(ranking.top_k(scores.detach().float().cpu().numpy(), k))
 
 
 def triple_recall_at(scores: torch.Tensor, labels: torch.Tensor, k: int) -> float | None:

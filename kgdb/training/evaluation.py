@@ -1,10 +1,10 @@
 """Retrieval evaluation: answer-entity and shortest-path-triple recall@K (K in 50/100/200), per hop,
 with the per-stage timing of the live pipeline (fetch, featurise, score, write-back).
 
-Labels, gold answers and hop counts come from the split cache (`kgdb.models.cache`), so they are
-computed once per split; each question is then run through `RetrievePipeline` for real (one
+Labels, gold answers and hop counts come from the split cache (`kgdb.data.cache`), so they are
+computed once per split; each question is then run through the retrieval pipeline for real (one
 subgraph query and one write-back per question) with its gold topic entities, as SubgraphRAG
-evaluates with given topics. The live subgraph must equal the cached one (the fetch is
+evaluates with given topics (the pipeline is passed in: this module never touches the database). The live subgraph must equal the cached one (the fetch is
 deterministic); a mismatch is counted and that question scored against fresh arrays is skipped.
 """
 
@@ -16,10 +16,9 @@ from typing import Callable
 import numpy as np
 import torch
 
-from kgdb.models import db
-from kgdb.models.cache import CachedQuestion
-from kgdb.models.datasets import QuestionRecord
-from kgdb.models.metrics import KS, RecallAccumulator, answer_recall_at, triple_recall_at
+from kgdb.data.cache import CachedQuestion
+from kgdb.data.questions import QuestionRecord
+from kgdb.models.metrics import KS, RecallAccumulator, answer_recall_at, top_k, triple_recall_at
 
 TIMED = ("fetch", "featurise", "score", "write")
 
@@ -67,8 +66,7 @@ def evaluate(
             skipped["no_topic_in_graph"] += 1
             on_progress(1)
             continue
-        topics = db.existing_entities(pipeline.graph, q.topics)
-        result = pipeline.run(q.text, topics=topics, qid=q.id, q_emb=item.question_embedding)
+        result = pipeline.retrieve(q.text, q.topics, qid=q.id, q_emb=item.question_embedding)
         sg = result.subgraph
         if sg.num_triples != item.num_triples or not np.array_equal(sg.entity_idx, item.entity_idx):
             skipped["subgraph_changed"] += 1
@@ -81,7 +79,7 @@ def evaluate(
             stage_ms[s].append(result.timings.get(s, 0.0))
         stage_ms["total"].append(sum(result.timings.get(s, 0.0) for s in TIMED))
         scores = torch.from_numpy(result.scores)
-        order = db.top_k(result.scores, max(KS))
+        order = top_k(scores, max(KS)).numpy()
         bucket = _hop_bucket(item.hop)
         labels = torch.from_numpy(item.labels)
         if not item.labels.any():
@@ -101,4 +99,4 @@ def evaluate(
         for s, v in stage_ms.items()
     }
     ckpt = pipeline.checkpoint.name if pipeline.checkpoint else None
-    return EvalReport(pipeline.retriever, ckpt, dataset, split, len(questions), evaluated, acc.summary(), skipped, timings, runs)
+    return EvalReport(pipeline.name, ckpt, dataset, split, len(questions), evaluated, acc.summary(), skipped, timings, runs)

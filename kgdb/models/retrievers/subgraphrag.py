@@ -13,33 +13,36 @@ cache-sized chunks of triples. `forward_naive` keeps the textbook form for tests
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
 from kgdb.models.base import Retriever, SubgraphTensors, TensorTables
 from kgdb.models.dde import dde, dde_dim, triple_encoding
+from kgdb.models.registry import register
 
 
 @dataclass(frozen=True)
 class SubgraphRAGConfig:
-    embedding_dim: int
     hidden: int = 1024
     dde_rounds: int = 2
     dde_reverse_rounds: int = 2
 
 
+@register
 class SubgraphRAG(Retriever):
     name = "subgraphrag"
+    Config = SubgraphRAGConfig
     trainable = True
+    label_kind = "triples"
+    description = "DDE + MLP triple scorer (SubgraphRAG, ICLR 2025); trained on shortest-path triples"
     chunk = 512  # triples per inference chunk: a [512, 1024] float block stays in L2 cache
 
-    def __init__(self, config: SubgraphRAGConfig):
-        super().__init__()
-        self.cfg = config
-        d = config.embedding_dim
+    def __init__(self, config: SubgraphRAGConfig | None = None, embedding_dim: int = 384):
+        super().__init__(config, embedding_dim)
+        config = self.cfg
+        d = embedding_dim
         self.dde_width = dde_dim(config.dde_rounds, config.dde_reverse_rounds)
         self.cvt_embedding = nn.Parameter(torch.zeros(1, d))
         self.hidden = nn.Linear(4 * d + 2 * self.dde_width, config.hidden)
@@ -49,12 +52,9 @@ class SubgraphRAG(Retriever):
         self._ent_proj: Tensor | None = None
         self._rel_proj: Tensor | None = None
 
-    def config(self) -> dict[str, Any]:
-        return {"retriever": self.name, **asdict(self.cfg)}
-
     # Column blocks of the first layer, in input order [q, h, r, t, s_h, s_t].
     def _blocks(self) -> tuple[Tensor, ...]:
-        d, w = self.cfg.embedding_dim, self.dde_width
+        d, w = self.embedding_dim, self.dde_width
         W = self.hidden.weight
         return W[:, :d], W[:, d : 2 * d], W[:, 2 * d : 3 * d], W[:, 3 * d : 4 * d], W[:, 4 * d : 4 * d + w], W[:, 4 * d + w :]
 

@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from kgdb.ids import is_mid
+
 _ANS_LINE = re.compile(r"^\s*(?:[-*•>]+\s*|\d+[.)]\s*)?[*_`]*\s*ans\s*[*_`]*\s*:\s*[*_`]*(.*)$", re.IGNORECASE)
-_MID = re.compile(r"^[mg]\.[0-9a-z_]+$")
 _REFUSALS = (
     "not available",
     "no information available",
@@ -42,10 +43,6 @@ class ParsedAnswers:
 def is_refusal(text: str) -> bool:
     t = text.strip().strip(".").strip().lower()
     return t == "" or any(t == r or t.startswith(r + " ") or t.startswith(r + ".") for r in _REFUSALS)
-
-
-def is_mid(text: str) -> bool:
-    return bool(_MID.match(text.strip()))
 
 
 def _clean(text: str) -> str:

@@ -68,12 +68,33 @@ def read_questions(path: Path | str) -> QuestionSet:
     if not path.is_file():
         raise InputError("question file not found", path=path)
     if path.suffix == ".jsonl":
-        return QuestionSet("webqsp", path, _read_webqsp(path))
+        return QuestionSet(jsonl_dataset_key(path), path, _read_webqsp(path))
     if path.suffix == ".txt":
         hop = _metaqa_hop(path)
         key = f"metaqa-{hop}hop" if hop else "metaqa"
         return QuestionSet(key, path, _read_metaqa(path, hop))
     raise InputError("unknown question format: expected WebQSP .jsonl or MetaQA qa.txt", path=path)
+
+
+def jsonl_dataset_key(path: Path) -> str:
+    """The dataset key of a `.jsonl` question file (it keys the split hash and result names).
+
+    `.../webqsp/questions.jsonl` -> `webqsp` (a file named `questions.jsonl` takes its folder's
+    name), any other file its own stem: two question sets never share a key by accident.
+    """
+    stem = path.parent.name if path.stem == "questions" and path.parent.name else path.stem
+    return re.sub(r"[^a-z0-9_.-]+", "-", stem.lower()).strip("-") or "questions"
+
+
+def file_tag(path: Path) -> str:
+    """Eight hex digits of the file's sha256: result names say which file they came from."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:8]
+
+
+def default_split(dataset: str, splits_dir: Path = Path("splits")) -> str:
+    """`test` when the dataset has a fixed split file in `splits/`, else `all` (a new question file
+    is evaluated whole, not on a hash subset nobody chose)."""
+    return "test" if (Path(splits_dir) / f"{dataset}.json").is_file() else "all"
 
 
 def _read_webqsp(path: Path) -> list[QuestionRecord]:

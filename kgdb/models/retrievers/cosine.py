@@ -13,11 +13,14 @@ import torch
 from torch import Tensor
 
 from kgdb.models.base import Retriever, SubgraphTensors
+from kgdb.models.registry import register
 
 
+@register
 class CosineRetriever(Retriever):
     name = "cosine"
     trainable = False
+    description = "question vs normalise(z_h + z_r + z_t) from the stored tables; no training"
 
     def forward(self, x: SubgraphTensors) -> Tensor:
         z = x.entity_embedding()

@@ -1,0 +1,113 @@
+"""Versioned on-disk cache of fetched, labelled subgraphs for training and evaluation.
+
+The database is read once per (graph fingerprint, embedding model, fetch settings, question file,
+split) by `kgdb.pipeline.prepare_split`; the arrays are stored as one `.npz` (concatenated arrays + offsets, no pickle) with a JSON
+sidecar. A second run with the same key loads the file and never touches Neo4j.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+CACHE_VERSION = 1
+_ARRAYS = ("head", "relation", "tail", "entity_idx", "is_cvt", "topic", "labels", "answers")
+
+
+@dataclass
+class CachedQuestion:
+    """Everything training and evaluation need from the database for one question."""
+
+    qid: str
+    question: str
+    head: np.ndarray  # int64 [m] local
+    relation: np.ndarray  # int64 [m] Relation.idx
+    tail: np.ndarray  # int64 [m] local
+    entity_idx: np.ndarray  # int64 [n] Entity.idx
+    is_cvt: np.ndarray  # bool [n]
+    topic: np.ndarray  # int64 [k] local
+    labels: np.ndarray  # bool [m] shortest-path triples
+    answers: np.ndarray  # int64 local nodes that are gold answers
+    n_answers_in_graph: int  # gold answers that exist in the graph at all (answer-recall denominator)
+    question_embedding: np.ndarray  # float32 [d]
+    hop: int  # topic -> nearest answer distance in the subgraph (undirected); 0 = unreachable
+    fetch_ms: float = 0.0
+
+    @property
+    def num_triples(self) -> int:
+        return int(self.head.shape[0])
+
+
+def cache_key(**parts: object) -> str:
+    blob = json.dumps({"version": CACHE_VERSION, **parts}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def save_cache(path: Path, items: list[CachedQuestion], meta: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    for name in _ARRAYS:
+        parts = [getattr(it, name) for it in items]
+        arrays[name] = np.concatenate(parts) if parts else np.zeros(0)
+        arrays[f"{name}_offsets"] = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
+    arrays["question_embedding"] = (
+        np.stack([it.question_embedding for it in items]) if items else np.zeros((0, 0), np.float32)
+    )
+    arrays["n_answers_in_graph"] = np.array([it.n_answers_in_graph for it in items], dtype=np.int64)
+    arrays["hop"] = np.array([it.hop for it in items], dtype=np.int64)
+    arrays["fetch_ms"] = np.array([it.fetch_ms for it in items], dtype=np.float64)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, **arrays)
+    tmp.replace(path)
+    side = {**meta, "qids": [it.qid for it in items], "questions": [it.question for it in items]}
+    path.with_suffix(".json").write_text(json.dumps(side, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def load_cache(path: Path) -> list[CachedQuestion] | None:
+    side = path.with_suffix(".json")
+    if not (path.is_file() and side.is_file()):
+        return None
+    meta = json.loads(side.read_text(encoding="utf-8"))
+    data = np.load(path)
+    items = []
+    for i, qid in enumerate(meta["qids"]):
+        parts = {}
+        for name in _ARRAYS:
+            off = data[f"{name}_offsets"]
+            parts[name] = data[name][off[i] : off[i + 1]]
+        items.append(
+            CachedQuestion(
+                qid=qid,
+                question=meta["questions"][i],
+                head=parts["head"].astype(np.int64),
+                relation=parts["relation"].astype(np.int64),
+                tail=parts["tail"].astype(np.int64),
+                entity_idx=parts["entity_idx"].astype(np.int64),
+                is_cvt=parts["is_cvt"].astype(bool),
+                topic=parts["topic"].astype(np.int64),
+                labels=parts["labels"].astype(bool),
+                answers=parts["answers"].astype(np.int64),
+                n_answers_in_graph=int(data["n_answers_in_graph"][i]),
+                question_embedding=data["question_embedding"][i].astype(np.float32),
+                hop=int(data["hop"][i]),
+                fetch_ms=float(data["fetch_ms"][i]),
+            )
+        )
+    return items
+
+
+@dataclass
+class CachedSplit:
+    items: list[CachedQuestion]
+    path: Path
+    from_disk: bool  # True: loaded from the cache, the database was not queried
+    counts: dict[str, int]
+    errors: list[str] = field(default_factory=list)  # fetch failures; such a split is not cached

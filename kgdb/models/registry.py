@@ -1,0 +1,94 @@
+"""The retriever registry: one name -> one `Retriever` class, so the CLI, training, evaluation,
+checkpoints and `kgdb ask` work for any registered retriever without edits elsewhere.
+
+Built-ins register when `kgdb.models.retrievers` is imported; third-party packages register
+through the `kgdb.retrievers` entry-point group (the entry point names a module or a class);
+a script or test registers with `@register` before calling kgdb.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from importlib.metadata import entry_points
+from typing import Any
+
+from kgdb.errors import InputError
+from kgdb.models.base import Retriever
+
+_REGISTRY: dict[str, type[Retriever]] = {}
+_loaded = False
+
+
+class UnknownRetrieverError(InputError):
+    """No retriever is registered under that name."""
+
+
+def register(cls: type[Retriever]) -> type[Retriever]:
+    """Class decorator: make `cls` available under `cls.name` (a later registration replaces it)."""
+    if not (isinstance(cls, type) and issubclass(cls, Retriever)):
+        raise TypeError(f"{cls!r} is not a kgdb.models.base.Retriever subclass")
+    if not cls.name or not cls.name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"{cls.__name__}.name must be a non-empty word (letters, digits, - or _), got {cls.name!r}")
+    if not dataclasses.is_dataclass(cls.Config):
+        raise TypeError(f"{cls.__name__}.Config must be a dataclass")
+    if cls.label_kind not in ("triples", "entities"):
+        raise ValueError(f"{cls.__name__}.label_kind must be 'triples' or 'entities', got {cls.label_kind!r}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import kgdb.models.retrievers  # noqa: F401  (registers cosine and subgraphrag)
+
+    for ep in entry_points(group="kgdb.retrievers"):
+        obj = ep.load()
+        if isinstance(obj, type) and issubclass(obj, Retriever):
+            register(obj)
+
+
+def get(name: str) -> type[Retriever]:
+    _load_builtins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownRetrieverError(f"unknown retriever {name!r}; registered: {', '.join(names())}", path="--retriever") from None
+
+
+def names() -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def make_config(cls: type[Retriever], values: dict[str, Any], *, where: str = "--set") -> Any:
+    """A typed `cls.Config` from loose values (strings from the command line are converted by field type)."""
+    fields = {f.name: f for f in dataclasses.fields(cls.Config)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        known = ", ".join(fields) or "none"
+        raise InputError(f"{cls.name} has no setting {', '.join(unknown)} (settings: {known})", path=where)
+    hints = typing.get_type_hints(cls.Config)
+    typed = {}
+    for key, value in values.items():
+        kind = hints.get(key)
+        if isinstance(value, str) and kind in (int, float, bool):
+            try:
+                value = (value.lower() in ("1", "true", "yes", "on")) if kind is bool else kind(value)
+            except ValueError:
+                raise InputError(f"{cls.name} setting {key} takes a {kind.__name__}, got {value!r}", path=where) from None
+        typed[key] = value
+    try:
+        return cls.Config(**typed)
+    except TypeError as exc:
+        raise InputError(f"{cls.name} settings: {exc}", path=where) from exc
+
+
+def build(name: str, config: dict[str, Any] | None = None, embedding_dim: int = 0) -> Retriever:
+    """A fresh (untrained) retriever of a registered name."""
+    cls = get(name)
+    cfg = make_config(cls, {k: v for k, v in (config or {}).items() if k not in ("retriever", "embedding_dim")}, where="config")
+    return cls(cfg, embedding_dim)

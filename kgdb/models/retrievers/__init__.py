@@ -1,0 +1,3 @@
+"""Built-in retrievers; importing this package registers them (see `kgdb.models.registry`)."""
+
+from kgdb.models.retrievers import cosine, subgraphrag  # noqa: F401

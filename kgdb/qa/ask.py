@@ -1,0 +1,271 @@
+"""`kgdb ask` and `kgdb eval qa`: retrieval → evidence → prompt → reasoner → parsed, grounded answers.
+
+`AskPipeline.ask()` runs one question: link (or resolve the given topics) → topic-centred subgraph →
+retriever scores → write-back (a run id) → evidence chains (ReG reorganisation, from the run) →
+prompt in the chosen format → reasoner (OpenAI-compatible, vLLM, or extractive without an LLM) →
+answers, each marked grounded when it names an entity of the retrieved evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kgdb.config import Settings
+from kgdb.cypher import Graph, query
+from kgdb.errors import InputError, KgdbError
+from kgdb.protocol import QuestionRetriever
+from kgdb.ids import is_mid
+from kgdb.qa.prompts import FORMATS, Prompt, build_prompt, render_triple
+from kgdb.qa.metrics import normalize
+from kgdb.qa.reasoners import LLMError, Reasoning, make_reasoner
+from kgdb.qa.reasoners.extractive import Evidence
+
+BROWSER_QUERY = "browser/evidence_chains"
+ASK_STAGES = ("embed", "link", "fetch", "featurise", "score", "write", "chains", "prompt", "reason")
+
+
+@dataclass
+class AnswerEvidence:
+    answer: str
+    grounded: bool  # names an entity of the retrieved evidence
+    entity_id: str | None
+    evidence: list[str]  # chain / triple lines it rests on, best first
+
+
+@dataclass
+class AskResult:
+    question: str
+    qid: str | None
+    retriever: str
+    retriever_note: str | None  # e.g. the fallback to cosine
+    k: int
+    run: str | None
+    topics: list[str]
+    topic_names: list[str]
+    format: str
+    evidence_lines: list[str]
+    prompt: Prompt
+    reasoning: Reasoning | None
+    answers: list[AnswerEvidence]
+    error: str | None  # the reasoner failed; retrieval is still shown
+    browser_query: str | None
+    timings: dict[str, float] = field(default_factory=dict)  # milliseconds
+    evidence_entities: list[str] = field(default_factory=list)  # names in the retrieved triples
+    subgraph: Any = field(default=None, repr=False)  # the fetched kgdb.subgraph.Subgraph
+
+    def to_json(self, show_prompt: bool = False) -> dict[str, Any]:
+        r = self.reasoning
+        out = {
+            "question": self.question,
+            "qid": self.qid,
+            "retriever": self.retriever,
+            "retriever_note": self.retriever_note,
+            "k": self.k,
+            "run": self.run,
+            "topics": self.topics,
+            "topic_names": self.topic_names,
+            "format": self.format,
+            "prompt_template": self.prompt.template,
+            "reasoner": r.reasoner if r else None,
+            "llm_used": r.llm_used if r else None,
+            "answers": [asdict(a) for a in self.answers],
+            "refused": r.refused if r else None,
+            "malformed": r.malformed if r else None,
+            "reply": r.reply if r else None,
+            "usage": {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls} if r else None,
+            "error": self.error,
+            "evidence": self.evidence_lines,
+            "browser_query": self.browser_query,
+            "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+        if show_prompt:
+            out["prompt"] = self.prompt.messages
+        return out
+
+
+class AskPipeline:
+    """Retriever + reasoner for one graph; `ask()` answers one question.
+
+    `retriever` is a registered retriever's name (built through `kgdb.pipeline.RetrievePipeline`)
+    or any `QuestionRetriever` object. With `fallback`, a trainable retriever that has no
+    checkpoint for this graph is replaced by the cosine baseline and the result says so
+    (`retriever_note`); without it the typed `NoCheckpointError` reaches the caller.
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        settings: Settings,
+        *,
+        retriever: str | QuestionRetriever = "subgraphrag",
+        checkpoint: str | None = None,
+        k: int = 100,
+        fmt: str = "triples",
+        reasoner: str | Any = "auto",
+        hops: int = 2,
+        chain_hops: int = 2,
+        write: bool = True,
+        chains: bool | None = None,
+        prompt_version: int = 1,
+        fallback: bool = True,
+    ):
+        if fmt not in FORMATS:
+            raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}", path="--format")
+        if fmt in ("chains", "paths") and not write:
+            raise InputError("the chains and paths formats are built from the written-back run; drop --no-write", path="--format")
+        self.graph, self.settings = graph, settings
+        self.k, self.fmt, self.chain_hops, self.write, self.prompt_version = k, fmt, chain_hops, write, prompt_version
+        # Chains are needed for the chains/paths prompts; for triples they only decorate the output.
+        self.chains = (fmt != "triples" or write) if chains is None else (chains and write)
+        self.retriever_note: str | None = None
+        if isinstance(retriever, str):
+            from kgdb.models.checkpoints import NoCheckpointError
+            from kgdb.pipeline import RetrievePipeline  # torch: imported only when a pipeline is built
+
+            try:
+                self.retrieval = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, write=write)
+            except NoCheckpointError as exc:
+                if not fallback or checkpoint:
+                    raise
+                self.retrieval = RetrievePipeline(graph, settings, "cosine", None, k=k, hops=hops, write=write)
+                self.retriever_note = f"no trained {retriever} checkpoint for this graph, so the cosine retriever was used ({exc})"
+        else:
+            self.retrieval = retriever
+        self.reasoner = make_reasoner(reasoner, settings) if isinstance(reasoner, str) else reasoner
+        embedder = getattr(self.retrieval, "embedder", None)
+        if not self.reasoner.uses_llm and embedder is not None and hasattr(self.reasoner, "embedder"):
+            self.reasoner.embedder = embedder  # one model in memory
+
+    def settings_json(self) -> dict[str, Any]:
+        r = self.reasoner
+        describe = getattr(self.retrieval, "describe", None)
+        return {
+            **(describe() if describe else {"retriever": self.retrieval.name}),
+            "retriever_note": self.retriever_note,
+            "k": self.k,
+            "format": self.fmt,
+            "prompt_template": f"{self.fmt}_v{self.prompt_version}",
+            "chain_hops": self.chain_hops,
+            "write_back": self.write,
+            "reasoner": r.settings() if hasattr(r, "settings") else {"reasoner": r.name},
+            "embedding_model": getattr(self.retrieval, "embedding_model", None),
+            "neo4j_uri": self.settings.neo4j_uri,
+        }
+
+    def ask(self, question: str, topics: list[str] | None = None, qid: str | None = None, q_emb: np.ndarray | None = None) -> AskResult:
+        if not question or not question.strip():
+            raise InputError("the question is empty: ask something, e.g. kgdb ask \"what is the capital of France?\"", path="QUESTION")
+        # The retriever applies the one linking policy: a question naming no entity is refused
+        # (NoTopicError) before anything is written back.
+        if q_emb is not None:
+            res = self.retrieval.retrieve(question, topics or None, qid=qid, q_emb=q_emb)
+        else:
+            res = self.retrieval.retrieve(question, topics or None, qid=qid)
+        timings = dict(res.timings)
+        id_to_name = res.names
+        top = res.triples
+
+        t = time.perf_counter()
+        chains = None
+        if self.chains and res.run:
+            from kgdb.cypher.chains import evidence_chains
+
+            chains = evidence_chains(self.graph, res.run, max_hops=self.chain_hops)
+        timings["chains"] = _ms(t)
+
+        t = time.perf_counter()
+        if self.fmt == "triples":
+            lines = [render_triple(x.head, x.relation, x.tail) for x in top]
+        elif self.fmt == "paths" and res.paths:  # the retriever ordered reasoning paths itself
+            lines = [_as_path(p.render()) for p in res.paths]
+        else:
+            rendered = [c.render() for c in chains.chains] if chains else []
+            lines = rendered if self.fmt == "chains" else [_as_path(line) for line in rendered]
+        prompt = build_prompt(self.fmt, question, lines, self.prompt_version)
+        timings["prompt"] = _ms(t)
+
+        t = time.perf_counter()
+        evidence = Evidence(question, top, list(res.topics), [id_to_name.get(x, x) for x in res.topics], res.cvt)
+        names = {i: n for i, n in id_to_name.items() if is_mid(i) and n != i}
+        reasoning, error = None, None
+        try:
+            reasoning = self.reasoner.reason(prompt, evidence, names)
+        except LLMError as exc:
+            error = str(exc)
+        timings["reason"] = _ms(t)
+
+        answers = ground_answers(reasoning.answers if reasoning else [], reasoning, top, chains, id_to_name)
+        evidence_names = list(dict.fromkeys(n for x in top for n in (x.head, x.tail)))
+        notes = [n for n in [self.retriever_note, *res.notes] if n]
+        return AskResult(
+            question=question,
+            qid=qid,
+            retriever=res.retriever,
+            retriever_note="; ".join(notes) or None,
+            k=self.k,
+            run=res.run,
+            topics=list(res.topics),
+            topic_names=evidence.topic_names,
+            format=self.fmt,
+            evidence_lines=prompt_lines(prompt, lines),
+            prompt=prompt,
+            reasoning=reasoning,
+            answers=answers,
+            error=error,
+            browser_query=browser_query(res.run),
+            timings=timings,
+            evidence_entities=evidence_names,
+            subgraph=res.subgraph,
+        )
+
+
+def _as_path(chain_line: str) -> str:
+    """A chain line without the brackets around relations: RAPL/RRP path style."""
+    return chain_line.replace("→ [", "→ ").replace("] →", " →")
+
+
+def prompt_lines(prompt: Prompt, lines: list[str]) -> list[str]:
+    return [f"Chain {i}. {line}" for i, line in enumerate(lines, 1)] if prompt.template.startswith("chains") else list(lines)
+
+
+def ground_answers(answers: list[str], reasoning: Reasoning | None, top: list[Any], chains: Any, id_to_name: dict[str, str]) -> list[AnswerEvidence]:
+    """Mark each answer grounded when it names an entity of the retrieved triples; attach its evidence."""
+    by_norm: dict[str, str] = {}
+    for x in top:
+        for eid, name in ((x.head_id, x.head), (x.tail_id, x.tail)):
+            by_norm.setdefault(normalize(name), eid)
+            by_norm.setdefault(normalize(eid), eid)
+    out = []
+    for answer in answers:
+        entity = by_norm.get(normalize(answer))
+        lines: list[str] = []
+        support = reasoning.support.get(answer) if reasoning else None
+        if support:  # the extractive reasoner knows the exact route
+            lines = [render_triple(top[i].head, top[i].relation, top[i].tail) for i in support]
+        if not lines and chains is not None and entity is not None:
+            found = [c for c in chains.chains if entity in c.targets]
+            lines = [c.render() for c in sorted(found, key=lambda c: c.hops)][:3]
+        if not lines and entity is not None:
+            lines = [render_triple(x.head, x.relation, x.tail) for x in top if entity in (x.head_id, x.tail_id)][:3]
+        out.append(AnswerEvidence(answer, entity is not None, entity, lines))
+    return out
+
+
+def browser_query(run: str | None) -> str | None:
+    """Paste into Neo4j Browser: the `:param` line, then the named query that draws the run's evidence."""
+    if not run:
+        return None
+    try:
+        text = query(BROWSER_QUERY)
+    except KgdbError:
+        return None
+    return f":param run => {json.dumps(run)}\n\n{text.strip()}"
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0

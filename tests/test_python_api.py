@@ -1,0 +1,126 @@
+"""The README's "Python API" example, run as written against a real Neo4j.
+
+README.md carries the example as one ```python block between `<!-- api-example:start -->` and
+`<!-- api-example:end -->`; `EXAMPLE` below is the same code, so it is exercised even before (or
+if) the README block is missing. The example reads the server from KGDB_NEO4J_URI /
+KGDB_NEO4J_PASSWORD, which the tests point at the fixture's server.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kgdb_graphs import load
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+START, END = "<!-- api-example:start -->", "<!-- api-example:end -->"
+
+EXAMPLE = '''
+import os
+
+import neo4j
+
+import kgdb
+
+uri = os.environ.get("KGDB_NEO4J_URI", "bolt://localhost:7687")
+user = os.environ.get("KGDB_NEO4J_USER", "neo4j")
+password = os.environ["KGDB_NEO4J_PASSWORD"]
+question = "What is the capital of France?"
+
+# Connect by URI (checked at once; anything not given comes from kgdb's settings) ...
+with kgdb.connect(uri, user=user, password=password) as kg:
+    # Score the question's subgraph with the cosine retriever (no checkpoint needed), keep the top 10.
+    r = kg.retrieve(question, retriever="cosine", k=10, write=False)
+    for t in r.triples[:3]:
+        print(t.rank, f"({t.head}, {t.relation}, {t.tail})", round(t.score, 3))
+
+    # Write it back later: a (:Retrieval {run}) node and [:SCORED {run, rank, score}] edges.
+    run = kg.write_back(r)
+    stored = kg.read_run(run)
+    print(run, stored["retriever"], [(x["rank"], x["t_name"]) for x in stored["triples"][:3]])
+
+    # Evidence chains of the run (paths from the question's topic entities over its scored edges).
+    chains = kg.chains(run)
+    print(chains.render())
+
+# ... or through a neo4j.Driver your application already has (kgdb leaves it open).
+driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
+with kgdb.connect(driver=driver) as kg:
+    # Answer without an LLM: the extractive reasoner picks the answer from the retrieved triples.
+    answer = kg.ask(question, retriever="cosine", reasoner="extractive", k=20)
+    print([a.answer for a in answer.answers], answer.run)
+driver.close()
+'''
+
+TRIPLES = [
+    ("France", "location.country.capital", "Paris"),
+    ("France", "location.country.official_language", "French"),
+    ("France", "location.location.containedby", "Europe"),
+    ("Paris", "location.location.containedby", "France"),
+    ("Paris", "travel.travel_destination.tourist_attractions", "Eiffel Tower"),
+    ("Jamaica", "location.country.capital", "Kingston"),
+]
+
+
+@pytest.fixture
+def api_env(graph, neo4j_settings, tmp_path, monkeypatch):
+    """The tiny graph loaded, and the environment a user would set for the example."""
+    load(graph, TRIPLES)
+    s = neo4j_settings
+    monkeypatch.setenv("KGDB_NEO4J_URI", s.neo4j_uri)
+    monkeypatch.setenv("KGDB_NEO4J_USER", s.neo4j_user)
+    monkeypatch.setenv("KGDB_NEO4J_PASSWORD", s.neo4j_password.get_secret_value())
+    monkeypatch.setenv("KGDB_NEO4J_DATABASE", s.neo4j_database)
+    monkeypatch.setenv("KGDB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KGDB_CHECKPOINTS_DIR", str(tmp_path / "ckpt"))
+    monkeypatch.setenv("KGDB_RUNS_DIR", str(tmp_path / "runs"))
+    for key in ("KGDB_LLM_MODEL", "KGDB_LLM_BASE_URL", "KGDB_LLM_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    return graph
+
+
+def readme_example() -> str | None:
+    """The ```python block between the README's api-example markers (None when not there)."""
+    text = README.read_text(encoding="utf-8") if README.is_file() else ""
+    if START not in text or END not in text:
+        return None
+    section = text.split(START, 1)[1].split(END, 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    assert len(blocks) == 1, f"expected one ```python block between the {START} markers, found {len(blocks)}"
+    return blocks[0]
+
+
+def run_example(code: str, graph, capsys) -> str:
+    exec(compile(code, "<README Python API example>", "exec"), {"__name__": "__readme_example__"})
+    out = capsys.readouterr().out
+    assert "(France, location.country.capital, Paris)" in out  # retrieved
+    assert "['Paris']" in out  # answered by the extractive reasoner
+    assert "France → [location.country.capital] → Paris" in out  # a chain of the run
+    runs = graph.run_text("MATCH (r:Retrieval) RETURN r.run AS run, r.retriever AS retriever")
+    assert len(runs) == 2 and {r["retriever"] for r in runs} == {"cosine"}  # write_back + ask
+    assert graph.driver.verify_connectivity() is None  # the fixture's own connection still works
+    return out
+
+
+def test_python_api_example(api_env, capsys):
+    run_example(EXAMPLE, api_env, capsys)
+
+
+def test_readme_python_api_example(api_env, capsys):
+    code = readme_example()
+    if code is None:
+        pytest.skip(f"README.md has no {START} ... {END} section yet")
+    run_example(code, api_env, capsys)
+
+
+def test_readme_example_matches_this_file():
+    """The README block and `EXAMPLE` must not drift apart."""
+    code = readme_example()
+    if code is None:
+        pytest.skip(f"README.md has no {START} ... {END} section yet")
+    assert code.strip() == EXAMPLE.strip()
