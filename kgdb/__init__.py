@@ -33,7 +33,7 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover  # noqa: F401 (names for type checkers)
     from kgdb.api import Kgdb, connect
     from kgdb.config import Settings
     from kgdb.errors import DatabaseError, InputError, KgdbError

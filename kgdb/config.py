@@ -91,9 +91,6 @@ class Settings(BaseSettings):
         return out
 
 
-        return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def load_settings(**overrides: Any) -> Settings:
     return Settings().with_overrides(**overrides)
 

@@ -442,3 +442,149 @@ def train_retriever(
         },
     )
     return find_checkpoint(str(out), settings.checkpoints_dir), result
+
+
+# ---- relation paths: plan, ground in Cypher, score ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedPath:
+    relations: tuple[str, ...]
+    score: float
+
+
+def _walk(anchor: str, triples) -> tuple[list[str], list[int]]:
+    """Entity sequence and step directions of a grounded path (triples are (eid, head, rel, tail))."""
+    nodes, dirs = [anchor], []
+    for _, head, _, tail in triples:
+        forward = head == nodes[-1]
+        nodes.append(tail if forward else head)
+        dirs.append(1 if forward else -1)
+    return nodes, dirs
+
+
+class CosinePathPlanner:
+    """Beam search over relation sequences leaving the topic entities, scored by the cosine of the
+    question (topic names removed) and the relation-path text. Untrained: the baseline a trained
+    planner (RRP) replaces through the same `plan()` call."""
+
+    name = "cosine"
+
+    def __init__(self, embedder, *, max_hops: int = 2, beam: int = 5, ground_cap: int = 200):
+        self.embedder, self.max_hops, self.beam, self.ground_cap = embedder, max_hops, beam, ground_cap
+
+    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
+        from kgdb.cypher.paths import ground_relation_path, relations_around
+        from kgdb.embeddings import relation_text
+        from kgdb.cypher.linking import strip_mentions
+
+        q = self.embedder.encode([strip_mentions(question, topic_names)])[0]
+        frontier: list[tuple[tuple[str, ...], list[str]]] = [((), list(topics))]
+        kept: list[PlannedPath] = []
+        for _ in range(self.max_hops):
+            steps = [(rels + (rel,)) for rels, ends in frontier for rel in sorted({r for r, _ in relations_around(graph, ends)})]
+            steps = list(dict.fromkeys(steps))
+            if not steps:
+                break
+            sims = self.embedder.encode([" ; ".join(relation_text(r) for r in rels) for rels in steps]) @ q
+            order = np.argsort(-sims, kind="stable")[: self.beam]
+            kept += [PlannedPath(steps[i], float(sims[i])) for i in order]
+            frontier = []
+            for i in order:
+                ends = {_walk(a, path)[0][-1] for a in topics for path in ground_relation_path(graph, a, list(steps[i]), cap=self.ground_cap)}
+                frontier.append((steps[i], sorted(ends)))
+        return sorted(kept, key=lambda p: (-p.score, len(p.relations), p.relations))[: self.beam]
+
+
+class RelationPathRetriever:
+    """A `QuestionRetriever` that plans relation paths, grounds each in Cypher hop by hop
+    (`ground_step.cypher`: typed relationships, both directions, parallel edges kept, a bounded
+    frontier) and returns the reasoning paths, their triples and the entities they reach.
+
+    The planner is any object with `plan(graph, question, topics, topic_names) -> [PlannedPath]`;
+    the default is the untrained `CosinePathPlanner`.
+    """
+
+    name = "relation-paths"
+
+    def __init__(self, graph: Graph, settings: Settings, *, planner=None, k: int = 100, write: bool = True, ground_cap: int = 200):
+        from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
+
+        self.graph, self.settings, self.k, self.write, self.ground_cap = graph, settings, k, write, ground_cap
+        _, info = fingerprint_of(graph)
+        self.embedding_model = info.get("model") or settings.embedding_model
+        self.embedder = get_embedder(self.embedding_model, settings.device, settings.embedding_batch_size)
+        self.planner = planner or CosinePathPlanner(self.embedder)
+        self.notes: list[str] = []
+
+    def describe(self) -> dict:
+        return {"retriever": self.name, "planner": getattr(self.planner, "name", type(self.planner).__name__), "k": self.k}
+
+    def retrieve(
+        self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None
+    ) -> Retrieval:
+        from kgdb.cypher.paths import entity_names, ground_relation_path
+        from kgdb.protocol import ScoredEntity, ScoredPath
+
+        if not question or not question.strip():
+            raise InputError("the question is empty", path="QUESTION")
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        q_emb = self.embedder.encode([question])[0] if q_emb is None else q_emb
+        found = question_topics(self.graph, question, q_emb, topics)
+        names = {i: n for i, (n, _) in entity_names(self.graph, found.ids).items()}
+        timings["link"] = _ms(t)
+        t = time.perf_counter()
+        plans = self.planner.plan(self.graph, question, found.ids, [names.get(i, i) for i in found.ids])
+        timings["plan"] = _ms(t)
+        t = time.perf_counter()
+        paths: list[ScoredPath] = []
+        triples: dict[str, tuple[float, tuple]] = {}  # elementId -> (best path score, triple)
+        for plan in plans:
+            for anchor in found.ids:
+                for grounded in ground_relation_path(self.graph, anchor, list(plan.relations), cap=self.ground_cap):
+                    nodes, dirs = _walk(anchor, grounded)
+                    paths.append(ScoredPath(plan.score, tuple(nodes), plan.relations, tuple(dirs), source=getattr(self.planner, "name", "")))
+                    for triple in grounded:
+                        if triple[0] not in triples or triples[triple[0]][0] < plan.score:
+                            triples[triple[0]] = (plan.score, triple)
+        timings["ground"] = _ms(t)
+        info = entity_names(self.graph, [e for p in paths for e in p.entities] + found.ids)
+        names = {i: n for i, (n, _) in info.items()}
+        cvt = {i for i, (_, is_cvt) in info.items() if is_cvt}
+        paths = [ScoredPath(p.score, p.entities, p.relations, p.directions, tuple(names.get(e, e) for e in p.entities), p.source) for p in paths]
+        paths.sort(key=lambda p: (-p.score, len(p.relations), p.entities))
+        ordered = sorted(triples.values(), key=lambda st: (-st[0], st[1][0]))[: self.k]
+        top = [
+            ScoredTriple(rank, names.get(h, h), r, names.get(tl, tl), score, h, tl, -1)
+            for rank, (score, (_, h, r, tl)) in enumerate(ordered, start=1)
+        ]
+        best: dict[str, float] = {}
+        for p in paths:
+            if p.answer not in found.ids and p.answer not in cvt:
+                best[p.answer] = max(best.get(p.answer, -1.0), p.score)
+        entities = [ScoredEntity(e, names.get(e, e), sc) for e, sc in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))]
+        run = None
+        t = time.perf_counter()
+        if self.write and ordered:
+            run = write_scores(self.graph, _as_subgraph(question, qid, found.ids, [st[1] for st in ordered]),
+                               np.array([st[0] for st in ordered]), self.name, self.k)
+        timings["write"] = _ms(t)
+        return Retrieval(
+            question=question, qid=qid, retriever=self.name, k=self.k, topics=found.ids, triples=top, paths=paths,
+            entities=entities, run=run, linked=found.linked, names=names, cvt=cvt, timings=timings,
+            notes=[n for n in [found.note()] if n],
+        )
+
+
+def _as_subgraph(question: str, qid: str | None, topics: list[str], triples: list[tuple]) -> Subgraph:
+    """The grounded triples as a `Subgraph`, the shape write-back takes."""
+    ids = list(dict.fromkeys([*topics, *(x for _, h, _, t in triples for x in (h, t))]))
+    pos = {e: i for i, e in enumerate(ids)}
+    n = len(ids)
+    return Subgraph(
+        entity_ids=ids, entity_names=ids, entity_idx=np.zeros(n, np.int64), is_cvt=np.zeros(n, bool),
+        head=np.array([pos[h] for _, h, _, _ in triples], np.int64), relation=np.zeros(len(triples), np.int64),
+        tail=np.array([pos[t] for _, _, _, t in triples], np.int64), relation_names=[r for _, _, r, _ in triples],
+        edge_ids=[e for e, _, _, _ in triples], topic=np.array([pos[t] for t in topics], np.int64), question=question, qid=qid,
+    )

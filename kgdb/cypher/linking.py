@@ -195,3 +195,12 @@ def _resolve(graph: Graph, names_or_ids: list[str]) -> list[str]:
 def _phrase(text: str) -> str:
     words = [_LUCENE_SPECIAL.sub(r"\\\1", w) for w in text.split()]
     return '"' + " ".join(words) + '"' if words else ""
+
+
+def strip_mentions(question: str, names: list[str] | tuple[str, ...]) -> str:
+    """The question without the topic entity names (so its vector is about the relations asked)."""
+    q = question
+    for name in sorted((n for n in names if n), key=len, reverse=True):
+        q = re.sub(re.escape(name), " ", q, flags=re.IGNORECASE)
+    q = " ".join(q.split())
+    return q or question

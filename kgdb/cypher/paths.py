@@ -53,3 +53,15 @@ def ground_relation_path(graph: Graph, topic_id: str, relations: list[str], cap:
         if not paths:
             return []
     return [[tuple(t) for t in p["triples"]] for p in paths]
+
+
+def relations_around(graph: Graph, entity_ids: list[str], limit: int = 1000) -> list[tuple[str, int]]:
+    """(relation, direction) pairs at these entities: +1 when the entity is the head."""
+    rows = graph.run("relations_around", ids=list(entity_ids), limit=limit)
+    return [(r["relation"], int(r["direction"])) for r in rows]
+
+
+def entity_names(graph: Graph, entity_ids: list[str]) -> dict[str, tuple[str, bool]]:
+    """id -> (readable name, is CVT) for the given entities."""
+    rows = graph.run("entity_names", ids=list(dict.fromkeys(entity_ids)))
+    return {r["id"]: (r["name"], bool(r["cvt"])) for r in rows}

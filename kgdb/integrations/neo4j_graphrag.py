@@ -5,6 +5,7 @@ templates. Its own retrievers search vector indexes or generate Cypher; this one
 kgdb's scored triples (a registered retriever scores the question's subgraph and keeps the top K,
 written back as a run unless `write=False`), one result item per triple:
 
+    import kgdb
     from neo4j_graphrag.generation import GraphRAG
     from neo4j_graphrag.llm import OpenAILLM
     from kgdb.integrations.neo4j_graphrag import KgdbRetriever
@@ -18,7 +19,8 @@ This module is the only place kgdb imports `neo4j_graphrag` (an optional extra).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import neo4j
 
@@ -31,6 +33,9 @@ except ImportError as exc:
     raise KgdbError(
         "kgdb.integrations.neo4j_graphrag needs the neo4j-graphrag package: pip install 'kgdb[graphrag]'"
     ) from exc
+
+if TYPE_CHECKING:
+    from kgdb.api import Kgdb
 
 __all__ = ["KgdbRetriever"]
 
@@ -49,7 +54,7 @@ class KgdbRetriever(Retriever):
 
     def __init__(
         self,
-        kg: Any,
+        kg: Kgdb,
         retriever: str = "subgraphrag",
         *,
         checkpoint: str | None = None,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from kgdb.config import Settings
+from kgdb.cypher.linking import strip_mentions
 from kgdb.qa.prompts import Prompt
 from kgdb.qa.reasoners.base import Reasoning
 
@@ -127,17 +128,6 @@ def word_stems(text: str) -> set[str]:
     import re
 
     return {w[:4] for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 3 and w not in _FUNCTION_WORDS}
-
-
-def strip_mentions(question: str, names: Sequence[str]) -> str:
-    """The question without the topic entity names (so its vector is about the relations asked)."""
-    import re
-
-    q = question
-    for name in sorted((n for n in names if n), key=len, reverse=True):
-        q = re.sub(re.escape(name), " ", q, flags=re.IGNORECASE)
-    q = " ".join(q.split())
-    return q or question
 
 
 class ExtractiveReasoner:

@@ -1,0 +1,6 @@
+// Readable names of entities by id, and whether each is an unnamed compound-value (CVT) node.
+// Parameters:
+//   :param ids => ['Jamaica', 'm.0abc1']
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+RETURN e.id AS id, coalesce(e.name, e.id) AS name, e:CVT AS cvt;

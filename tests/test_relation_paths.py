@@ -1,0 +1,69 @@
+"""The question-level protocol with a retriever that plans relation paths and grounds them in
+Cypher (`ground_step.cypher`), then feeds `kgdb ask`'s paths prompt."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgdb.cypher.writeback import show_run
+from kgdb.pipeline import PlannedPath, RelationPathRetriever
+from kgdb.protocol import QuestionRetriever
+from kgdb.qa.ask import AskPipeline
+from kgdb_graphs import load
+from test_pipeline import TRIPLES
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+class FixedPlanner:
+    """A planner that proposes given relation paths (the seam a trained RRP planner plugs into)."""
+
+    name = "fixed"
+
+    def __init__(self, *paths: tuple[str, ...]):
+        self.paths = [PlannedPath(p, 1.0 - 0.1 * i) for i, p in enumerate(paths)]
+
+    def plan(self, graph, question, topics, topic_names):
+        return self.paths
+
+
+def test_planned_relation_paths_are_grounded_scored_and_written(graph):
+    load(graph, TRIPLES)
+    planner = FixedPlanner(("location.country.capital",), ("location.location.containedby", "location.citytown.postal_codes"))
+    r = RelationPathRetriever(graph, graph.settings, planner=planner, k=10)
+    assert isinstance(r, QuestionRetriever)
+    res = r.retrieve("what is the capital of jamaica?", ["Jamaica"], qid="q-cap")
+    best = res.paths[0]
+    assert best.entities == ("Jamaica", "Kingston") and best.relations == ("location.country.capital",) and best.directions == (1,)
+    # The two-hop path runs against the containedby edge (Kingston -> Jamaica), then along postal_codes.
+    two = [p for p in res.paths if len(p.relations) == 2]
+    assert two and two[0].entities == ("Jamaica", "Kingston", "m.0abc1") and two[0].directions == (-1, 1)
+    assert [e.id for e in res.entities][:1] == ["Kingston"]
+    assert res.triples[0].tail == "Kingston" and res.triples[0].rank == 1
+    run = show_run(graph, res.run)
+    assert run["retriever"] == "relation-paths" and {t["rel"] for t in run["triples"]} >= {"location.country.capital"}
+
+
+def test_cosine_planner_finds_the_capital_relation(graph):
+    load(graph, TRIPLES)
+    r = RelationPathRetriever(graph, graph.settings, write=False)
+    res = r.retrieve("what is the capital of jamaica?", ["Jamaica"])
+    assert res.run is None and res.paths
+    assert ("location.country.capital",) in [p.relations for p in res.paths[:3]]
+
+
+def test_paths_prompt_takes_the_retrievers_ordered_paths(graph):
+    load(graph, TRIPLES)
+    r = RelationPathRetriever(graph, graph.settings, planner=FixedPlanner(("location.country.capital",)), k=10)
+    asked = AskPipeline(graph, graph.settings, retriever=r, fmt="paths", reasoner="extractive").ask("what is the capital of jamaica?", ["Jamaica"])
+    assert asked.retriever == "relation-paths"
+    assert any("Jamaica → location.country.capital → Kingston" in line for line in asked.evidence_lines)
+    assert [a.answer for a in asked.answers][:1] == ["Kingston"]
+
+
+def test_unknown_relation_grounds_to_nothing(graph):
+    load(graph, TRIPLES)
+    res = RelationPathRetriever(graph, graph.settings, planner=FixedPlanner(("no.such.relation",)), write=False).retrieve(
+        "what is the capital of jamaica?", ["Jamaica"]
+    )
+    assert res.paths == [] and res.triples == [] and res.entities == []
