@@ -4,6 +4,12 @@
         --questions ../shared/data/webqsp/questions.jsonl --n 100
 
 Questions are asked as a user would: the topic entity is linked from the text (no gold topics).
+
+    .venv/bin/python benchmarks/ask.py --cold 5 [--question "What is the capital of France?"]
+
+times whole `kgdb ask` processes from a cold start (imports, model load, connection, one
+question), and the CLI commands that must start fast (`--help`, `status`, `neo4j status`,
+`runs list`), each as the median of N runs, all in this one run.
 Warm-up questions (model load, first queries) are not counted. With --write the scores are written
 back and evidence chains built, as plain `kgdb ask` does; the runs created are pruned at the end.
 """
@@ -29,7 +35,9 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--questions", type=Path, required=True)
+    ap.add_argument("--questions", type=Path)
+    ap.add_argument("--cold", type=int, default=0, help="time N cold `kgdb ask` processes and the fast CLI commands instead")
+    ap.add_argument("--question", default="What is the capital of France?", help="the question the cold runs ask")
     ap.add_argument("--n", type=int, default=100, help="questions timed (first N of the file)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--retriever", default="subgraphrag")
@@ -37,6 +45,11 @@ def main() -> None:
     ap.add_argument("--hops", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="write back + build chains (pruned afterwards)")
     args = ap.parse_args()
+    if args.cold:
+        cold(args)
+        return
+    if args.questions is None:
+        ap.error("--questions is required (or use --cold N)")
 
     settings = load_settings()
     questions = read_questions(args.questions).questions[: args.warmup + args.n]
@@ -78,6 +91,29 @@ def main() -> None:
     for s in ASK_STAGES:
         v = stages[s]
         print(f"{s:<10} {statistics.median(v):9.1f} {statistics.fmean(v):9.1f}")
+
+
+def cold(args: argparse.Namespace) -> None:
+    """Median wall seconds of whole processes, each started from nothing."""
+    import subprocess
+    import sys
+
+    kgdb = [sys.executable, "-m", "kgdb"]
+    commands = {
+        "kgdb --help": kgdb + ["--help"],
+        "kgdb status": kgdb + ["status"],
+        "kgdb neo4j status": kgdb + ["neo4j", "status"],
+        "kgdb runs list": kgdb + ["runs", "list", "--limit", "5"],
+        f"kgdb ask ({args.retriever}, no LLM)": kgdb + ["ask", args.question, "--retriever", args.retriever, "--reasoner", "extractive", "--no-write"],
+    }
+    print(f"{'command':<40} {'median s':>9} {'min s':>7}  (of {args.cold} cold processes)")
+    for name, cmd in commands.items():
+        walls = []
+        for _ in range(args.cold):
+            start = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, check=False)
+            walls.append(time.perf_counter() - start)
+        print(f"{name:<40} {statistics.median(walls):9.2f} {min(walls):7.2f}")
 
 
 if __name__ == "__main__":

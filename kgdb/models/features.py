@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch_geometric.data import Batch, Data
 
 from kgdb.errors import KgdbError
 from kgdb.models.base import SubgraphTensors, TensorTables
@@ -76,6 +75,8 @@ def batch_tensors(parts: list[SubgraphTensors]) -> SubgraphTensors:
     """One disjoint union of several questions' tensors (PyG `Batch`), scored in a single pass."""
     if len(parts) == 1:
         return parts[0]
+    from torch_geometric.data import Batch, Data  # ~2 s to import: only batched scoring pays it
+
     data = [
         Data(
             edge_index=torch.stack([p.head, p.tail]),
