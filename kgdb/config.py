@@ -19,6 +19,20 @@ from pydantic_settings import (
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
 
+def mask_uri(uri: str) -> str:
+    """The URI with the password of any `user:password@` part replaced, for every message and table."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        scheme, rest = "", uri
+    authority, slash, path = rest.partition("/")
+    if "@" not in authority:
+        return uri
+    userinfo, _, host = authority.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    masked = f"{user}:********@{host}" if ":" in userinfo else f"{user}@{host}"
+    return f"{scheme}{sep}{masked}{slash}{path}"
+
+
 def _toml_path() -> Path:
     return Path(os.environ.get("KGDB_CONFIG", "kgdb.toml"))
 
@@ -85,6 +99,8 @@ class Settings(BaseSettings):
             value = getattr(self, name)
             if isinstance(value, SecretStr):
                 value = "********" if value.get_secret_value() else ""
+            elif name.endswith("_uri") or name.endswith("_url"):
+                value = mask_uri(value) if isinstance(value, str) else value
             elif isinstance(value, Path):
                 value = str(value)
             out[name] = value

@@ -77,6 +77,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def browser_link(host: str, http_port: int, bolt_port: int) -> str:
+    """A Browser URL whose connect form is filled in with this server's Bolt address.
+
+    Without `connectURL` Browser offers the address it remembers (often another server's 7687).
+    """
+    from urllib.parse import quote
+
+    return f"http://{host}:{http_port}/browser/?connectURL={quote(f'bolt://{host}:{bolt_port}', safe='')}"
+
+
 def require_tool(name: str, fix: str) -> str:
     path = shutil.which(name)
     if not path:

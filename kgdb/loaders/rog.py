@@ -58,13 +58,18 @@ def read_rog(paths: list[Path], bad: BadLines | None = None) -> TripleSource:
             if graph is None:
                 bad("record has no `graph` column (expected RoG columns id, question, answer, q_entity, a_entity, graph)", path, line_no)
                 continue
+            if not isinstance(graph, (list, tuple)):
+                bad("`graph` must be a list of [head, relation, tail]", path, line_no)
+                continue
             for triple in graph:
                 fields = [str(x) if x is not None else "" for x in triple] if isinstance(triple, (list, tuple)) else []
                 if len(fields) != 3 or not all(f.strip() for f in fields):
                     bad(f"graph entry {triple!r} is not a [head, relation, tail] of non-empty strings", path, line_no)
                     continue
-                h, r, t = fields
-                source.triples.append((normalise_mid(h), normalise_relation(r), normalise_mid(t)))
+                h, r, t = (bad.clean(f) for f in fields)
+                h, r, t = normalise_mid(h), normalise_relation(r), normalise_mid(t)
+                if bad.triple_ok(h, r, t, path, line_no):
+                    source.triples.append((h, r, t))
     return source
 
 
