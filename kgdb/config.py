@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from platformdirs import user_cache_dir, user_data_dir
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -69,6 +69,14 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(default_factory=lambda: Path(user_cache_dir("kgdb")))
     runs_dir: Path = Field(default_factory=lambda: Path("runs"))
     checkpoints_dir: Path = Field(default_factory=lambda: Path("checkpoints"))
+
+    @model_validator(mode="after")
+    def _uri_follows_bolt_port(self) -> "Settings":
+        # Setting only the Bolt port (for `kgdb neo4j start`) must also move where kgdb connects;
+        # an explicit URI always wins.
+        if "neo4j_uri" not in self.model_fields_set and "neo4j_bolt_port" in self.model_fields_set:
+            self.neo4j_uri = f"bolt://localhost:{self.neo4j_bolt_port}"
+        return self
 
     @classmethod
     def settings_customise_sources(
