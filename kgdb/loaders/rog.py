@@ -42,6 +42,9 @@ def rog_rows(path: Path, bad: BadLines) -> Iterator[tuple[int, dict[str, Any]]]:
             except json.JSONDecodeError as exc:
                 bad(f"invalid JSON ({exc.msg})", path, line_no)
                 continue
+            except (ValueError, RecursionError) as exc:  # integers too long to convert, nesting too deep
+                bad(f"unreadable JSON ({type(exc).__name__})", path, line_no)
+                continue
             if not isinstance(record, dict):
                 bad("expected a JSON object per line", path, line_no)
                 continue
