@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 
@@ -27,7 +28,16 @@ from kgdb.cypher.paths import label_subgraph
 from kgdb.cypher.retrieval import DEFAULT_CAP, fetch_subgraph
 from kgdb.embeddings import get_embedder
 
+# ../shared/data beside the repository, wherever the benchmark is started from.
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def require_file(path: Path, what: str) -> None:
+    """One line and exit 2 instead of a traceback when the data is not where it is expected."""
+    if not path.is_file():
+        print(f"error: {path}: {what} not found (expected ../shared/data beside the repository; "
+              "pass the file's path as an option)", file=sys.stderr)
+        raise SystemExit(2)
 app = typer.Typer(add_completion=False)
 logging.getLogger("neo4j").setLevel(logging.ERROR)
 
@@ -44,6 +54,7 @@ def webqsp(
     limit: int = typer.Option(0, help="only the first N questions (0: all)"),
     warmup: int = 20,
 ) -> None:
+    require_file(questions, "WebQSP questions")
     settings = load_settings()
     rows = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = [r for r in rows if r["q_entity"]][: limit or None]
@@ -108,4 +119,10 @@ def hub(caps: str = typer.Option("1000000,2000,1000,500,100", help="caps to comp
 
 
 if __name__ == "__main__":
-    app()
+    from kgdb.errors import KgdbError
+
+    try:
+        app()
+    except KgdbError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None

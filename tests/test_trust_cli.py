@@ -7,8 +7,10 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +162,27 @@ def test_redirected_load_shows_progress_lines_full_numbers_and_the_whole_load_ra
     assert len(progress) >= 3 and progress[-1].startswith("triples: 30,000/30,000 (100%)"), proc.stdout
     assert "30,000" in proc.stdout and "…" not in proc.stdout
     assert re.search(r"triples/s, whole load \(read to embeddings\)\s*│\s*[\d,]+", proc.stdout), proc.stdout
+
+
+# -- item 17 (benchmark paths) -------------------------------------------------------------------
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.mark.parametrize("script, args", [
+    ("subgraph.py", ["webqsp", "--questions"]),
+    ("retrieve.py", ["--questions"]),
+    ("load.py", ["--data"]),
+])
+def test_benchmarks_fail_with_one_line_when_data_is_missing_from_any_working_directory(tmp_path, script, args):
+    missing = tmp_path / "nowhere" / "questions.jsonl"
+    out = subprocess.run([sys.executable, str(BENCH / script), *args, str(missing)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 2 and len(lines) == 1 and "not found" in lines[0] and "Traceback" not in out.stderr, out.stderr
+
+
+def test_benchmark_default_data_is_beside_the_repository_not_the_working_directory():
+    for script in ("subgraph.py", "retrieve.py"):
+        text = (BENCH / script).read_text()
+        assert 'Path(__file__).resolve().parents[1].parent / "shared" / "data"' in text
+        assert 'Path("../shared' not in text
