@@ -14,7 +14,7 @@ from kgdb.cypher.schema import counts
 from kgdb.errors import InputError, KgdbError
 from kgdb.loaders.sources import open_source
 from kgdb.loaders.writer import write_graph
-from test_load_cli import KGDB, _one_line_error, env_for, kgdb
+from test_load_cli import KGDB, _one_line_error, env_for, kgdb, local_server  # noqa: F401 (fixture)
 
 
 def _lease_nodes(graph) -> list[dict]:
@@ -207,3 +207,15 @@ def test_an_empty_source_is_an_error_not_a_silent_no_op(graph, tmp_path, content
     path = tmp_path / "empty.tsv"
     path.write_bytes(content)
     _one_line_error(kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed"), str(path), "nothing to load")
+
+
+def test_bulk_refuses_to_stop_the_server_under_a_running_bolt_load(graph, local_server):
+    from kgdb.loaders.bulk import bulk_load
+    from kgdb.loaders.lease import LeaseHeld
+
+    write_graph(graph, [("a", "r.x", "b")])
+    graph.run("load_lease_acquire", key="lease:load", holder="build-host-7 pid 4242 started 2026-01-01T00:00:00+00:00 token 1")
+    pid = local_server.pid()
+    with pytest.raises(LeaseHeld, match="build-host-7"):
+        bulk_load(graph.settings, local_server, [("c", "r.x", "d")], replace=True, log=lambda *_: None)
+    assert local_server.pid() == pid and counts(graph)["triples"] == 1

@@ -139,9 +139,13 @@ def bulk_load(
     """Replace the local database with `triples` via neo4j-admin import, then build the schema."""
     from kgdb.cypher.schema import init_schema
 
+    from kgdb.loaders.lease import acquire, release
+
     check_local(settings, server)
     if server.running():
         with Graph.connect(settings) as graph:
+            # Stopping the server under a running Bolt load would kill it: refuse while one holds the lease.
+            release(graph, acquire(graph))
             nodes = (graph.single("load_node_count") or {}).get("nodes", 0)
         if nodes and not replace:
             raise KgdbError(
