@@ -82,10 +82,11 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
             return False
 
 
-def jar_cache() -> Path:
+def jar_cache(cache_dir: Path | None = None) -> Path:
     """Where the jars of this Neo4j version are resolved once and shared by every home (the
     default server, test servers, CI): installing never has to touch a server's own folder."""
-    return Path(user_cache_dir("kgdb")) / "neo4j-lib" / f"{NEO4J_VERSION}-{BROWSER_VERSION}"
+    base = Path(cache_dir) if cache_dir is not None else Path(user_cache_dir("kgdb"))
+    return base / "neo4j-lib" / f"{NEO4J_VERSION}-{BROWSER_VERSION}"
 
 
 def is_loopback(address: str) -> bool:
@@ -448,7 +449,7 @@ def server_from_settings(settings) -> LocalServer:
     # Homes installed before the shared jar cache keep using their own complete lib.
     own_lib = LocalServer(home=home, password="").jars_installed()
     return LocalServer(
-        lib_dir=None if own_lib else jar_cache(),
+        lib_dir=None if own_lib else jar_cache(getattr(settings, "cache_dir", None)),
         home=home,
         password=settings.neo4j_password.get_secret_value(),
         bolt_port=settings.neo4j_bolt_port,
