@@ -177,3 +177,10 @@ def test_jars_resolve_into_a_shared_cache_not_a_home(tmp_path):
     home = tmp_path / "fresh-home"
     server = server_from_settings(Settings(neo4j_home=home))
     assert not str(server.lib).startswith(str(home))
+
+
+def test_install_jars_only_creates_no_server_home(tmp_path):
+    home = tmp_path / "untouched"
+    out = kgdb("neo4j", "install", "--jars-only", "--home", str(home))
+    assert out.returncode == 0, out.stderr
+    assert not home.exists()

@@ -36,10 +36,19 @@ HttpOpt = typer.Option(None, "--http-port", help="HTTP/Browser port \\[env KGDB_
 
 
 @neo4j_app.command("install")
-def neo4j_install(ctx: typer.Context, home: Optional[Path] = HomeOpt, bolt_port: Optional[int] = BoltOpt,
-                  http_port: Optional[int] = HttpOpt) -> None:
-    """Resolve Neo4j community + Browser jars from Maven Central and write neo4j.conf (idempotent)."""
-    _server(ctx, home, bolt_port, http_port).install(log=_log)
+def neo4j_install(
+    ctx: typer.Context, home: Optional[Path] = HomeOpt, bolt_port: Optional[int] = BoltOpt,
+    http_port: Optional[int] = HttpOpt,
+    jars_only: bool = typer.Option(False, "--jars-only", help="Only resolve the jars into the shared cache; create "
+                                   "no server home (what CI needs: its tests start their own server)."),
+) -> None:
+    """Resolve Neo4j community + Browser jars from Maven Central into a shared cache, then write neo4j.conf
+    and set the initial password (idempotent; a running server's conf is left alone)."""
+    server = _server(ctx, home, bolt_port, http_port)
+    if jars_only:
+        server.install_jars(log=_log)
+    else:
+        server.install(log=_log)
 
 
 @neo4j_app.command("start")
