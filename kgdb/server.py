@@ -136,6 +136,10 @@ class LocalServer:
     lib_dir: Path | None = None
     extra_conf: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # The JVM runs with the home as working directory: a relative --home-dir would point elsewhere.
+        self.home = Path(self.home).expanduser().absolute()
+
     @property
     def lib(self) -> Path:
         return self.lib_dir or self.home / "lib"
@@ -309,10 +313,11 @@ class LocalServer:
         try:
             proc = psutil.Process(pid)
             cmdline = proc.cmdline()
+            homes = [arg.split("=", 1)[1] for arg in cmdline if arg.startswith("--home-dir=")]
             # The pid file alone proves nothing (a copied home, a reused pid): the process must be
             # a Neo4j server started on this very home.
             if (proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and ENTRY_POINT in cmdline
-                    and f"--home-dir={self.home}" in cmdline):
+                    and any(Path(h).resolve() == self.home.resolve() for h in homes)):
                 return pid
         except psutil.Error:
             pass

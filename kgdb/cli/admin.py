@@ -74,7 +74,7 @@ def neo4j_status(ctx: typer.Context, home: Optional[Path] = HomeOpt) -> None:
     if server.running():
         say("running (pid {}): Bolt {}, Browser {}, home {}", server.pid(), server.bolt_uri, server.browser_link, server.home)
         return
-    if server.jars_installed():
+    if server.jars_installed() and (server.conf_dir / "neo4j.conf").is_file():  # jars alone: the shared cache
         say("installed in {}, not running: `kgdb neo4j start`", server.home)
     else:
         say("not installed in {}: `kgdb neo4j install`", server.home)
