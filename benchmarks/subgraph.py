@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import typer
 
-from kgdb.config import load_settings
+from kgdb.config import load_settings, mask_uri
 from kgdb.cypher import Graph
 from kgdb.cypher.paths import label_subgraph
 from kgdb.cypher.retrieval import DEFAULT_CAP, fetch_subgraph
@@ -87,7 +87,7 @@ def webqsp(
     n = len(rows)
     ms = [x * 1000 for x in latency]
     print(f"questions: {n} with gold topic entities ({n - len(latency)} with no topic entity in the graph)")
-    print(f"settings: hops={hops} cap={cap} uri={settings.neo4j_uri}")
+    print(f"settings: hops={hops} cap={cap} uri={mask_uri(settings.neo4j_uri)}")
     print(f"question embedding (batch, not counted): {embed_s:.2f} s total")
     print(f"latency ms: p50 {_pct(ms, 50):.1f}  p95 {_pct(ms, 95):.1f}  max {max(ms):.1f}  mean {np.mean(ms):.1f}")
     print(f"triples per subgraph: mean {np.mean(triples):.0f}  p50 {_pct(triples, 50):.0f}  "

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from kgdb.config import Settings
+from kgdb.config import Settings, mask_uri
 from kgdb.cypher import Graph
 from kgdb.errors import KgdbError
 from kgdb.loaders.writer import (
@@ -50,7 +50,7 @@ def check_local(settings: Settings, server: LocalServer) -> None:
     if uri.hostname not in LOCAL_HOSTS or (uri.port or 7687) != server.bolt_port:
         raise KgdbError(
             f"--bulk imports into the local server in {server.home} (Bolt port {server.bolt_port}), but "
-            f"KGDB_NEO4J_URI is {settings.neo4j_uri}: drop --bulk for a remote or Docker server, or set "
+            f"KGDB_NEO4J_URI is {mask_uri(settings.neo4j_uri)}: drop --bulk for a remote or Docker server, or set "
             "KGDB_NEO4J_HOME / KGDB_NEO4J_BOLT_PORT to the server that URI names"
         )
     if not server.jars_installed():
