@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import resource
+import sys
 import tempfile
 import threading
 import time
@@ -87,6 +88,11 @@ def main(
     pagecache: str = typer.Option("1g", help="Page cache of the throw-away server."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the figures as JSON here."),
 ) -> None:
+    for name in ("triples.tsv", "names.tsv"):
+        if not (data / name).is_file():
+            print(f"error: {data / name}: not found (expected ../shared/data/fb15k237 beside the repository; "
+                  "pass --data)", file=sys.stderr)
+            raise SystemExit(2)
     settings = load_settings()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="kgdb-bench-load-") as tmp:

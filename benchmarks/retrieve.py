@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +25,9 @@ from kgdb.config import load_settings
 from kgdb.models.base import TensorTables, resolve_device
 from kgdb.models.features import build_tensors
 from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
+
+# ../shared/data beside the repository, wherever the benchmark is started from.
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def pct(values: list[float], q: float) -> float:
@@ -141,7 +145,8 @@ def pipeline_benchmark(args) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--questions", type=Path, default=Path("../shared/data/webqsp/questions.jsonl"))
+    p.add_argument("--questions", type=Path, default=DATA / "webqsp" / "questions.jsonl",
+                   help="Question file (default: ../shared/data beside the repository, wherever this runs from).")
     p.add_argument("--split", default="test")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--retriever", default="subgraphrag")
@@ -163,6 +168,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = args.device or resolve_device(load_settings().device)
     if not args.scoring_only:
+        if not args.questions.is_file():
+            print(f"error: {args.questions}: question file not found (expected ../shared/data beside the "
+                  "repository; pass --questions, or --scoring-only for the benchmark without data)", file=sys.stderr)
+            raise SystemExit(2)
         pipeline_benchmark(args)
         if not args.benchmark_scoring:
             return
@@ -170,4 +179,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from kgdb.errors import KgdbError
+
+    try:
+        main()
+    except KgdbError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None

@@ -15,19 +15,29 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import typer
 
-from kgdb.config import load_settings
+from kgdb.config import load_settings, mask_uri
 from kgdb.cypher import Graph
 from kgdb.data.labels import label_subgraph
 from kgdb.cypher.retrieval import DEFAULT_CAP, fetch_subgraph
 from kgdb.embeddings import get_embedder
 
+# ../shared/data beside the repository, wherever the benchmark is started from.
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def require_file(path: Path, what: str) -> None:
+    """One line and exit 2 instead of a traceback when the data is not where it is expected."""
+    if not path.is_file():
+        print(f"error: {path}: {what} not found (expected ../shared/data beside the repository; "
+              "pass the file's path as an option)", file=sys.stderr)
+        raise SystemExit(2)
 app = typer.Typer(add_completion=False)
 logging.getLogger("neo4j").setLevel(logging.ERROR)
 
@@ -44,6 +54,7 @@ def webqsp(
     limit: int = typer.Option(0, help="only the first N questions (0: all)"),
     warmup: int = 20,
 ) -> None:
+    require_file(questions, "WebQSP questions")
     settings = load_settings()
     rows = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = [r for r in rows if r["q_entity"]][: limit or None]
@@ -76,7 +87,7 @@ def webqsp(
     n = len(rows)
     ms = [x * 1000 for x in latency]
     print(f"questions: {n} with gold topic entities ({n - len(latency)} with no topic entity in the graph)")
-    print(f"settings: hops={hops} cap={cap} uri={settings.neo4j_uri}")
+    print(f"settings: hops={hops} cap={cap} uri={mask_uri(settings.neo4j_uri)}")
     print(f"question embedding (batch, not counted): {embed_s:.2f} s total")
     print(f"latency ms: p50 {_pct(ms, 50):.1f}  p95 {_pct(ms, 95):.1f}  max {max(ms):.1f}  mean {np.mean(ms):.1f}")
     print(f"triples per subgraph: mean {np.mean(triples):.0f}  p50 {_pct(triples, 50):.0f}  "
@@ -108,4 +119,10 @@ def hub(caps: str = typer.Option("1000000,2000,1000,500,100", help="caps to comp
 
 
 if __name__ == "__main__":
-    app()
+    from kgdb.errors import KgdbError
+
+    try:
+        app()
+    except KgdbError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from platformdirs import user_cache_dir, user_data_dir
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -17,6 +17,20 @@ from pydantic_settings import (
 )
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+
+
+def mask_uri(uri: str) -> str:
+    """The URI with the password of any `user:password@` part replaced, for every message and table."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        scheme, rest = "", uri
+    authority, slash, path = rest.partition("/")
+    if "@" not in authority:
+        return uri
+    userinfo, _, host = authority.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    masked = f"{user}:********@{host}" if ":" in userinfo else f"{user}@{host}"
+    return f"{scheme}{sep}{masked}{slash}{path}"
 
 
 def _toml_path() -> Path:
@@ -56,6 +70,14 @@ class Settings(BaseSettings):
     runs_dir: Path = Field(default_factory=lambda: Path("runs"))
     checkpoints_dir: Path = Field(default_factory=lambda: Path("checkpoints"))
 
+    @model_validator(mode="after")
+    def _uri_follows_bolt_port(self) -> "Settings":
+        # Setting only the Bolt port (for `kgdb neo4j start`) must also move where kgdb connects;
+        # an explicit URI always wins.
+        if "neo4j_uri" not in self.model_fields_set and "neo4j_bolt_port" in self.model_fields_set:
+            self.neo4j_uri = f"bolt://localhost:{self.neo4j_bolt_port}"
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -85,6 +107,8 @@ class Settings(BaseSettings):
             value = getattr(self, name)
             if isinstance(value, SecretStr):
                 value = "********" if value.get_secret_value() else ""
+            elif name.endswith("_uri") or name.endswith("_url"):
+                value = mask_uri(value) if isinstance(value, str) else value
             elif isinstance(value, Path):
                 value = str(value)
             out[name] = value

@@ -8,6 +8,8 @@ command, and waits until Bolt answers. This module never imports torch.
 
 from __future__ import annotations
 
+import fcntl
+import ipaddress
 import os
 import shutil
 import signal
@@ -19,12 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+from platformdirs import user_cache_dir
 
 from kgdb.errors import KgdbError
 
 NEO4J_VERSION = "5.26.30"
 BROWSER_VERSION = "5.24.0"
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
+DEFAULT_PASSWORD = "kgdb-password"  # the documented one: fine on loopback, refused beyond it
+# Variables the server JVM must not inherit: it never needs them, and /proc/<pid>/environ of a
+# long-running JVM is where a password would otherwise sit for its whole life.
+_SECRET_ENV = ("KGDB_NEO4J_PASSWORD", "KGDB_LLM_API_KEY", "KGDB_TEST_NEO4J_PASSWORD", "NEO4J_AUTH", "NEO4J_PASSWORD")
 ADMIN_TOOL = "org.neo4j.cli.AdminTool"
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -66,15 +73,45 @@ def default_memory() -> tuple[str, str]:
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
-        return s.connect_ex((host, port)) == 0
+        try:
+            return s.connect_ex((host, port)) == 0
+        except OSError:  # e.g. an unresolvable listen address
+            return False
+
+
+def jar_cache(cache_dir: Path | None = None) -> Path:
+    """Where the jars of this Neo4j version are resolved once and shared by every home (the
+    default server, test servers, CI): installing never has to touch a server's own folder."""
+    base = Path(cache_dir) if cache_dir is not None else Path(user_cache_dir("kgdb"))
+    return base / "neo4j-lib" / f"{NEO4J_VERSION}-{BROWSER_VERSION}"
+
+
+def is_loopback(address: str) -> bool:
+    if address in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def browser_link(host: str, http_port: int, bolt_port: int) -> str:
+    """A Browser URL whose connect form is filled in with this server's Bolt address.
+
+    Without `connectURL` Browser offers the address it remembers (often another server's 7687).
+    """
+    from urllib.parse import quote
+
+    return f"http://{host}:{http_port}/browser/?connectURL={quote(f'bolt://{host}:{bolt_port}', safe='')}"
 
 
 def require_tool(name: str, fix: str) -> str:
@@ -98,6 +135,10 @@ class LocalServer:
     # Jars may be shared between homes (tests start throw-away servers on the same jars).
     lib_dir: Path | None = None
     extra_conf: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The JVM runs with the home as working directory: a relative --home-dir would point elsewhere.
+        self.home = Path(self.home).expanduser().absolute()
 
     @property
     def lib(self) -> Path:
@@ -123,8 +164,21 @@ class LocalServer:
     def browser_url(self) -> str:
         return f"http://{self._client_host()}:{self.http_port}/browser/"
 
+    @property
+    def browser_link(self) -> str:
+        """Browser with its connect form pointing at this server's Bolt port (not another's 7687)."""
+        return browser_link(self._client_host(), self.http_port, self.bolt_port)
+
     def _client_host(self) -> str:
-        return "localhost" if self.listen_address in ("127.0.0.1", "0.0.0.0") else self.listen_address
+        return "localhost" if self.listen_address in ("127.0.0.1", "0.0.0.0", "::", "") else self.listen_address
+
+    def _probe_host(self) -> str:
+        """The address the readiness check connects to: where the server listens, not always 127.0.0.1."""
+        if self.listen_address in ("0.0.0.0", ""):
+            return "127.0.0.1"
+        if self.listen_address == "::":
+            return "::1"
+        return self.listen_address
 
     # -- install -------------------------------------------------------------------------
     def jars_installed(self) -> bool:
@@ -138,7 +192,7 @@ class LocalServer:
             return
         mvn = require_tool("mvn", "install Maven (Debian: `apt-get install maven`)")
         require_tool("java", "install Java 17 or 21 (Debian: `apt-get install openjdk-17-jre-headless`)")
-        build = self.home / "maven"
+        build = self.lib.with_name(self.lib.name + ".maven")  # beside the lib: never inside a server's home
         build.mkdir(parents=True, exist_ok=True)
         (build / "pom.xml").write_text(_POM.format(neo4j=NEO4J_VERSION, browser=BROWSER_VERSION))
         staging = self.lib.with_name(self.lib.name + ".partial")
@@ -158,14 +212,25 @@ class LocalServer:
         (self.lib / ".kgdb-complete").write_text(f"{NEO4J_VERSION} {BROWSER_VERSION}\n")
         log(f"Installed {sum(1 for _ in self.lib.glob('*.jar'))} jars into {self.lib}")
 
+    def make_home(self) -> None:
+        """The home with owner-only permissions: it holds the auth file, the store and the logs."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.home, 0o700)
+
     def write_conf(self) -> Path:
         heap, pagecache = default_memory()
+        host = self._client_host()
         conf = {
             "server.default_listen_address": self.listen_address,
+            # Advertised addresses feed the discovery endpoint Browser reads: without them it
+            # offers bolt://localhost:7687, possibly another server on the machine.
+            "server.default_advertised_address": host,
             "server.bolt.enabled": "true",
             "server.bolt.listen_address": f":{self.bolt_port}",
+            "server.bolt.advertised_address": f"{host}:{self.bolt_port}",
             "server.http.enabled": "true",
             "server.http.listen_address": f":{self.http_port}",
+            "server.http.advertised_address": f"{host}:{self.http_port}",
             "server.https.enabled": "false",
             "dbms.security.auth_enabled": "true",
             "server.directories.data": "data",
@@ -181,6 +246,7 @@ class LocalServer:
             "dbms.usage_report.enabled": "false",
         }
         conf.update(self.extra_conf)
+        self.make_home()
         for sub in ("conf", "data", "logs", "plugins", "import", "run"):
             (self.home / sub).mkdir(parents=True, exist_ok=True)
         path = self.conf_dir / "neo4j.conf"
@@ -188,7 +254,8 @@ class LocalServer:
         return path
 
     def _env(self) -> dict[str, str]:
-        return {**os.environ, "NEO4J_HOME": str(self.home), "NEO4J_CONF": str(self.conf_dir)}
+        env = {k: v for k, v in os.environ.items() if k not in _SECRET_ENV}
+        return {**env, "NEO4J_HOME": str(self.home), "NEO4J_CONF": str(self.conf_dir)}
 
     def admin(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """Run neo4j-admin in-process (AdminTool), e.g. `database import full ...`."""
@@ -206,12 +273,35 @@ class LocalServer:
             self.home / "data" / "databases" / "system"
         ).exists()
 
+    def set_initial_password(self) -> None:
+        """neo4j-admin's set-initial-password, with the password in a 0600 argument file.
+
+        On the command line it would be visible to every user through `ps` while the admin JVM
+        runs; picocli (neo4j-admin's parser) expands `@file` arguments itself.
+        """
+        run = self.home / "run"
+        run.mkdir(parents=True, exist_ok=True)
+        secret = run / f"kgdb-initial-password.{os.getpid()}"
+        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            quoted = '"' + self.password.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            os.write(fd, quoted.encode("utf-8") + b"\n")
+            os.close(fd)
+            self.admin("dbms", "set-initial-password", f"@{secret}")
+        finally:
+            secret.unlink(missing_ok=True)
+
     def install(self, log=print) -> None:
+        """Jars, conf and the initial password; a running server's conf is left untouched."""
         self.install_jars(log)
+        if self.running():
+            log(f"Neo4j is running from {self.home}: left its neo4j.conf as it is "
+                "(`kgdb neo4j stop` first to apply new settings)")
+            return
         conf = self.write_conf()
         log(f"Wrote {conf}")
         if not self.password_set():
-            self.admin("dbms", "set-initial-password", self.password)
+            self.set_initial_password()
             log("Set the initial password for user 'neo4j'")
 
     # -- run -----------------------------------------------------------------------------
@@ -222,7 +312,12 @@ class LocalServer:
             return None
         try:
             proc = psutil.Process(pid)
-            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and ENTRY_POINT in " ".join(proc.cmdline()):
+            cmdline = proc.cmdline()
+            homes = [arg.split("=", 1)[1] for arg in cmdline if arg.startswith("--home-dir=")]
+            # The pid file alone proves nothing (a copied home, a reused pid): the process must be
+            # a Neo4j server started on this very home.
+            if (proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and ENTRY_POINT in cmdline
+                    and any(Path(h).resolve() == self.home.resolve() for h in homes)):
                 return pid
         except psutil.Error:
             pass
@@ -232,21 +327,47 @@ class LocalServer:
         return self.pid() is not None
 
     def start(self, log=print, timeout: float = 180.0) -> bool:
-        """Start in the background; returns False when it was already running."""
+        """Start in the background; returns False when it was already running.
+
+        Concurrent starts on one home are serialised by a lock file: the second waits, then finds
+        the server running and says so instead of launching a second JVM on the same store.
+        """
+        self.check_exposure(log)
+        self.make_home()
+        (self.home / "run").mkdir(parents=True, exist_ok=True)
+        with open(self.home / "run" / "kgdb-start.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._start_locked(log, timeout)
+
+    def check_exposure(self, log=print) -> None:
+        if is_loopback(self.listen_address):
+            return
+        if self.password == DEFAULT_PASSWORD:
+            raise KgdbError(
+                f"refusing to listen on {self.listen_address} (beyond this machine) with the documented default "
+                "password: set KGDB_NEO4J_PASSWORD to your own before the first start, or keep "
+                "KGDB_NEO4J_LISTEN_ADDRESS=127.0.0.1"
+            )
+        log(f"warning: Neo4j listens on {self.listen_address}; Bolt and Browser (HTTP) are not encrypted, so "
+            "the password and data cross the network in plain text: use a firewall or an SSH tunnel")
+
+    def _start_locked(self, log, timeout: float) -> bool:
         if self.running():
             log(f"Neo4j is already running (pid {self.pid()}), Bolt {self.bolt_uri}")
+            self.warn_if_password_differs(log)
             return False
         if not self.jars_installed():
             raise KgdbError(f"Neo4j is not installed in {self.home}: run `kgdb neo4j install` first")
         for port, what in ((self.bolt_port, "Bolt"), (self.http_port, "HTTP")):
-            if port_in_use(port):
+            if port_in_use(port, self._probe_host()) or port_in_use(port):
                 raise KgdbError(
                     f"port {port} ({what}) is already in use by another program: stop it, or choose "
                     f"another port with KGDB_NEO4J_{what.upper()}_PORT / --{what.lower()}-port"
                 )
         self.write_conf()
-        if not self.password_set():
-            self.admin("dbms", "set-initial-password", self.password)
+        fresh_password = not self.password_set()
+        if fresh_password:
+            self.set_initial_password()
         java = require_tool("java", "install Java 17 or 21")
         heap = self.heap or default_memory()[0]
         cmd = [
@@ -268,15 +389,39 @@ class LocalServer:
             if proc.poll() is not None:
                 raise KgdbError(f"Neo4j exited during start-up (code {proc.returncode}); see {self.console_log}")
             if self.http_ready():
-                log(f"Neo4j is up: Bolt {self.bolt_uri}, Browser {self.browser_url}")
+                log(f"Neo4j is up: Bolt {self.bolt_uri}, Browser {self.browser_link}")
+                if not fresh_password:
+                    self.warn_if_password_differs(log)
                 return True
             time.sleep(0.5)
-        raise KgdbError(f"Neo4j did not answer within {timeout:.0f} s; see {self.console_log}")
+        raise KgdbError(f"Neo4j did not answer within {timeout:.0f} s at {self._probe_host()}; see {self.console_log}")
+
+    def password_works(self) -> bool | None:
+        """Whether the configured password opens this server (None: could not tell)."""
+        from neo4j import GraphDatabase
+        from neo4j.exceptions import AuthError
+
+        try:
+            with GraphDatabase.driver(f"bolt://{self._probe_host()}:{self.bolt_port}", auth=("neo4j", self.password)) as d:
+                d.verify_connectivity()
+            return True
+        except AuthError:
+            return False
+        except Exception:  # not up yet, network: no verdict
+            return None
+
+    def warn_if_password_differs(self, log=print) -> None:
+        if self.password_works() is False:
+            log("warning: KGDB_NEO4J_PASSWORD does not open this server. The password is set only at the first "
+                "install/start of a home; a later one is not applied. Change it in Neo4j (Browser or cypher-shell: "
+                "ALTER CURRENT USER SET PASSWORD FROM 'old' TO 'new'), or set KGDB_NEO4J_PASSWORD to the old one")
 
     def http_ready(self) -> bool:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/", timeout=1) as resp:
-                return resp.status == 200 and port_in_use(self.bolt_port)
+            host = self._probe_host()
+            url_host = f"[{host}]" if ":" in host else host
+            with urllib.request.urlopen(f"http://{url_host}:{self.http_port}/", timeout=1) as resp:
+                return resp.status == 200 and port_in_use(self.bolt_port, host)
         except OSError:
             return False
 
@@ -305,8 +450,12 @@ class LocalServer:
 
 
 def server_from_settings(settings) -> LocalServer:
+    home = Path(settings.neo4j_home).expanduser()
+    # Homes installed before the shared jar cache keep using their own complete lib.
+    own_lib = LocalServer(home=home, password="").jars_installed()
     return LocalServer(
-        home=Path(settings.neo4j_home).expanduser(),
+        lib_dir=None if own_lib else jar_cache(getattr(settings, "cache_dir", None)),
+        home=home,
         password=settings.neo4j_password.get_secret_value(),
         bolt_port=settings.neo4j_bolt_port,
         http_port=settings.neo4j_http_port,

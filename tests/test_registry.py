@@ -7,7 +7,6 @@ import json
 from dataclasses import dataclass
 
 import pytest
-import torch
 from torch import Tensor, nn
 from typer.testing import CliRunner
 

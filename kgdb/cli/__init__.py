@@ -6,6 +6,7 @@ import sys
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
 from kgdb.cli.common import err_console, eval_app, runs_app
 from kgdb.config import load_settings
@@ -55,7 +56,8 @@ def main() -> None:
     try:
         app()
     except KgdbError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        # soft_wrap: one error is one line, however long, so logs and `grep` keep it whole
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]: loads can be resumed by running the same command again")

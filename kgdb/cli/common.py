@@ -2,23 +2,53 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+import time
 from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from kgdb.config import Settings, load_settings
 
 if TYPE_CHECKING:
     from kgdb.cypher import Graph
 
-console = Console()
-err_console = Console(stderr=True)
+# Redirected output (CI logs, `> load.log`) has no terminal width; rich would assume 80 columns
+# and fold or cut the numbers of summary tables. Logs are read by people and grepped: be wide.
+LOG_WIDTH = 160
+
+
+def _width() -> int | None:
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return max(LOG_WIDTH, int(columns)) if columns.isdigit() else LOG_WIDTH
+
+
+console = Console(width=_width())
+err_console = Console(stderr=True, width=_width())
+
+# The driver logs each retry of a lost connection as a raw WARNING line on stderr (through
+# logging's last-resort handler); kgdb says what happened in one line of its own instead.
+logging.getLogger("neo4j").addHandler(logging.NullHandler())
+logging.getLogger("neo4j").propagate = False
 
 # Sub-apps that several command modules add commands to.
 eval_app = typer.Typer(help="Evaluate retrieval or question answering on a question set.", no_args_is_help=True)
 runs_app = typer.Typer(help="List, show and prune retrieval runs written back to the graph.", no_args_is_help=True)
+
+
+def say(template: str, *values: object, **kwargs) -> None:
+    """Print `template` (rich markup allowed) with each user-supplied value escaped.
+
+    `say("[bold]{}[/] loaded", path)`: a file name like `x[/foo].tsv` stays text, never markup.
+    """
+    console.print(template.format(*(escape(str(v)) for v in values)), highlight=False, **kwargs)
 
 
 def settings_from(ctx: typer.Context) -> Settings:
@@ -35,9 +65,46 @@ def open_graph(ctx: typer.Context) -> "Graph":
     return Graph.connect(settings_from(ctx))
 
 
+class _Progress(Progress):
+    """rich's Progress, plus one plain line per 10% step (and at least every 30 s) when the
+    output is not a terminal: a live bar in a log file only appears once, at the very end."""
+
+    STEP = 0.10
+    EVERY_S = 30.0
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._lines: dict[TaskID, tuple[float, float]] = {}  # task -> (fraction printed, time printed)
+
+    def update(self, task_id: TaskID, **kwargs) -> None:
+        super().update(task_id, **kwargs)
+        self._line(task_id)
+
+    def advance(self, task_id: TaskID, advance: float = 1) -> None:
+        super().advance(task_id, advance)
+        self._line(task_id)
+
+    def _line(self, task_id: TaskID) -> None:
+        if self.console.is_terminal:
+            return
+        task = self._tasks.get(task_id)
+        if task is None or not task.visible:
+            return
+        now = time.monotonic()
+        last_frac, last_t = self._lines.get(task_id, (-1.0, 0.0))
+        frac = task.completed / task.total if task.total else 0.0
+        finished = bool(task.total) and task.completed >= task.total
+        if frac - last_frac < self.STEP and now - last_t < self.EVERY_S and not (finished and last_frac < 1.0):
+            return
+        self._lines[task_id] = (frac if not finished else 1.0, now)
+        total = f"/{task.total:,.0f} ({frac:.0%})" if task.total else ""
+        self.console.print(f"{task.description}: {task.completed:,.0f}{total}, {task.elapsed or 0:.1f} s",
+                           markup=False, highlight=False)
+
+
 def progress() -> Progress:
-    """The one progress-bar layout every long job uses."""
-    return Progress(
+    """The one progress-bar layout every long job uses (line per update in redirected logs)."""
+    return _Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),

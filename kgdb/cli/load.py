@@ -13,7 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from kgdb.cli import app
-from kgdb.cli.common import console, open_graph, progress, settings_from
+from kgdb.cli.common import console, open_graph, progress, say, settings_from
 
 load_app = typer.Typer(help="Load knowledge graphs and question sets into Neo4j.", no_args_is_help=True)
 app.add_typer(load_app, name="load")
@@ -60,6 +60,10 @@ def freebase_subset(
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip malformed lines (counted and reported) instead of stopping."),
     batch_size: int = typer.Option(20_000, "--batch-size", min=1, help="Rows per write transaction (Bolt path)."),
     no_embed: bool = typer.Option(False, "--no-embed", help="Skip the embedding phase (run the load again later to add them)."),
+    break_lease: bool = typer.Option(False, "--break-lease", help="Remove the load lease a killed load on another "
+                                     "machine left behind (only when no other load is running)."),
+    dedupe: bool = typer.Option(False, "--dedupe", help="First delete duplicate (head, relation, tail) relationships "
+                                "already stored (left by loads that ran at the same time), keeping one."),
 ) -> None:
     """Load a Freebase subset: entities, relationships, dense idx and name embeddings (idempotent, resumable)."""
     from kgdb.cypher.schema import counts
@@ -77,9 +81,11 @@ def freebase_subset(
                 progress=lambda done, total: report("reading", done, total),
             )
             seconds["read"] = time.perf_counter() - t0
-        console.print(f"Read {len(src.triples):,} triples from {src.description}")
+        say("Read {} triples from {}", f"{len(src.triples):,}", src.description)
+        if src.bad.normalised:
+            say("normalised {} value(s) (byte-order mark, surrounding whitespace, Unicode NFC)", f"{src.bad.normalised:,}")
         if src.bad.count:
-            console.print(f"[yellow]skipped {src.bad.count:,} bad line(s)[/], e.g.:", highlight=False)
+            say("[yellow]skipped {} bad line(s)[/], e.g.:", f"{src.bad.count:,}")
             for example in src.bad.examples:
                 console.print(f"  {example}", highlight=False, markup=False)
         embedder = _embedder(settings, no_embed)
@@ -90,7 +96,7 @@ def freebase_subset(
 
                 stats = bulk_load(
                     settings, server_from_settings(settings), src.triples, src.names, literals=src.literals,
-                    embedder=embedder, replace=replace, progress=report, log=console.print,
+                    embedder=embedder, replace=replace, progress=report, log=lambda msg: say("{}", msg),
                 )
                 graph = open_graph(ctx)
             else:
@@ -98,7 +104,8 @@ def freebase_subset(
 
                 stats = write_graph(
                     graph, src.triples, src.names, embedder=embedder, batch_size=batch_size,
-                    progress=report, literals=src.literals,
+                    progress=report, literals=src.literals, break_lease=break_lease, dedupe=dedupe,
+                    log=lambda msg: say("{}", msg),
                 )
             qstats = None
             if source is None and dataset is None:
@@ -119,12 +126,16 @@ def freebase_subset(
 def _browser_hint(settings) -> None:
     uri = urlparse(settings.neo4j_uri)
     if uri.hostname in ("localhost", "127.0.0.1") and (uri.port or 7687) == settings.neo4j_bolt_port:
-        console.print(f"See it in Neo4j Browser: http://localhost:{settings.neo4j_http_port}/browser/ with "
-                      "MATCH p=(:Entity)-[]->(:Entity) RETURN p LIMIT 100", highlight=False)
+        from kgdb.server import browser_link
+
+        console.print(f"See it in Neo4j Browser: {browser_link('localhost', settings.neo4j_http_port, settings.neo4j_bolt_port)} "
+                      "with MATCH p=(:Entity)-[]->(:Entity) RETURN p LIMIT 100", highlight=False, markup=False)
 
 
 def _summary(stats, src, db: dict, bulk: bool) -> None:
     table = Table("", "this load", "database now", title="kgdb load summary")
+    for column in table.columns[1:]:
+        column.no_wrap, column.justify = True, "right"  # numbers are never folded or cut
     table.add_row("triples (distinct)", f"{stats.triples_in:,}", f"{db.get('triples', 0):,}")
     if not bulk:
         table.add_row("  created / already there", f"{stats.triples_created:,} / {stats.triples_existing:,}", "")
@@ -138,11 +149,18 @@ def _summary(stats, src, db: dict, bulk: bool) -> None:
         table.add_row("bad lines skipped", f"{src.bad.count:,}", "")
     if src.filtered:
         table.add_row("triples filtered out", f"{src.filtered:,}", "")
+    if src.bad.normalised:
+        table.add_row("values normalised (BOM, whitespace, NFC)", f"{src.bad.normalised:,}", "")
+    if stats.duplicates_removed:
+        table.add_row("duplicate triples removed", f"{stats.duplicates_removed:,}", "")
     for phase, secs in stats.seconds.items():
         table.add_row(f"seconds: {phase}", f"{secs:.1f}", "")
     write_secs = stats.seconds.get("import" if bulk else "triples", 0.0)
     if write_secs:
         table.add_row("triples/s" + (" (neo4j-admin import)" if bulk else ""), f"{stats.triples_in / write_secs:,.0f}", "")
+    whole = sum(stats.seconds.values())
+    if whole:
+        table.add_row("triples/s, whole load (read to embeddings)", f"{stats.triples_in / whole:,.0f}", "")
     console.print(table)
 
 
@@ -161,7 +179,24 @@ def questions(
     rows = read_question_file(file, bad)
     with open_graph(ctx) as graph, phase_progress() as (_, report):
         stats = write_questions(graph, rows, progress=report)
-    console.print(
-        f"Loaded {stats.questions:,} questions from {file}: {stats.linked:,} of {stats.topics:,} topic entities "
-        f"found in the graph ({stats.missing_topics:,} missing)" + (f"; skipped {bad.count:,} bad records" if bad.count else "")
+    say(
+        "Loaded {} questions from {}: {} of {} topic entities found in the graph ({} missing){}",
+        f"{stats.questions:,}", file, f"{stats.linked:,}", f"{stats.topics:,}", f"{stats.missing_topics:,}",
+        f"; skipped {bad.count:,} bad records" if bad.count else "",
     )
+
+
+@app.command("repair")
+def repair(
+    ctx: typer.Context,
+    break_lease: bool = typer.Option(False, "--break-lease", help="Remove a load lease a killed load left behind."),
+) -> None:
+    """Delete duplicate (head, relation, tail) relationships, keeping one of each (holds the load lease)."""
+    from kgdb.cypher.schema import counts
+    from kgdb.loaders.lease import load_lease, remove_duplicate_triples
+
+    with open_graph(ctx) as graph:
+        with load_lease(graph, break_lease=break_lease, log=lambda msg: say("{}", msg)):
+            removed = remove_duplicate_triples(graph)
+        triples = counts(graph).get("triples", 0)
+    say("removed {} duplicate triple(s); the database now holds {} triples", f"{removed:,}", f"{triples:,}")

@@ -6,12 +6,13 @@ import time
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from kgdb.cli import app
 from kgdb.cli.common import console, open_graph, runs_app, settings_from
+from kgdb.errors import InputError, KgdbError
 from kgdb.limits import DEFAULT_CAP, MAX_HOPS
-from kgdb.errors import KgdbError
 
 
 def _embed(ctx: typer.Context, text: str):
@@ -37,7 +38,7 @@ def link(
         ms = (time.perf_counter() - start) * 1000
     table = Table("rank", "id", "name", "score", "mention")
     for i, e in enumerate(linked, 1):
-        table.add_row(str(i), e.id, e.name, f"{e.score:.3f}", e.mention or "(vector)")
+        table.add_row(str(i), escape(e.id), escape(e.name), f"{e.score:.3f}", escape(e.mention or "(vector)"))
     console.print(table)
     console.print(f"{len(linked)} candidates in {ms:.1f} ms")
 
@@ -66,12 +67,14 @@ def subgraph(
             if not linked:
                 raise KgdbError("no entity matches the question; pass --topic")
             topics = [linked[0].id]
-            console.print(f"linked topic: {linked[0].name} ({linked[0].id}, score {linked[0].score:.3f})")
+            console.print(f"linked topic: {linked[0].name} ({linked[0].id}, score {linked[0].score:.3f})",
+                          markup=False, highlight=False)
         sg = fetch_subgraph(graph, topics, vector, hops=hops, cap=cap, question=question)
     console.print(
         f"subgraph of {', '.join(topics)}: {sg.num_triples} triples, {sg.num_nodes} entities "
         f"({int(sg.is_cvt.sum())} CVT), {len(set(sg.relation_names))} relation types; hops={hops} cap={cap}; "
-        f"{sg.meta['seconds'] * 1000:.1f} ms (triples per level: {sg.meta['levels']})"
+        f"{sg.meta['seconds'] * 1000:.1f} ms (triples per level: {sg.meta['levels']})",
+        markup=False, highlight=False,
     )
     for i in range(min(show, sg.num_triples)):
         h, r, t = sg.triple(i)
@@ -117,7 +120,7 @@ def chains(
         console.print(f"question: {result.question}", markup=False, highlight=False)
     console.print(result.render(), markup=False, highlight=False)
     console.print(f"{len(result.chains)} chains from {', '.join(result.anchors)}; "
-                  f"{len(result.unreachable)} triples on no chain")
+                  f"{len(result.unreachable)} triples on no chain", markup=False, highlight=False)
 
 
 @runs_app.command("list")
@@ -133,7 +136,8 @@ def runs_list(
         runs = list_runs(graph, qid=qid, limit=limit)
     table = Table("run", "qid", "retriever", "k", "triples", "created")
     for r in runs:
-        table.add_row(r.run, r.qid or "", r.retriever or "", str(r.k), str(r.triples), r.created or "")
+        table.add_row(escape(r.run), escape(r.qid or ""), escape(r.retriever or ""), str(r.k), str(r.triples),
+                      escape(r.created or ""))
     console.print(table)
     console.print(f"{len(runs)} runs")
 
@@ -145,7 +149,8 @@ def runs_show(ctx: typer.Context, run: str = typer.Argument(...), top: int = typ
 
     with open_graph(ctx) as graph:
         info = show_run(graph, run)
-    console.print(f"run {info['run']}: {info['retriever']} k={info['k']} qid={info['qid']} created {info['created']}")
+    console.print(f"run {info['run']}: {info['retriever']} k={info['k']} qid={info['qid']} created {info['created']}",
+                  markup=False, highlight=False)
     console.print(f"question: {info['question']}\ntopics: {', '.join(info['topics'])}", markup=False, highlight=False)
     for t in info["triples"][:top]:
         console.print(f"  {t['rank']:>4}  {t['score']:.4f}  {t['h_name']} → [{t['rel']}] → {t['t_name']}",
@@ -163,10 +168,24 @@ def runs_prune(
     all_runs: bool = typer.Option(False, "--all", help="Delete every run."),
 ) -> None:
     """Delete runs (their Retrieval node and SCORED edges) by id or by filter."""
+    from datetime import datetime
+
     from kgdb.cypher.writeback import prune_runs
 
     if not (run or retriever or qid or before or all_runs):
-        raise KgdbError("name runs to prune, or use --retriever/--qid/--before, or --all")
+        raise InputError("name runs to prune, or use --retriever/--qid/--before, or --all", path="kgdb runs prune")
+    if before is not None:
+        try:
+            datetime.fromisoformat(before)
+        except ValueError:
+            raise InputError(f"{before!r} is not an ISO date or datetime (e.g. 2026-01-31 or 2026-01-31T12:00:00)",
+                             path="--before") from None
     with open_graph(ctx) as graph:
+        if run:
+            known = {r["run"] for r in graph.run("runs_older_than", retriever=None, qid=None, before=None)}
+            unknown = [r for r in run if r not in known]
+            if unknown:
+                # Nothing is deleted when one id is wrong: a typo must not half-apply a prune.
+                raise InputError(f"no such run: {', '.join(unknown)} (see `kgdb runs list`); nothing deleted", path="RUN")
         runs, edges = prune_runs(graph, runs=list(run) if run else None, retriever=retriever, qid=qid, before=before)
     console.print(f"deleted {runs} runs and {edges} scored triples")

@@ -14,9 +14,16 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from neo4j import Driver, GraphDatabase, Session
-from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable, TransientError
+from neo4j.exceptions import (
+    AuthError,
+    ConfigurationError,
+    DriverError,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+)
 
-from kgdb.config import Settings
+from kgdb.config import Settings, mask_uri
 from kgdb.errors import DatabaseError, KgdbError
 
 log = logging.getLogger(__name__)
@@ -52,6 +59,25 @@ def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _first_line(message: str | None) -> str:
+    """Neo4j messages can carry a whole Java stack trace; the first line says what failed."""
+    return (message or "").strip().splitlines()[0][:500] if message and message.strip() else "(no message)"
+
+
+def _answers_http(uri: str) -> bool:
+    """Whether the URI's port answers plain HTTP (the usual mix-up: Browser's port given as Bolt)."""
+    import socket
+    from urllib.parse import urlparse
+
+    try:
+        parsed = urlparse(uri)
+        with socket.create_connection((parsed.hostname or "localhost", parsed.port or 7687), timeout=2) as s:
+            s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            return s.recv(8).startswith(b"HTTP/")
+    except (OSError, ValueError):
+        return False
+
+
 class Graph:
     """A connection to one Neo4j database that runs named queries."""
 
@@ -71,22 +97,37 @@ class Graph:
 
     @classmethod
     def connect(cls, settings: Settings) -> "Graph":
-        """Open and verify a connection, turning driver failures into one clear line."""
-        graph = cls(settings)
+        """Open and verify a connection, turning driver failures into one clear line.
+
+        Messages name the URI with any password in it masked: driver errors echo it verbatim.
+        """
+        uri = mask_uri(settings.neo4j_uri)
+        try:
+            graph = cls(settings)
+        except (ConfigurationError, ValueError) as exc:
+            raise DatabaseError(
+                f"KGDB_NEO4J_URI / --uri {uri!r} is not a Neo4j URI: expected e.g. bolt://localhost:7687 "
+                "or neo4j+s://host:7687 (put the password in KGDB_NEO4J_PASSWORD, not in the URI)"
+            ) from None
         try:
             graph.driver.verify_connectivity()
         except AuthError as exc:
             graph.close()
             raise DatabaseError(
-                f"Neo4j at {settings.neo4j_uri} refused user {settings.neo4j_user!r}: wrong password? "
+                f"Neo4j at {uri} refused user {settings.neo4j_user!r}: wrong password? "
                 "Set KGDB_NEO4J_PASSWORD or pass --password."
             ) from exc
-        except (ServiceUnavailable, OSError, ValueError) as exc:
+        except (DriverError, Neo4jError, OSError, ValueError) as exc:
             graph.close()
+            if _answers_http(settings.neo4j_uri):
+                raise DatabaseError(
+                    f"{uri} answers HTTP, not Bolt: that is Neo4j's HTTP/Browser port; use the Bolt port "
+                    "(7687 unless configured otherwise, `kgdb neo4j status` prints it)"
+                ) from None
             raise DatabaseError(
-                f"cannot reach Neo4j at {settings.neo4j_uri}: start it with `kgdb neo4j start` "
+                f"cannot reach Neo4j at {uri}: start it with `kgdb neo4j start` "
                 "or point KGDB_NEO4J_URI at a running server."
-            ) from exc
+            ) from None
         return graph
 
     def close(self) -> None:
@@ -112,12 +153,10 @@ class Graph:
             log.debug("cypher %s %s", _name, _summarise(params))
         try:
             result = self.driver.execute_query(text, parameters_=params, database_=self.database)
-        except ClientError as exc:
-            raise DatabaseError(f"query {_name!r} failed: {exc.message}") from exc
-        except TransientError as exc:  # e.g. dbms.memory.transaction.total.max reached
-            raise DatabaseError(f"query {_name!r} failed: {exc.message}") from exc
-        except ServiceUnavailable as exc:
-            raise DatabaseError(f"lost the connection to Neo4j at {self.settings.neo4j_uri}") from exc
+        except (ServiceUnavailable, SessionExpired) as exc:
+            raise self._lost() from exc
+        except Neo4jError as exc:  # ClientError, TransientError (memory limits), DatabaseError (e.g. index key too large)
+            raise DatabaseError(f"query {_name!r} failed: {_first_line(exc.message)}") from exc
         if _raw:
             return [dict(zip(result.keys, record.values())) for record in result.records]
         return [record.data() for record in result.records]
@@ -138,8 +177,16 @@ class Graph:
         with self.session() as session:
             try:
                 return [r.data() for r in session.run(text, params)]
+            except (ServiceUnavailable, SessionExpired) as exc:
+                raise self._lost() from exc
             except Neo4jError as exc:
-                raise DatabaseError(f"query failed: {exc.message}") from exc
+                raise DatabaseError(f"query failed: {_first_line(exc.message)}") from exc
+
+    def _lost(self) -> DatabaseError:
+        return DatabaseError(
+            f"lost the connection to Neo4j at {mask_uri(self.settings.neo4j_uri)} (server stopped or unreachable); "
+            "once it is back, run the same command again: a load resumes where it stopped"
+        )
 
     def iter_batches(self, rows: list[Any], size: int) -> Iterator[list[Any]]:
         for start in range(0, len(rows), size):

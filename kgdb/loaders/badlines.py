@@ -1,22 +1,43 @@
-"""The one bad-input policy of every reader: stop at the first bad line, or count and go on."""
+"""The one input policy of every reader: how values are normalised, which values are refused,
+and what happens to a bad line (stop at the first, or count and go on)."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgdb.errors import InputError
 
 EXAMPLES = 5
+BOM = "\ufeff"
+# Entity ids and relation names are keys of range indexes (unique constraints), whose entries
+# Neo4j caps at ~8 KB; a longer value fails deep inside a write transaction and leaves entities
+# without their relationships. Half the cap leaves room for Neo4j's own key overhead.
+MAX_KEY_BYTES = 4_000
+
+
+def normalise_text(value: str) -> str:
+    """The normalisation policy: no BOM, no surrounding whitespace, Unicode NFC.
+
+    Without it `\\ufeffBarack Obama`, ` Barack Obama ` and the NFD spelling of a name would be
+    separate entities beside `Barack Obama`.
+    """
+    out = value.strip().lstrip(BOM).strip()
+    return out if out.isascii() else unicodedata.normalize("NFC", out)
 
 
 @dataclass
 class BadLines:
-    """Stops on a bad line with `file:line: why`, unless `skip` is set; then counts them."""
+    """Stops on a bad line with `file:line: why`, unless `skip` is set; then counts them.
+
+    Also counts the values `clean` changed, so the load summary can say how many it normalised.
+    """
 
     skip: bool = False
     count: int = 0
     examples: list[str] = field(default_factory=list)
+    normalised: int = 0
 
     def __call__(self, message: str, path: Path | str, line: int | None) -> None:
         if not self.skip:
@@ -25,11 +46,65 @@ class BadLines:
         if len(self.examples) < EXAMPLES:
             self.examples.append(f"{path}:{line}: {message}" if line is not None else f"{path}: {message}")
 
+    def clean(self, value: str) -> str:
+        out = normalise_text(value)
+        self.normalised += out != value
+        return out
+
+    def key_ok(self, value: str, what: str, path: Path | str, line: int | None) -> bool:
+        """Whether `value` can be an entity id or relation name; reports it as bad otherwise."""
+        if not value:
+            self(f"{what} is empty", path, line)
+            return False
+        if "\x00" in value:
+            self(f"{what} contains a NUL character", path, line)
+            return False
+        if not self.text_ok(value, what, path, line):
+            return False
+        size = len(value.encode("utf-8"))
+        if size > MAX_KEY_BYTES:
+            self(f"{what} is {size:,} bytes long; Neo4j cannot index values over {MAX_KEY_BYTES:,} bytes", path, line)
+            return False
+        return True
+
+
+    def text_ok(self, value: str, what: str, path: Path | str, line: int | None) -> bool:
+        """JSON and N-Triples escapes can spell unpaired surrogates, which no database can store."""
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            self(f"{what} contains an unpaired surrogate (a broken \\u escape)", path, line)
+            return False
+        return True
+
+    def relation_ok(self, value: str, path: Path | str, line: int | None) -> bool:
+        from kgdb.loaders.writer import RESERVED_TYPES
+
+        if not self.key_ok(value, "relation name", path, line):
+            return False
+        if any(unicodedata.category(c) == "Cc" for c in value):
+            self("relation name contains a control character", path, line)
+            return False
+        if value in RESERVED_TYPES:
+            self(f"relation name {value} is reserved for kgdb's own relationships; rename it", path, line)
+            return False
+        return True
+
+    def triple_ok(self, h: str, r: str, t: str, path: Path | str, line: int | None) -> bool:
+        return self.key_ok(h, "head", path, line) and self.relation_ok(r, path, line) and self.key_ok(t, "tail", path, line)
+
 
 def decode_line(raw: bytes, path: Path | str, line_no: int, bad: BadLines) -> str | None:
-    """UTF-8 text of one raw line without its line ending, or None when it is skipped as bad."""
+    """UTF-8 text of one raw line without its line ending, or None when it is skipped as bad.
+
+    A byte-order mark at the start of the file is dropped (Windows editors write one).
+    """
     try:
-        return raw.decode("utf-8").rstrip("\r\n")
+        text = raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         bad(f"invalid UTF-8 at byte {exc.start}", path, line_no)
         return None
+    if line_no == 1 and text.startswith(BOM):
+        bad.normalised += 1
+        text = text[1:]
+    return text

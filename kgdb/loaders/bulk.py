@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from kgdb.config import Settings
+from kgdb.config import Settings, mask_uri
 from kgdb.cypher import Graph
 from kgdb.errors import KgdbError
 from kgdb.loaders.writer import (
@@ -50,7 +50,7 @@ def check_local(settings: Settings, server: LocalServer) -> None:
     if uri.hostname not in LOCAL_HOSTS or (uri.port or 7687) != server.bolt_port:
         raise KgdbError(
             f"--bulk imports into the local server in {server.home} (Bolt port {server.bolt_port}), but "
-            f"KGDB_NEO4J_URI is {settings.neo4j_uri}: drop --bulk for a remote or Docker server, or set "
+            f"KGDB_NEO4J_URI is {mask_uri(settings.neo4j_uri)}: drop --bulk for a remote or Docker server, or set "
             "KGDB_NEO4J_HOME / KGDB_NEO4J_BOLT_PORT to the server that URI names"
         )
     if not server.jars_installed():
@@ -139,9 +139,13 @@ def bulk_load(
     """Replace the local database with `triples` via neo4j-admin import, then build the schema."""
     from kgdb.cypher.schema import init_schema
 
+    from kgdb.loaders.lease import acquire, release
+
     check_local(settings, server)
     if server.running():
         with Graph.connect(settings) as graph:
+            # Stopping the server under a running Bolt load would kill it: refuse while one holds the lease.
+            release(graph, acquire(graph))
             nodes = (graph.single("load_node_count") or {}).get("nodes", 0)
         if nodes and not replace:
             raise KgdbError(

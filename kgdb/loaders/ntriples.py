@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from kgdb.errors import InputError
-from kgdb.loaders.badlines import BadLines, decode_line
+from kgdb.loaders.badlines import BadLines, decode_line, normalise_text
 from kgdb.loaders.source import TripleSource
 from kgdb.ids import normalise_mid
 
@@ -40,7 +40,9 @@ def _unescape(text: str) -> str:
     def one(m: re.Match) -> str:
         s = m.group(1)
         if s[0] in "uU" and len(s) > 1:
-            return chr(int(s[1:], 16))
+            code = int(s[1:], 16)
+            # beyond Unicode: keep the escape as written rather than crash in chr()
+            return chr(code) if code <= 0x10FFFF else m.group(0)
         return _SIMPLE.get(s, s)
 
     return _ESCAPE.sub(one, text) if "\\" in text else text
@@ -105,18 +107,26 @@ def read_ntriples(
         else:
             tail = _iri(o) if o.startswith("<") else o
             is_literal = False
+        s, p, tail = bad.clean(s), bad.clean(p), bad.clean(tail)
         if mids is not None and s not in mids and tail not in mids:
             source.filtered += 1
+            continue
+        if not bad.triple_ok(s, p, tail, path, line_no):
             continue
         source.triples.append((s, p, tail))
         if is_literal:
             source.literals.add(tail)
     wanted = {h for h, _, _ in source.triples} | {t for _, _, t in source.triples if t not in source.literals}
     for _, s, p, o in _statements(path, BadLines(skip=True), None):
-        if p == NAME_PREDICATE and s in wanted and s not in source.names:
+        if p != NAME_PREDICATE:
+            continue
+        s = normalise_text(s)
+        if s in wanted and s not in source.names:
             lit = _LITERAL.match(o)
             if lit and lit.group(2) and lit.group(2).split("-")[0].lower() == language:
-                source.names[s] = _unescape(lit.group(1))
+                name = bad.clean(_unescape(lit.group(1)))
+                if name and BadLines(skip=True).text_ok(name, "name", path, None):
+                    source.names[s] = name
     return source
 
 
@@ -129,5 +139,5 @@ def read_mids(path: Path) -> set[str]:
     for line_no, raw in enumerate(path.read_bytes().splitlines(), 1):
         line = (decode_line(raw, path, line_no, bad) or "").strip()
         if line and not line.startswith("#"):
-            out.add(normalise_mid(line))
+            out.add(normalise_mid(normalise_text(line)))
     return out

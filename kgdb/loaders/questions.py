@@ -34,11 +34,15 @@ def _names(value: Any, field: str, path: Path, line: int, bad: BadLines) -> list
     if value is None:
         return []
     if isinstance(value, str):
-        return [value]
+        value = [value]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, int, float)) for v in value):
         bad(f"`{field}` must be a list of strings", path, line)
         return None
-    return [str(v) for v in value]
+    # The same policy as the triple readers, or topics would miss the entities they name.
+    out = [bad.clean(str(v)) for v in value]
+    if not all(bad.text_ok(v, f"`{field}`", path, line) for v in out):
+        return None
+    return [v for v in out if v]
 
 
 def read_question_file(path: Path, bad: BadLines | None = None) -> list[dict[str, Any]]:
@@ -69,8 +73,11 @@ def read_question_file(path: Path, bad: BadLines | None = None) -> list[dict[str
         if hop is not None and not isinstance(hop, int):
             bad("`hop` must be an integer", path, line_no)
             continue
-        rows[str(qid)] = {
-            "id": str(qid), "text": text, "answers": answers or a_entity, "answer_entities": a_entity or answers,
+        qid, text = bad.clean(str(qid)), bad.clean(text)
+        if not (bad.key_ok(qid, "`id`", path, line_no) and bad.text_ok(text, "`question`", path, line_no)):
+            continue
+        rows[qid] = {
+            "id": qid, "text": text, "answers": answers or a_entity, "answer_entities": a_entity or answers,
             "topics": topics, "hop": hop,
         }
     return [rows[k] for k in sorted(rows)]

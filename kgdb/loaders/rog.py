@@ -42,6 +42,9 @@ def rog_rows(path: Path, bad: BadLines) -> Iterator[tuple[int, dict[str, Any]]]:
             except json.JSONDecodeError as exc:
                 bad(f"invalid JSON ({exc.msg})", path, line_no)
                 continue
+            except (ValueError, RecursionError) as exc:  # integers too long to convert, nesting too deep
+                bad(f"unreadable JSON ({type(exc).__name__})", path, line_no)
+                continue
             if not isinstance(record, dict):
                 bad("expected a JSON object per line", path, line_no)
                 continue
@@ -58,13 +61,18 @@ def read_rog(paths: list[Path], bad: BadLines | None = None) -> TripleSource:
             if graph is None:
                 bad("record has no `graph` column (expected RoG columns id, question, answer, q_entity, a_entity, graph)", path, line_no)
                 continue
+            if not isinstance(graph, (list, tuple)):
+                bad("`graph` must be a list of [head, relation, tail]", path, line_no)
+                continue
             for triple in graph:
                 fields = [str(x) if x is not None else "" for x in triple] if isinstance(triple, (list, tuple)) else []
                 if len(fields) != 3 or not all(f.strip() for f in fields):
                     bad(f"graph entry {triple!r} is not a [head, relation, tail] of non-empty strings", path, line_no)
                     continue
-                h, r, t = fields
-                source.triples.append((normalise_mid(h), normalise_relation(r), normalise_mid(t)))
+                h, r, t = (bad.clean(f) for f in fields)
+                h, r, t = normalise_mid(h), normalise_relation(r), normalise_mid(t)
+                if bad.triple_ok(h, r, t, path, line_no):
+                    source.triples.append((h, r, t))
     return source
 
 

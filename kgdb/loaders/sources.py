@@ -45,7 +45,7 @@ def open_source(
     elif not source.exists():
         raise InputError("file not found", path=source)
     elif is_ntriples(source):
-        return read_ntriples(source, relation_prefixes, mids, bad, progress)
+        return _nonempty(read_ntriples(source, relation_prefixes, mids, bad, progress), source)
     elif source.suffix.lower() in ROG_SUFFIXES:
         got = read_rog([source], bad)
     elif source.suffix.lower() in TRIPLE_SUFFIXES:
@@ -56,7 +56,15 @@ def open_source(
             "or N-Triples .nt/.nt.gz",
             path=source,
         )
-    return filter_source(got, relation_prefixes, mids)
+    return filter_source(_nonempty(got, source), relation_prefixes, mids)
+
+
+def _nonempty(got: TripleSource, source: Path | None) -> TripleSource:
+    """A source without a single triple is a mistake (wrong file, empty export), not a no-op load."""
+    if not got.triples and not got.filtered and not got.bad.count:  # skipped bad lines are reported instead
+        raise InputError("nothing to load: no triples in this source (empty file, or only blank lines and a header)",
+                         path=source or got.description)
+    return got
 
 
 def filter_source(source: TripleSource, relation_prefixes: list[str] | None, mids: set[str] | None) -> TripleSource:

@@ -24,7 +24,8 @@ ProgressFn = Callable[[int, int], None]  # (bytes read, total bytes)
 
 def _split_for(path: Path) -> Callable[[str], list[str]]:
     if path.suffix.lower() == ".csv":
-        return lambda line: next(csv.reader([line]), [])
+        # strict: an unterminated quote is an error, not a field that runs to the end of the line
+        return lambda line: next(csv.reader([line], strict=True), [])
     return lambda line: line.split("\t")
 
 
@@ -44,9 +45,11 @@ def _records(path: Path, bad: BadLines, progress: ProgressFn | None = None) -> I
             if text is None or not text.strip():
                 continue
             try:
-                yield line_no, split(text)
+                fields = split(text)
             except csv.Error as exc:
                 bad(f"bad CSV quoting ({exc})", path, line_no)
+                continue
+            yield line_no, [bad.clean(f) for f in fields]
     if progress:
         progress(total, total)
 
@@ -66,7 +69,7 @@ def read_names(path: Path, bad: BadLines) -> dict[str, str]:
     """`mid<TAB>name` lines (CSV when the file ends in .csv) -> {normalised mid: name}."""
     names: dict[str, str] = {}
     for line_no, fields in _records(path, bad):
-        if _check_fields(fields, 2, "(id, name)", path, line_no, bad):
+        if _check_fields(fields, 2, "(id, name)", path, line_no, bad) and bad.text_ok(fields[1], "name", path, line_no):
             names[normalise_mid(fields[0])] = fields[1]
     return names
 
@@ -89,7 +92,9 @@ def read_triple_file(
             if not relation:
                 bad(f"relation {r!r} is empty after normalisation", path, line_no)
                 continue
-            source.triples.append((normalise_mid(h), relation, normalise_mid(t)))
+            h, t = normalise_mid(h), normalise_mid(t)
+            if bad.triple_ok(h, relation, t, path, line_no):
+                source.triples.append((h, relation, t))
     if names_path is not None:
         source.names = read_names(names_path, bad)
         source.description += f" + names {names_path}"

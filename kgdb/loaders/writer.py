@@ -9,8 +9,8 @@ every (h, r, t) already in the database is subtracted first: for the relationshi
 already hold relationships (count store, free) the existing triples of this load's head
 entities are read back and dropped from the rows. Each batch is one transaction, so after a kill
 the database holds whole batches only, and the rerun's subtraction skips exactly those.
-Assumes one loader writes a database at a time (two concurrent loads of the same triples could
-both CREATE them). MERGE with a dynamic type was measured at ~1k rels/s, CREATE at 30-45k/s,
+That needs one loader per database at a time (two concurrent loads of the same triples would
+both CREATE them), which the load lease (`kgdb.loaders.lease`) enforces in the database. MERGE with a dynamic type was measured at ~1k rels/s, CREATE at 30-45k/s,
 and finding nodes by elementId instead of Entity.id lookups gains another ~1.6x.
 
 No torch here: the embedder is passed in.
@@ -76,6 +76,7 @@ class LoadStats:
     entity_embeddings: int = 0
     relation_embeddings: int = 0
     bad_lines: int = 0
+    duplicates_removed: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
 
     def triples_per_second(self) -> float:
@@ -91,6 +92,7 @@ class EntityRow:
     id: str
     name: str
     labels: list[str]
+    named: bool = False  # the source gave a readable name (a later load's name replaces the id)
 
 
 def entity_rows(
@@ -108,7 +110,10 @@ def entity_rows(
     for entity_id in ids:
         name = names.get(entity_id)
         literal = entity_id in literals or (entity_id not in heads and bool(LITERAL.match(entity_id)))
-        rows.append(EntityRow(entity_id, name if name is not None else entity_id, entity_labels(entity_id, name is not None, literal)))
+        rows.append(EntityRow(
+            entity_id, name if name is not None else entity_id, entity_labels(entity_id, name is not None, literal),
+            named=name is not None and name != entity_id,
+        ))
     return rows
 
 
@@ -131,17 +136,41 @@ def write_graph(
     batch_size: int = 10_000,
     progress: ProgressFn = _noop,
     literals: AbstractSet[str] = frozenset(),
+    break_lease: bool = False,
+    dedupe: bool = False,
+    log: Callable[[str], None] = lambda _msg: None,
 ) -> LoadStats:
     """Load `triples` (ids already normalised) with optional readable `names` for ids.
 
     Identical triples are stored once; different relations between the same pair stay distinct.
-    Safe to rerun after an interruption: the result equals one uninterrupted load.
+    Safe to rerun after an interruption: the result equals one uninterrupted load. Holds the load
+    lease throughout; `dedupe` first removes duplicate triples an earlier concurrent load left.
     """
     from kgdb.cypher.schema import init_schema
+    from kgdb.loaders.lease import load_lease, remove_duplicate_triples
+
+    # Constraints first: MERGE on Entity.id is only fast with the uniqueness index behind it, and
+    # the lease relies on the KgdbMeta.key constraint.
+    init_schema(graph, embedder.name if embedder else None, embedder.dim if embedder else None)
+    with load_lease(graph, break_lease=break_lease, log=log):
+        removed = 0
+        if dedupe:
+            t0 = time.perf_counter()
+            removed = remove_duplicate_triples(graph)
+            dedupe_secs = time.perf_counter() - t0
+        stats = _write_locked(graph, triples, names, embedder, batch_size, progress, literals)
+        if dedupe:
+            stats.duplicates_removed = removed
+            stats.seconds = {"dedupe": dedupe_secs, **stats.seconds}
+        return stats
+
+
+def _write_locked(
+    graph: Graph, triples: Sequence[Triple], names: Mapping[str, str] | None, embedder: TextEncoder | None,
+    batch_size: int, progress: ProgressFn, literals: AbstractSet[str],
+) -> LoadStats:
     from kgdb.embeddings import relation_text  # pure string helper (embeddings.py imports torch lazily)
 
-    # Constraints first: MERGE on Entity.id is only fast with the uniqueness index behind it.
-    init_schema(graph, embedder.name if embedder else None, embedder.dim if embedder else None)
     stats = LoadStats()
     names = names or {}
     unique = sorted(set(triples))
