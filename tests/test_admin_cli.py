@@ -5,6 +5,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from kgdb.config import Settings
 
 
@@ -59,7 +61,7 @@ def test_start_on_running_server_says_so_and_busy_port_is_explained(neo4j_settin
     home = str(neo4j_settings.neo4j_home)
     env = {"KGDB_NEO4J_PASSWORD": neo4j_settings.neo4j_password.get_secret_value()}
     if not os.path.isdir(home) or "neo4j" not in os.path.basename(home):
-        return  # an external or container server: nothing local to start
+        pytest.skip("the test server is external or a container: there is no local home to start")
     ports = ["--bolt-port", str(neo4j_settings.neo4j_bolt_port), "--http-port", str(neo4j_settings.neo4j_http_port)]
     again = kgdb("neo4j", "start", "--home", home, *ports, env=env)
     assert again.returncode == 0 and "already running" in again.stdout

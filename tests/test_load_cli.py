@@ -142,6 +142,7 @@ def local_server(neo4j_settings):
                        heap="1g", pagecache="512m", lib_dir=server_from_settings(Settings()).lib)
 
 
+@pytest.mark.slow  # stops and restarts the shared test server (~80 s)
 def test_bulk_import_equals_the_bolt_path(graph, local_server):
     from kgdb.embeddings import get_embedder
     from kgdb.errors import KgdbError
