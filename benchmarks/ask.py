@@ -21,11 +21,6 @@ import statistics
 import time
 from pathlib import Path
 
-from kgdb.config import load_settings
-from kgdb.cypher import Graph
-from kgdb.errors import KgdbError
-from kgdb.data.questions import read_questions
-from kgdb.qa.ask import ASK_STAGES, AskPipeline
 
 
 def pct(values: list[float], q: float) -> float:
@@ -50,6 +45,12 @@ def main() -> None:
         return
     if args.questions is None:
         ap.error("--questions is required (or use --cold N)")
+    # Imported here: --cold must not import kgdb itself (it may time another checkout of it).
+    from kgdb.config import load_settings
+    from kgdb.cypher import Graph
+    from kgdb.data.questions import read_questions
+    from kgdb.errors import KgdbError
+    from kgdb.qa.ask import ASK_STAGES, AskPipeline
 
     settings = load_settings()
     questions = read_questions(args.questions).questions[: args.warmup + args.n]
@@ -98,7 +99,7 @@ def cold(args: argparse.Namespace) -> None:
     import subprocess
     import sys
 
-    kgdb = [sys.executable, "-m", "kgdb"]
+    kgdb = [sys.executable, "-m", "kgdb"]  # the kgdb on PYTHONPATH, else the installed one
     commands = {
         "kgdb --help": kgdb + ["--help"],
         "kgdb status": kgdb + ["status"],

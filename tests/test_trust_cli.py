@@ -39,8 +39,6 @@ def test_bracketed_file_and_entity_names_load_and_ask_without_markup_errors(grap
     _one_line_error(missing, "y[/bar].tsv", "file not found")
 
 
-@pytest.mark.xfail(strict=True, reason="kgdb/cli/ask.py prints the question and evidence as rich markup; that "
-                   "file belongs to the evaluation/QA work (issue 12 item 10, reported); strict: fixing it fails this mark")
 def test_ask_over_bracketed_names_prints_them_verbatim(graph, tmp_path):
     path = tmp_path / "gotham.tsv"
     path.write_text("Gotham [/b] City\tlocation.location.containedby\tMetropolis [red]\n")
