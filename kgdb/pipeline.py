@@ -263,6 +263,7 @@ class RetrievePipeline:
             cvt={sg.entity_ids[i] for i in np.flatnonzero(sg.is_cvt).tolist()},
             timings=f.timings,
             notes=notes,
+            missing_topics=list(f.topics.missing),
             subgraph=sg,
             scores=scores,
         )
@@ -573,7 +574,7 @@ class RelationPathRetriever:
         return Retrieval(
             question=question, qid=qid, retriever=self.name, k=self.k, topics=found.ids, triples=top, paths=paths,
             entities=entities, run=run, linked=found.linked, names=names, cvt=cvt, timings=timings,
-            notes=[n for n in [found.note()] if n],
+            notes=[n for n in [found.note()] if n], missing_topics=list(found.missing),
         )
 
 

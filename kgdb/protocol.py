@@ -77,6 +77,7 @@ class Retrieval:
     cvt: set[str] = field(default_factory=set)  # ids of unnamed compound-value nodes
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds per stage
     notes: list[str] = field(default_factory=list)  # what the user should know (dropped topics, ...)
+    missing_topics: list[str] = field(default_factory=list)  # given topics the graph lacks (dropped)
     subgraph: Any = field(default=None, repr=False)  # the fetched kgdb.subgraph.Subgraph, when there is one
     scores: Any = field(default=None, repr=False)  # float32 [m], one per subgraph triple
 
@@ -98,6 +99,7 @@ class Retrieval:
             "paths": [{**asdict(p), "text": p.render()} for p in self.paths],
             "entities": [asdict(e) for e in self.entities],
             "notes": self.notes,
+            "missing_topics": self.missing_topics,
             "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
         }
 

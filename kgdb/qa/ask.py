@@ -57,6 +57,7 @@ class AskResult:
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds
     evidence_entities: list[str] = field(default_factory=list)  # names in the retrieved triples
     subgraph: Any = field(default=None, repr=False)  # the fetched kgdb.subgraph.Subgraph
+    missing_topics: list[str] = field(default_factory=list)  # given topics not in the graph (dropped)
 
     def to_json(self, show_prompt: bool = False) -> dict[str, Any]:
         r = self.reasoning
@@ -221,6 +222,7 @@ class AskPipeline:
             timings=timings,
             evidence_entities=evidence_names,
             subgraph=res.subgraph,
+            missing_topics=list(res.missing_topics),
         )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from kgdb.config import dump_json
 from kgdb.data.questions import QuestionRecord
+from kgdb.cypher.linking import NoTopicError
 from kgdb.errors import InputError, KgdbError
 from kgdb.qa.ask import ASK_STAGES, AskPipeline, AskResult
 from kgdb.qa.metrics import MatchRules, normalize, score_question, summarize
@@ -47,7 +48,8 @@ def question_record(
         res = asker.ask(q.text, q.topics or None, q.id)
     except Exception as exc:  # one failed question must not end a long run; it is recorded and scored 0
         msg = str(exc) if isinstance(exc, KgdbError) else f"{type(exc).__name__}: {exc}"
-        base.update(error=msg, stage="retrieval", answers=[], usage=None)
+        stage = "no_topic_in_graph" if isinstance(exc, NoTopicError) else "retrieval"
+        base.update(error=msg, stage=stage, answers=[], usage=None, missing_topics=list(q.topics) if stage == "no_topic_in_graph" else [])
         base["scores"] = asdict(score_question([], q.answers, q.text, rules, answer_in_kg=bool(answer_ids), evidence_entities=()))
         return base
     preds = [a.answer for a in res.answers]
@@ -68,6 +70,7 @@ def question_record(
         error=res.error,
         stage="reasoner" if res.error else None,
         answer_in_kg=bool(answer_ids),
+        missing_topics=res.missing_topics,  # dropped by the one linking policy; the rest were used
         gold_in_evidence=_gold_in_evidence(q.answers, res.evidence_entities, rules),
         timings_ms={k: round(v, 3) for k, v in res.timings.items()},
     )
@@ -120,6 +123,10 @@ def summarize_records(records: Iterable[dict]) -> dict[str, Any]:
     out["evidence_answer_recall"] = 100 * sum(gie) / n if gie else None
     out["errors"] = {
         "retrieval": sum(1 for r in records if r.get("stage") == "retrieval"),
+        # Topic policy (the same as eval retrieval): given topics the graph lacks are dropped; a
+        # question with none left cannot be retrieved and scores 0.
+        "no_topic_in_graph": sum(1 for r in records if r.get("stage") == "no_topic_in_graph"),
+        "questions_with_dropped_topics": sum(1 for r in records if r.get("missing_topics") and r.get("stage") != "no_topic_in_graph"),
         "reasoner": sum(1 for r in records if r.get("stage") == "reasoner"),
         "malformed_replies": sum(1 for r in records if r.get("malformed")),
     }
