@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -26,7 +26,7 @@ from kgdb.cypher import fetching
 from kgdb.cypher.linking import Topics, question_topics, resolve_each
 from kgdb.cypher.tables import graph_fingerprint, load_tables
 from kgdb.cypher.writeback import write_scores
-from kgdb.data.cache import CachedQuestion, cache_key, file_digest, load_cache, save_cache
+from kgdb.data.cache import CachedSplit, cache_key, file_digest, load_cache, save_cache
 from kgdb.data.questions import QuestionRecord
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
@@ -285,15 +285,6 @@ def _ms(start: float) -> float:
 
 
 # ---- labelled splits for training and evaluation ----------------------------------------------
-
-
-@dataclass
-class CachedSplit:
-    items: list[CachedQuestion]
-    path: Path
-    from_disk: bool  # True: loaded from the cache, the database was not queried
-    counts: dict[str, int]
-    errors: list[str] = field(default_factory=list)  # fetch failures; such a split is not cached
 
 
 def prepare_split(
