@@ -16,6 +16,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from kgdb.limits import FETCH_CHUNK, FETCH_MAX_TRIPLES  # noqa: E402
+
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
 
@@ -54,6 +56,10 @@ class Settings(BaseSettings):
     # None: sized from available memory at `install`/`start`.
     neo4j_heap: str | None = None
     neo4j_pagecache: str | None = None
+
+    # Bounded multi-hop fetches (kgdb.limits): frontier entities per transaction, triples per subgraph.
+    fetch_chunk: int = FETCH_CHUNK
+    fetch_max_triples: int = FETCH_MAX_TRIPLES
 
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 256

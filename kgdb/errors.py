@@ -19,3 +19,7 @@ class InputError(KgdbError):
 
 class DatabaseError(KgdbError):
     """Neo4j is unreachable, refuses the credentials, or rejects a query."""
+
+
+class TransactionMemoryError(DatabaseError):
+    """The server refused a query for its per-transaction memory limit."""

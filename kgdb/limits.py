@@ -7,3 +7,9 @@ MAX_HOPS = 4
 # reachability (94.7%) and a 2-hop extraction around the largest FB15k-237 hub (degree 8,641,
 # 24k triples instead of 233k) well under a second on 2 busy cores.
 DEFAULT_CAP = 500
+# Frontier entities expanded per transaction at levels 2+: the server memory a fetch needs at once is
+# bounded by FETCH_CHUNK x cap triples, whatever the hub or the depth (KGDB_FETCH_CHUNK).
+FETCH_CHUNK = 256
+# Most triples one subgraph may hold: beyond it the least question-like part of the frontier is not
+# expanded and the subgraph says it was truncated (KGDB_FETCH_MAX_TRIPLES).
+FETCH_MAX_TRIPLES = 100_000

@@ -220,7 +220,10 @@ class RetrievePipeline:
         found = self.topics(question, q_emb, topics)
         timings["link"] = _ms(t)
         t = time.perf_counter()
-        sg = fetching.fetch(self.graph, found.ids, q_emb, hops=self.hops, cap=self.cap, question=question, qid=qid)
+        sg = fetching.fetch(
+            self.graph, found.ids, q_emb, hops=self.hops, cap=self.cap, question=question, qid=qid,
+            chunk=self.settings.fetch_chunk, max_triples=self.settings.fetch_max_triples,
+        )
         timings["fetch"] = _ms(t)
         return _Fetched(question, qid, q_emb, found, sg, timings)
 
@@ -302,9 +305,17 @@ def prepare_split(
     cap: int | None,
     on_start: Callable[[int], None] = lambda total: None,
     on_progress: Callable[[int], None] = lambda _: None,
+    chunk: int | None = None,
+    max_triples: int | None = None,
 ) -> CachedSplit:
     """Load the split's labelled subgraphs from disk, or fetch them once and store them."""
+    from kgdb.limits import FETCH_CHUNK, FETCH_MAX_TRIPLES
+
+    chunk, max_triples = chunk or FETCH_CHUNK, max_triples or FETCH_MAX_TRIPLES
+    # The triple budget changes a subgraph only when it truncates one; keys made before it existed stay valid.
+    budget = {} if max_triples == FETCH_MAX_TRIPLES else {"max_triples": max_triples}
     key = cache_key(
+        **budget,
         graph=graph_fingerprint,
         model=embedding_model,
         hops=hops,
@@ -321,7 +332,9 @@ def prepare_split(
         return CachedSplit(items, path, True, meta.get("counts", {}))
     on_start(len(questions))
     embeddings = embed([q.text for q in questions])
-    items, counts, errors = fetching.fetch_labelled(graph, questions, embeddings, hops=hops, cap=cap, on_progress=on_progress)
+    items, counts, errors = fetching.fetch_labelled(
+        graph, questions, embeddings, hops=hops, cap=cap, on_progress=on_progress, chunk=chunk, max_triples=max_triples
+    )
     counts["no_sp_triples"] = sum(1 for it in items if not it.labels.any())
     if not errors:  # a transient server failure must not be frozen into the cache
         save_cache(path, items, {"key": key, "dataset": dataset, "split": split, "hops": hops, "cap": cap, "counts": counts})
@@ -391,6 +404,7 @@ def train_retriever(
             graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=questions, questions=records,
             embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
             on_start=lambda total, split=split: on_fetch_start(split, total), on_progress=on_fetch,
+            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples,
         )
         on_split(SplitReport(qs.dataset, split, splits[split]))
     tables, _ = load_tensor_tables(graph, settings)

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from kgdb.cli import app
 from kgdb.cli.common import console, open_graph, runs_app, settings_from
-from kgdb.errors import InputError, KgdbError
+from kgdb.errors import InputError
 from kgdb.limits import DEFAULT_CAP, MAX_HOPS
 
 
@@ -55,25 +55,28 @@ def subgraph(
     show: int = typer.Option(10, "--show", min=0, help="Print this many triples."),
 ) -> None:
     """Extract the topic-centred subgraph of a question and print its size and timing."""
-    from kgdb.cypher.linking import link_entities, resolve_topics
+    from kgdb.cypher.linking import question_topics
     from kgdb.cypher.retrieval import fetch_subgraph
 
     vector = _embed(ctx, question)
+    settings = settings_from(ctx)
     with open_graph(ctx) as graph:
-        if topic:
-            topics = resolve_topics(graph, topic)
-        else:
-            linked = link_entities(graph, question, vector, k=1)
-            if not linked:
-                raise KgdbError("no entity matches the question; pass --topic")
-            topics = [linked[0].id]
-            console.print(f"linked topic: {linked[0].name} ({linked[0].id}, score {linked[0].score:.3f})",
-                          markup=False, highlight=False)
-        sg = fetch_subgraph(graph, topics, vector, hops=hops, cap=cap, question=question)
+        found = question_topics(graph, question, vector, topic or None)  # the policy retrieve and ask use
+        topics = found.ids
+        if found.linked:
+            best = found.linked[0]
+            console.print(f"linked topic: {best.name} ({best.id}, score {best.score:.3f})", markup=False, highlight=False)
+        if found.note():
+            console.print(f"note: {found.note()}", markup=False, highlight=False)
+        sg = fetch_subgraph(
+            graph, topics, vector, hops=hops, cap=cap, question=question,
+            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples,
+        )
     console.print(
         f"subgraph of {', '.join(topics)}: {sg.num_triples} triples, {sg.num_nodes} entities "
         f"({int(sg.is_cvt.sum())} CVT), {len(set(sg.relation_names))} relation types; hops={hops} cap={cap}; "
-        f"{sg.meta['seconds'] * 1000:.1f} ms (triples per level: {sg.meta['levels']})",
+        f"{sg.meta['seconds'] * 1000:.1f} ms (triples per level: {sg.meta['levels']})"
+        + (f"; truncated at KGDB_FETCH_MAX_TRIPLES={settings.fetch_max_triples}" if sg.meta.get("truncated") else ""),
         markup=False, highlight=False,
     )
     for i in range(min(show, sg.num_triples)):

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from neo4j import Driver, GraphDatabase, Session
+from neo4j import Driver, GraphDatabase, RoutingControl, Session
 from neo4j.exceptions import (
     AuthError,
     ConfigurationError,
@@ -24,7 +24,7 @@ from neo4j.exceptions import (
 )
 
 from kgdb.config import Settings, mask_uri
-from kgdb.errors import DatabaseError, KgdbError
+from kgdb.errors import DatabaseError, KgdbError, TransactionMemoryError
 
 log = logging.getLogger(__name__)
 QUERY_DIR = Path(__file__).parent
@@ -85,6 +85,9 @@ class Graph:
         self.settings = settings
         self.database = settings.neo4j_database
         self._owns_driver = driver is None  # a caller's driver is the caller's to close
+        # Set by benchmarks: read queries then run under PROFILE and append (name, bytes) of the
+        # server's own peak memory estimate (GlobalMemory) here.
+        self.memory_log: list[tuple[str, int]] | None = None
         self.driver = driver or GraphDatabase.driver(
             settings.neo4j_uri,
             auth=(settings.neo4j_user, settings.neo4j_password.get_secret_value()),
@@ -148,15 +151,28 @@ class Graph:
         return self.run_text(query(name), _name=name, **params)
 
     def run_text(self, text: str, _name: str = "inline", _raw: bool = False, **params: Any) -> list[dict[str, Any]]:
-        """Rows as dicts; `_raw` skips the driver's per-element `data()` pass (for big primitive lists)."""
+        """Rows as dicts; `_raw` skips the driver's per-element `data()` pass (for big primitive lists).
+
+        A query that writes nothing runs in a READ transaction, so with a `neo4j://` URI the driver
+        routes it to a secondary of a cluster (or Aura); writes go to the leader.
+        """
+        routing = RoutingControl.READ if is_read_only(text) else RoutingControl.WRITE
         if log.isEnabledFor(logging.DEBUG):
-            log.debug("cypher %s %s", _name, _summarise(params))
+            log.debug("cypher %s (%s) %s", _name, routing.value, _summarise(params))
+        profiled = self.memory_log is not None and routing is RoutingControl.READ
         try:
-            result = self.driver.execute_query(text, parameters_=params, database_=self.database)
+            result = self.driver.execute_query(
+                "PROFILE " + text if profiled else text, parameters_=params, database_=self.database, routing_=routing
+            )
         except (ServiceUnavailable, SessionExpired) as exc:
             raise self._lost() from exc
         except Neo4jError as exc:  # ClientError, TransientError (memory limits), DatabaseError (e.g. index key too large)
+            if is_memory_error(exc):
+                raise TransactionMemoryError(f"query {_name!r} exceeded the server's transaction memory: {_first_line(exc.message)}") from exc
             raise DatabaseError(f"query {_name!r} failed: {_first_line(exc.message)}") from exc
+        if profiled:
+            profile = result.summary.profile or {}
+            self.memory_log.append((_name, int((profile.get("args") or {}).get("GlobalMemory", 0))))
         if _raw:
             return [dict(zip(result.keys, record.values())) for record in result.records]
         return [record.data() for record in result.records]
@@ -191,6 +207,26 @@ class Graph:
     def iter_batches(self, rows: list[Any], size: int) -> Iterator[list[Any]]:
         for start in range(0, len(rows), size):
             yield rows[start : start + size]
+
+
+_WRITE_CLAUSE = re.compile(
+    r"\b(CREATE|MERGE|SET|DELETE|REMOVE|DROP|ALTER|GRANT|DENY|REVOKE|LOAD\s+CSV|FOREACH)\b|setNodeVectorProperty|setRelationshipVectorProperty|\bIN\s+TRANSACTIONS\b",
+    re.IGNORECASE,
+)
+
+
+@lru_cache(maxsize=None)
+def is_read_only(text: str) -> bool:
+    """True when a query has no writing clause (comments and string literals ignored)."""
+    code = re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", text)  # literals first: they may hold //
+    code = re.sub(r"//[^\n]*", "", code)
+    return not _WRITE_CLAUSE.search(code)
+
+
+def is_memory_error(exc: Neo4jError) -> bool:
+    """Neo4j refused a transaction for its memory limit (db.memory.transaction.max / total.max)."""
+    code = getattr(exc, "code", "") or ""
+    return "MemoryPoolOutOfMemoryError" in code or "memory" in (exc.message or "").lower() and "transaction" in (exc.message or "").lower()
 
 
 def _summarise(params: dict[str, Any], width: int = 120) -> str:

@@ -12,7 +12,7 @@ import time
 from typing import Callable
 
 import numpy as np
-from neo4j.exceptions import Neo4jError, TransientError
+from neo4j.exceptions import Neo4jError
 
 from kgdb.cypher import Graph
 from kgdb.cypher.linking import existing_entities
@@ -20,21 +20,33 @@ from kgdb.cypher.retrieval import DEFAULT_CAP, fetch_subgraph
 from kgdb.data.cache import CachedQuestion
 from kgdb.data.labels import answer_hops, label_subgraph
 from kgdb.data.questions import QuestionRecord
-from kgdb.errors import DatabaseError, KgdbError
+from kgdb.errors import KgdbError, TransactionMemoryError
+from kgdb.limits import FETCH_CHUNK, FETCH_MAX_TRIPLES
 from kgdb.subgraph import Subgraph
 
 MIN_CAP = 10
 
 
-def fetch(graph: Graph, topics: list[str], q_emb: np.ndarray, *, hops: int, cap: int | None, question: str, qid: str | None) -> Subgraph:
-    """`fetch_subgraph`, retried with a 4x smaller cap when the server runs out of transaction
-    memory (2-hop neighbourhoods of hubs such as `United States of America`); `meta["cap"]` says
-    which cap produced the subgraph."""
+def fetch(
+    graph: Graph,
+    topics: list[str],
+    q_emb: np.ndarray,
+    *,
+    hops: int,
+    cap: int | None,
+    question: str,
+    qid: str | None,
+    chunk: int = FETCH_CHUNK,
+    max_triples: int = FETCH_MAX_TRIPLES,
+) -> Subgraph:
+    """`fetch_subgraph`, retried with a 4x smaller cap when a transaction still exceeds the server's
+    memory limit; `meta["cap"]` says which cap produced the subgraph. The last failure is a clear
+    error naming the settings to change."""
     cap = cap or DEFAULT_CAP
     while True:
         try:
-            return fetch_subgraph(graph, topics, q_emb, hops=hops, cap=cap, question=question, qid=qid)
-        except (TransientError, DatabaseError):
+            return fetch_subgraph(graph, topics, q_emb, hops=hops, cap=cap, question=question, qid=qid, chunk=chunk, max_triples=max_triples)
+        except TransactionMemoryError:
             if cap <= MIN_CAP:
                 raise
             cap = max(MIN_CAP, cap // 4)
@@ -48,6 +60,8 @@ def fetch_labelled(
     hops: int,
     cap: int | None,
     on_progress: Callable[[int], None] = lambda _: None,
+    chunk: int = FETCH_CHUNK,
+    max_triples: int = FETCH_MAX_TRIPLES,
 ) -> tuple[list[CachedQuestion], dict[str, int], list[str]]:
     """Fetch and label the subgraph of each question from its gold topics (missing ones dropped,
     counted in `dropped_topics`), one round-trip set per question."""
@@ -64,7 +78,7 @@ def fetch_labelled(
         answers_in_graph = existing_entities(graph, q.answers)
         t0 = time.perf_counter()
         try:
-            sg = fetch(graph, topics, question_embeddings[i], hops=hops, cap=cap, question=q.text, qid=q.id)
+            sg = fetch(graph, topics, question_embeddings[i], hops=hops, cap=cap, question=q.text, qid=q.id, chunk=chunk, max_triples=max_triples)
         except (KgdbError, Neo4jError) as exc:
             counts["fetch_failed"] += 1
             errors.append(f"{q.id}: {str(exc)[:200]}")
