@@ -28,7 +28,7 @@ _WORD = re.compile(r"[a-z0-9']+")
 class PlannerConfig:
     hidden: int = 256
     word_dim: int = 128
-    buckets: int = 1 << 18
+    buckets: int = 1 << 16
     max_hops: int = 3
     dropout: float = 0.1
 
