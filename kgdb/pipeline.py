@@ -610,9 +610,36 @@ class TrainedPathPlanner:
 
     name = PLANNER
 
-    def __init__(self, model, relation_names: list[str], embedder, *, beam: int = 3, checkpoint: Checkpoint | None = None):
+    def __init__(
+        self, model, relation_names: list[str], embedder, *, beam: int = 3, checkpoint: Checkpoint | None = None,
+        constrained: bool = True, frontier_cap: int = 200,
+    ):
         self.model, self.relation_names, self.embedder, self.beam = model.eval(), relation_names, embedder, beam
-        self.checkpoint = checkpoint
+        self.checkpoint, self.constrained, self.frontier_cap = checkpoint, constrained, frontier_cap
+        self.relation_index = {r: i for i, r in enumerate(relation_names)}
+
+    def _allowed(self, graph: Graph, topics: list[str]):
+        """Graph-constrained decoding: after a prefix, only the (relation, direction) steps that leave
+        the entities the prefix reaches (one `relations_around` and one `relation_step` per prefix)."""
+        from kgdb.cypher.paths import relation_step, relations_around
+        from kgdb.models.planner import step_of, token_of
+
+        reached: dict[tuple[int, ...], list[str]] = {(): list(topics)}
+
+        def ends_of(prefix: tuple[int, ...]) -> list[str]:
+            if prefix not in reached:
+                before = ends_of(prefix[:-1])
+                r, d = step_of(prefix[-1])
+                reached[prefix] = relation_step(graph, before, self.relation_names[r], d, cap=self.frontier_cap) if before else []
+            return reached[prefix]
+
+        def allowed(prefix: tuple[int, ...]) -> list[int]:
+            ends = ends_of(prefix)
+            if not ends:
+                return []
+            return [token_of(self.relation_index[r], d) for r, d in relations_around(graph, ends) if r in self.relation_index]
+
+        return allowed
 
     def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
         from kgdb.cypher.linking import strip_mentions
@@ -622,13 +649,14 @@ class TrainedPathPlanner:
         q = torch.from_numpy(self.embedder.encode([text])[0])
         words = torch.tensor(text_features(text, self.model.cfg.buckets))
         out = []
-        for tokens, logp in self.model.beam_search(q, words, self.beam):
+        allowed = self._allowed(graph, topics) if self.constrained else None
+        for tokens, logp in self.model.beam_search(q, words, self.beam, allowed):
             steps = [step_of(t) for t in tokens]
             out.append(PlannedPath(tuple(self.relation_names[r] for r, _ in steps), float(np.exp(logp)), tuple(d for _, d in steps)))
         return out
 
 
-def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int = 3) -> TrainedPathPlanner:
+def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int = 3, constrained: bool = True) -> TrainedPathPlanner:
     """The named planner checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
     from safetensors.torch import load_file
 
@@ -646,14 +674,16 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
     model = PathPlanner(PlannerConfig(**cfg["model"]), state["relation_emb"])
     model.load_state_dict(state)
     embedder = get_embedder(cfg.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
-    return TrainedPathPlanner(model, list(cfg["relation_names"]), embedder, beam=beam, checkpoint=ckpt)
+    return TrainedPathPlanner(model, list(cfg["relation_names"]), embedder, beam=beam, checkpoint=ckpt, constrained=constrained)
 
 
 def relation_path_retriever(
-    graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int = 3, ground_cap: int = 200
+    graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int = 3,
+    ground_cap: int = 200, constrained: bool = True,
 ) -> "RelationPathRetriever":
-    """`RelationPathRetriever` with the trained planner for this graph (`NoCheckpointError` when none)."""
-    planner = load_planner(graph, settings, checkpoint, beam=beam)
+    """`RelationPathRetriever` with the trained planner for this graph (`NoCheckpointError` when none);
+    `constrained`: decode only relation steps that exist from the entities reached so far."""
+    planner = load_planner(graph, settings, checkpoint, beam=beam, constrained=constrained)
     retriever = RelationPathRetriever(graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap)
     fingerprint = graph_fingerprint(graph)[0]
     trained_on = planner.checkpoint.config.get("graph_fingerprint") if planner.checkpoint else None

@@ -95,6 +95,12 @@ def graph_triples(graph: Graph, max_triples: int = 5_000_000, page: int = 20_000
     return out
 
 
+def relation_step(graph: Graph, entity_ids: list[str], relation: str, direction: int, cap: int = 200) -> list[str]:
+    """Distinct entities one `relation` step (+1 along, -1 against, 0 either) from `entity_ids`, ≤ cap."""
+    row = graph.single("relation_step", ids=list(entity_ids), relation=relation, direction=direction, cap=cap) or {}
+    return list(row.get("ids") or [])
+
+
 def relations_around(graph: Graph, entity_ids: list[str], limit: int = 1000) -> list[tuple[str, int]]:
     """(relation, direction) pairs at these entities: +1 when the entity is the head."""
     rows = graph.run("relations_around", ids=list(entity_ids), limit=limit)

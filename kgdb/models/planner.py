@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import zlib
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -122,8 +122,14 @@ class PathPlanner(nn.Module):
         return -(self.log_prob(q_emb, words, offsets, paths) * weights).sum()
 
     @torch.no_grad()
-    def beam_search(self, q_emb: torch.Tensor, words: torch.Tensor, beam: int = 5) -> list[tuple[tuple[int, ...], float]]:
-        """The `beam` most probable complete relation paths of one question, as (tokens, log P)."""
+    def beam_search(
+        self, q_emb: torch.Tensor, words: torch.Tensor, beam: int = 5, allowed: Callable[[tuple[int, ...]], Sequence[int]] | None = None
+    ) -> list[tuple[tuple[int, ...], float]]:
+        """The `beam` most probable complete relation paths of one question, as (tokens, log P).
+
+        `allowed(prefix)` (optional) names the tokens that may follow a prefix, e.g. the relations
+        that really leave the entities the prefix reaches (graph-constrained decoding); the
+        probabilities stay those of the unconstrained model."""
         table = self.tokens()
         h = self.start(q_emb[None], words, torch.zeros(1, dtype=torch.long, device=words.device))
         live: list[tuple[tuple[int, ...], float]] = [((), 0.0)]
@@ -132,9 +138,21 @@ class PathPlanner(nn.Module):
         for t in range(self.cfg.max_hops + 1):
             prev = None if t == 0 else torch.tensor([p[-1] for p, _ in live], device=h.device)
             states, logits = self.step(states, prev, table)
-            lp = torch.log_softmax(self._mask(logits, t), dim=-1) + torch.tensor([s for _, s in live], device=h.device)[:, None]
+            lp = torch.log_softmax(self._mask(logits, t), dim=-1)
+            if allowed is not None:
+                keep = torch.full_like(lp, float("-inf"))
+                for row, (prefix, _) in enumerate(live):
+                    ok = [STOP] if t > 0 else []
+                    if t < self.cfg.max_hops:
+                        ok += [tok for tok in allowed(prefix) if 0 < tok < self.num_tokens]
+                    if ok:
+                        keep[row, ok] = 0.0
+                lp = lp + keep
+            lp = lp + torch.tensor([s for _, s in live], device=h.device)[:, None]
             flat = lp.flatten()
             k = min(beam * 2, int(torch.isfinite(flat).sum()))
+            if k == 0:
+                break
             top = torch.topk(flat, k)
             nxt, rows = [], []
             for score, idx in zip(top.values.tolist(), top.indices.tolist()):
