@@ -692,9 +692,12 @@ def relation_path_retriever(
     return retriever
 
 
-def planner_examples(graph: Graph, records: list[QuestionRecord], arrays, embed, buckets: int, max_hops: int, relation_index: dict[str, int]):
+def planner_examples(
+    graph: Graph, records: list[QuestionRecord], arrays, embed, buckets: int, max_hops: int, relation_index: dict[str, int], best_f1: bool = True
+):
     """Labelled planner examples of a split: Eq. 2's Γ* per question (exact hop count when the
-    question file states it, else the shortest up to `max_hops`), as decoder tokens."""
+    question file states it, else the shortest up to `max_hops`; with `best_f1` only those whose
+    reached entities match the answers best), as decoder tokens."""
     from kgdb.cypher.linking import strip_mentions
     from kgdb.cypher.paths import entity_names
     from kgdb.data.relation_paths import shortest_relation_paths
@@ -706,7 +709,9 @@ def planner_examples(graph: Graph, records: list[QuestionRecord], arrays, embed,
     embs = embed(texts)
     out, counts = [], {"no_path": 0, "paths": 0}
     for q, text, emb in zip(records, texts, embs):
-        paths = shortest_relation_paths(arrays, q.topics, q.answers, max_hops=max_hops, exact_hops=q.hop if q.hop and q.hop <= max_hops else None)
+        paths = shortest_relation_paths(
+            arrays, q.topics, q.answers, max_hops=max_hops, exact_hops=q.hop if q.hop and q.hop <= max_hops else None, best_f1=best_f1
+        )
         tokens = [tuple(token_of(relation_index[r], d) for r, d in p) for p in paths]
         counts["no_path"] += not tokens
         counts["paths"] += len(tokens)
@@ -721,6 +726,7 @@ def train_planner(
     *,
     name: str | None = None,
     max_hops: int = 3,
+    best_f1: bool = True,
     max_epochs: int = 30,
     patience: int = 4,
     lr: float = 1e-3,
@@ -761,7 +767,7 @@ def train_planner(
     examples = {}
     for split in ("train", "val"):
         records = [q for qs in sets for q in qs.split(split)]
-        examples[split], counts = planner_examples(graph, records, arrays, embedder.encode, model_cfg.buckets, max_hops, relation_index)
+        examples[split], counts = planner_examples(graph, records, arrays, embedder.encode, model_cfg.buckets, max_hops, relation_index, best_f1)
         on_labels(split, len(records), counts)
     data_seconds = time.perf_counter() - t0
     if not any(ex.paths for ex in examples["train"]) or not examples["val"]:
@@ -785,7 +791,8 @@ def train_planner(
             "dataset": datasets,
             "questions": [str(p) for p in questions],
             "train": {**cfg.__dict__, "threads": threads},
-            "labels": {"max_hops": max_hops, "rule": "shortest relation paths topic->answer (exact hop count when the file states it)"},
+            "labels": {"max_hops": max_hops, "best_f1": best_f1,
+                       "rule": "shortest relation paths topic->answer (exact hop count when the file states it)"},
             "data_seconds": round(data_seconds, 2),
             "result": result.to_json(),
             "metrics": {"best_epoch": result.best_epoch, "val_path_hit@1": result.best_val_hit1},

@@ -69,3 +69,14 @@ def test_cached_subgraph_arrays_use_the_relation_vocabulary():
     head, rel, tail = np.array([0, 0, 2]), np.array([1, 0, 1]), np.array([1, 1, 1])
     g = cached_question_arrays(head, rel, tail, 3, ["r.a", "r.b"])
     assert shortest_relation_paths(g, ["0"], ["2"]) == [(("r.a", 1), ("r.b", -1)), (("r.b", 1), ("r.b", -1))]
+
+
+def test_best_f1_keeps_the_paths_that_match_the_answer_set():
+    # f1 was directed by d1 and written by w1; f2 was directed by d2, and d2 also wrote f1.
+    triples = [("f1", "m.directed_by", "d1"), ("f1", "m.written_by", "w1"), ("f1", "m.written_by", "d2"), ("f2", "m.directed_by", "d2")]
+    g = TripleArrays.from_triples(triples)
+    # "films directed by d2": answers {f2}; f1 is reached only by the accidental written_by path
+    assert shortest_relation_paths(g, ["d2"], ["f2", "f1"]) == [(("m.directed_by", -1),), (("m.written_by", -1),)]
+    assert shortest_relation_paths(g, ["d2"], ["f2"], best_f1=True) == [(("m.directed_by", -1),)]
+    # "who wrote f1": {w1, d2}; directed_by reaches d1 (no answer), written_by reaches both
+    assert shortest_relation_paths(g, ["f1"], ["w1", "d2"], best_f1=True) == [(("m.written_by", 1),)]

@@ -104,10 +104,14 @@ def shortest_relation_paths(
     max_hops: int = 3,
     exact_hops: int | None = None,
     max_paths: int = 20_000,
+    best_f1: bool = False,
 ) -> list[RelationPath]:
     """The shortest relation paths from any topic to any answer (Eq. 2's Γ*), sorted.
 
     With `exact_hops` (MetaQA states each question's hop count) only paths of that length count.
+    With `best_f1`, only those of the shortest paths whose reached entities (over all topics) match
+    the answer set best (F1, ties kept): a path that reaches one answer by accident (the writer of a
+    film who also directed it, for "directed by") is then no label. Eq. 1 itself is silent on this.
     Topics or answers missing from the arrays are ignored; no path gives []."""
     t_idx = [graph.index[t] for t in dict.fromkeys(topics) if t in graph.index]
     targets = np.asarray(sorted({graph.index[a] for a in answers if a in graph.index} - set(t_idx)), np.int64)
@@ -124,9 +128,19 @@ def shortest_relation_paths(
             for codes, ends in per_topic[length - 1].items()
             if np.isin(ends, targets, assume_unique=True).any()
         }
+        if found and best_f1:
+            f1 = {c: _f1(np.unique(np.concatenate([lv[length - 1].get(c, np.zeros(0, np.int64)) for lv in levels])), targets, t_idx) for c in found}
+            top = max(f1.values())
+            found = {c for c, v in f1.items() if v >= top - 1e-9}
         if found:
             return sorted(graph.decode(c) for c in found)
     return []
+
+
+def _f1(ends: np.ndarray, targets: np.ndarray, topics: list[int]) -> float:
+    ends = ends[~np.isin(ends, topics)]
+    hit = int(np.isin(ends, targets, assume_unique=True).sum())
+    return 2 * hit / (len(ends) + len(targets)) if hit else 0.0
 
 
 def cached_question_arrays(head: np.ndarray, relation: np.ndarray, tail: np.ndarray, n: int, relation_names: Sequence[str]) -> TripleArrays:
