@@ -83,7 +83,8 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
     topics = ", ".join(f"{escape(n)} [dim]({escape(i)})[/]" if n != i else escape(n) for n, i in zip(res.topic_names, res.topics))
     console.print(f"[bold]Question:[/] {escape(res.question)}", highlight=False)
     console.print(f"[bold]Topic entities:[/] {topics}", highlight=False)
-    console.print(f"[bold]Retriever:[/] {res.retriever}, top {res.k} of the topic-centred subgraph", highlight=False)
+    where = "triples of the planned relation paths grounded in Cypher" if res.retriever == "relation-paths" else "of the topic-centred subgraph"
+    console.print(f"[bold]Retriever:[/] {res.retriever}, top {res.k} {where}", highlight=False)
     if res.retriever_note:
         console.print(f"[yellow]note:[/] {escape(res.retriever_note)}", highlight=False)
     if show_prompt:
