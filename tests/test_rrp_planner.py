@@ -53,3 +53,16 @@ def test_planner_overfits_a_tiny_set_and_is_deterministic():
     again, _ = train_planner_model(PathPlanner(cfg, rel), data, data, train_cfg)
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
+
+
+def test_constrained_beam_search_only_takes_allowed_steps():
+    cfg = PlannerConfig(hidden=16, word_dim=8, buckets=1 << 8, max_hops=3, dropout=0.0)
+    torch.manual_seed(0)
+    model = PathPlanner(cfg, torch.randn(4, 8)).eval()
+    q, words = torch.randn(8), torch.tensor(text_features("who directed X", cfg.buckets))
+    graph = {(): [token_of(2, 1)], (token_of(2, 1),): [token_of(0, -1)]}  # a two-step chain, then a dead end
+    out = model.beam_search(q, words, beam=5, allowed=lambda prefix: graph.get(prefix, []))
+    assert {p for p, _ in out} <= {(token_of(2, 1),), (token_of(2, 1), token_of(0, -1))} and out
+    assert model.beam_search(q, words, beam=5, allowed=lambda prefix: []) == []
+    free = model.beam_search(q, words, beam=5)
+    assert len(free) == 5 and all(1 <= len(p) <= 3 for p, _ in free)
