@@ -519,7 +519,15 @@ class RelationPathRetriever:
         self.notes: list[str] = []
 
     def describe(self) -> dict:
-        return {"retriever": self.name, "planner": getattr(self.planner, "name", type(self.planner).__name__), "k": self.k}
+        ckpt = getattr(self.planner, "checkpoint", None)
+        return {
+            "retriever": self.name,
+            "planner": getattr(self.planner, "name", type(self.planner).__name__),
+            "checkpoint": ckpt.name if ckpt else None,
+            "planner_decoding": ("constrained" if self.planner.constrained else "free") if hasattr(self.planner, "constrained") else None,
+            "k": self.k,
+            "notes": list(self.notes),
+        }
 
     def retrieve(
         self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None
