@@ -457,6 +457,7 @@ def train_retriever(
 class PlannedPath:
     relations: tuple[str, ...]
     score: float
+    directions: tuple[int, ...] = ()  # +1 / -1 per relation; empty = either direction
 
 
 def _walk(anchor: str, triples) -> tuple[list[str], list[int]]:
@@ -524,12 +525,20 @@ class RelationPathRetriever:
         self.notes: list[str] = []
 
     def describe(self) -> dict:
-        return {"retriever": self.name, "planner": getattr(self.planner, "name", type(self.planner).__name__), "k": self.k}
+        ckpt = getattr(self.planner, "checkpoint", None)
+        return {
+            "retriever": self.name,
+            "planner": getattr(self.planner, "name", type(self.planner).__name__),
+            "checkpoint": ckpt.name if ckpt else None,
+            "planner_decoding": ("constrained" if self.planner.constrained else "free") if hasattr(self.planner, "constrained") else None,
+            "k": self.k,
+            "notes": list(self.notes),
+        }
 
     def retrieve(
         self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None
     ) -> Retrieval:
-        from kgdb.cypher.paths import entity_names, ground_relation_path
+        from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_path
         from kgdb.protocol import ScoredEntity, ScoredPath
 
         if not question or not question.strip():
@@ -546,9 +555,17 @@ class RelationPathRetriever:
         t = time.perf_counter()
         paths: list[ScoredPath] = []
         triples: dict[str, tuple[float, tuple]] = {}  # elementId -> (best path score, triple)
+        notes: list[str] = []
         for plan in plans:
             for anchor in found.ids:
-                for grounded in ground_relation_path(self.graph, anchor, list(plan.relations), cap=self.ground_cap):
+                try:
+                    grounding = ground_relation_path(
+                        self.graph, anchor, list(plan.relations), cap=self.ground_cap, directions=list(plan.directions) or None
+                    )
+                except UnknownRelationError as exc:
+                    notes.append(f"planned path skipped: {exc}")
+                    break
+                for grounded in grounding:
                     nodes, dirs = _walk(anchor, grounded)
                     paths.append(ScoredPath(plan.score, tuple(nodes), plan.relations, tuple(dirs), source=getattr(self.planner, "name", "")))
                     for triple in grounded:
@@ -579,7 +596,7 @@ class RelationPathRetriever:
         return Retrieval(
             question=question, qid=qid, retriever=self.name, k=self.k, topics=found.ids, triples=top, paths=paths,
             entities=entities, run=run, linked=found.linked, names=names, cvt=cvt, timings=timings,
-            notes=[n for n in [found.note()] if n], missing_topics=list(found.missing),
+            notes=[n for n in [found.note(), *dict.fromkeys(notes)] if n], missing_topics=list(found.missing),
         )
 
 
@@ -594,3 +611,207 @@ def _as_subgraph(question: str, qid: str | None, topics: list[str], triples: lis
         tail=np.array([pos[t] for _, _, _, t in triples], np.int64), relation_names=[r for _, _, r, _ in triples],
         edge_ids=[e for e, _, _, _ in triples], topic=np.array([pos[t] for t in topics], np.int64), question=question, qid=qid,
     )
+
+
+# ---- the trained relation-path planner (RRP §IV-A) ----------------------------------------------
+
+PLANNER = "rrp-planner"
+
+
+class TrainedPathPlanner:
+    """`plan()` with a trained `kgdb.models.planner.PathPlanner`: beam search over (relation,
+    direction) steps given the question (topic names removed); scores are path probabilities."""
+
+    name = PLANNER
+
+    def __init__(
+        self, model, relation_names: list[str], embedder, *, beam: int = 3, checkpoint: Checkpoint | None = None,
+        constrained: bool = True, frontier_cap: int = 200,
+    ):
+        self.model, self.relation_names, self.embedder, self.beam = model.eval(), relation_names, embedder, beam
+        self.checkpoint, self.constrained, self.frontier_cap = checkpoint, constrained, frontier_cap
+        self.relation_index = {r: i for i, r in enumerate(relation_names)}
+
+    def _allowed(self, graph: Graph, topics: list[str]):
+        """Graph-constrained decoding: after a prefix, only the (relation, direction) steps that leave
+        the entities the prefix reaches (one `relations_around` and one `relation_step` per prefix)."""
+        from kgdb.cypher.paths import relation_step, relations_around
+        from kgdb.models.planner import step_of, token_of
+
+        reached: dict[tuple[int, ...], list[str]] = {(): list(topics)}
+
+        def ends_of(prefix: tuple[int, ...]) -> list[str]:
+            if prefix not in reached:
+                before = ends_of(prefix[:-1])
+                r, d = step_of(prefix[-1])
+                reached[prefix] = relation_step(graph, before, self.relation_names[r], d, cap=self.frontier_cap) if before else []
+            return reached[prefix]
+
+        def allowed(prefix: tuple[int, ...]) -> list[int]:
+            ends = ends_of(prefix)
+            if not ends:
+                return []
+            return [token_of(self.relation_index[r], d) for r, d in relations_around(graph, ends) if r in self.relation_index]
+
+        return allowed
+
+    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
+        from kgdb.cypher.linking import strip_mentions
+        from kgdb.models.planner import step_of, text_features
+
+        text = strip_mentions(question, topic_names)
+        q = torch.from_numpy(self.embedder.encode([text])[0])
+        words = torch.tensor(text_features(text, self.model.cfg.buckets))
+        out = []
+        allowed = self._allowed(graph, topics) if self.constrained else None
+        for tokens, logp in self.model.beam_search(q, words, self.beam, allowed):
+            steps = [step_of(t) for t in tokens]
+            out.append(PlannedPath(tuple(self.relation_names[r] for r, _ in steps), float(np.exp(logp)), tuple(d for _, d in steps)))
+        return out
+
+
+def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int = 3, constrained: bool = True) -> TrainedPathPlanner:
+    """The named planner checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
+    from safetensors.torch import load_file
+
+    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
+    from kgdb.models.checkpoints import WEIGHTS
+    from kgdb.models.planner import PathPlanner, PlannerConfig
+
+    fingerprint, info = fingerprint_of(graph)
+    ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else checkpoint_for_graph(settings.checkpoints_dir, PLANNER, fingerprint)
+    cfg = ckpt.config
+    if cfg.get("retriever") != PLANNER:
+        raise InputError(f"checkpoint {ckpt.name} holds a {cfg.get('retriever')} model, not a relation-path planner", path="--checkpoint")
+    check_compatible(ckpt, info.get("model") or settings.embedding_model, int(cfg.get("embedding_dim") or 0))
+    state = load_file(str(ckpt.path / WEIGHTS), device="cpu")
+    model = PathPlanner(PlannerConfig(**cfg["model"]), state["relation_emb"])
+    model.load_state_dict(state)
+    embedder = get_embedder(cfg.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
+    return TrainedPathPlanner(model, list(cfg["relation_names"]), embedder, beam=beam, checkpoint=ckpt, constrained=constrained)
+
+
+def relation_path_retriever(
+    graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int = 3,
+    ground_cap: int = 200, constrained: bool = True,
+) -> "RelationPathRetriever":
+    """`RelationPathRetriever` with the trained planner for this graph (`NoCheckpointError` when none);
+    `constrained`: decode only relation steps that exist from the entities reached so far."""
+    planner = load_planner(graph, settings, checkpoint, beam=beam, constrained=constrained)
+    retriever = RelationPathRetriever(graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap)
+    fingerprint = graph_fingerprint(graph)[0]
+    trained_on = planner.checkpoint.config.get("graph_fingerprint") if planner.checkpoint else None
+    if trained_on and trained_on != fingerprint:
+        retriever.notes.append(f"planner {planner.checkpoint.name} was trained on another graph ({trained_on[:12]}), not this one ({fingerprint[:12]})")
+    return retriever
+
+
+def planner_examples(
+    graph: Graph, records: list[QuestionRecord], arrays, embed, buckets: int, max_hops: int, relation_index: dict[str, int], best_f1: bool = True
+):
+    """Labelled planner examples of a split: Eq. 2's Γ* per question (exact hop count when the
+    question file states it, else the shortest up to `max_hops`; with `best_f1` only those whose
+    reached entities match the answers best), as decoder tokens."""
+    from kgdb.cypher.linking import strip_mentions
+    from kgdb.cypher.paths import entity_names
+    from kgdb.data.relation_paths import shortest_relation_paths
+    from kgdb.models.planner import text_features, token_of
+    from kgdb.training.planner import PlannerExample
+
+    names = {i: n for i, (n, _) in entity_names(graph, [t for q in records for t in q.topics]).items()}
+    texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
+    embs = embed(texts)
+    out, counts = [], {"no_path": 0, "paths": 0}
+    for q, text, emb in zip(records, texts, embs):
+        paths = shortest_relation_paths(
+            arrays, q.topics, q.answers, max_hops=max_hops, exact_hops=q.hop if q.hop and q.hop <= max_hops else None, best_f1=best_f1
+        )
+        tokens = [tuple(token_of(relation_index[r], d) for r, d in p) for p in paths]
+        counts["no_path"] += not tokens
+        counts["paths"] += len(tokens)
+        out.append(PlannerExample(q.id, np.asarray(emb, np.float32), text_features(text, buckets), tokens))
+    return out, counts
+
+
+def train_planner(
+    graph: Graph,
+    settings: Settings,
+    questions: list[Path],
+    *,
+    name: str | None = None,
+    max_hops: int = 3,
+    best_f1: bool = True,
+    max_epochs: int = 30,
+    patience: int = 4,
+    lr: float = 1e-3,
+    batch_size: int = 64,
+    seed: int = 42,
+    threads: int | None = None,
+    on_labels: Callable[[str, int, dict], None] = lambda split, n, counts: None,
+    on_epoch: Callable[[object], None] = lambda log: None,
+):
+    """Train the relation-path planner on the train split of every question file together, select on
+    their val splits, save `<checkpoints_dir>/<name>/model.safetensors` + `config.json`.
+
+    Labels are computed in numpy on the whole graph's triples (one paged read), so they are not
+    limited by a fetched subgraph's radius (MetaQA 3-hop). Returns `(Checkpoint, PlannerResult)`."""
+    from safetensors.torch import save_file
+
+    from kgdb.config import dump_json
+    from kgdb.cypher.paths import graph_triples
+    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
+    from kgdb.data.questions import read_questions
+    from kgdb.data.relation_paths import TripleArrays
+    from kgdb.models.checkpoints import CONFIG, WEIGHTS
+    from kgdb.models.planner import PathPlanner, PlannerConfig
+    from kgdb.training.planner import PlannerTrainConfig, train_planner_model
+    from kgdb.training.trainer import seed_everything
+
+    if threads and resolve_device(settings.device) == "cpu":
+        torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    sets = [read_questions(p) for p in questions]
+    fingerprint, info = fingerprint_of(graph)
+    tables, model_name = load_tensor_tables(graph, settings)
+    rel_names = load_tables(graph, settings.cache_dir).relation_names
+    relation_index = {r: i for i, r in enumerate(rel_names)}
+    arrays = TripleArrays.from_triples(graph_triples(graph), rel_names)
+    embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
+    model_cfg = PlannerConfig(max_hops=max_hops)
+    examples = {}
+    for split in ("train", "val"):
+        records = [q for qs in sets for q in qs.split(split)]
+        examples[split], counts = planner_examples(graph, records, arrays, embedder.encode, model_cfg.buckets, max_hops, relation_index, best_f1)
+        on_labels(split, len(records), counts)
+    data_seconds = time.perf_counter() - t0
+    if not any(ex.paths for ex in examples["train"]) or not examples["val"]:
+        raise KgdbError("nothing to train on: no training question has a relation path from a topic to an answer")
+    cfg = PlannerTrainConfig(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience, seed=seed)
+    seed_everything(seed)
+    model = PathPlanner(model_cfg, tables.relation.detach().cpu())
+    model, result = train_planner_model(model, examples["train"], examples["val"], cfg, on_epoch=on_epoch)
+    datasets = "+".join(qs.dataset for qs in sets)
+    out = settings.checkpoints_dir / (name or f"{PLANNER}-{datasets}")
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS), metadata={"retriever": PLANNER})
+    dump_json(
+        {
+            "retriever": PLANNER,
+            "model": model_cfg.to_json(),
+            "relation_names": rel_names,
+            "embedding_model": model_name,
+            "embedding_dim": tables.dim,
+            "graph_fingerprint": fingerprint,
+            "dataset": datasets,
+            "questions": [str(p) for p in questions],
+            "train": {**cfg.__dict__, "threads": threads},
+            "labels": {"max_hops": max_hops, "best_f1": best_f1,
+                       "rule": "shortest relation paths topic->answer (exact hop count when the file states it)"},
+            "data_seconds": round(data_seconds, 2),
+            "result": result.to_json(),
+            "metrics": {"best_epoch": result.best_epoch, "val_path_hit@1": result.best_val_hit1},
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        },
+        out / CONFIG,
+    )
+    return find_checkpoint(str(out), settings.checkpoints_dir), result

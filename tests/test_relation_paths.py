@@ -61,9 +61,10 @@ def test_paths_prompt_takes_the_retrievers_ordered_paths(graph):
     assert [a.answer for a in asked.answers][:1] == ["Kingston"]
 
 
-def test_unknown_relation_grounds_to_nothing(graph):
+def test_unknown_relation_grounds_to_nothing_and_says_why(graph):
     load(graph, TRIPLES)
     res = RelationPathRetriever(graph, graph.settings, planner=FixedPlanner(("no.such.relation",)), write=False).retrieve(
         "what is the capital of jamaica?", ["Jamaica"]
     )
     assert res.paths == [] and res.triples == [] and res.entities == []
+    assert any("'no.such.relation', not a relation of this graph" in n for n in res.notes)

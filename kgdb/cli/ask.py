@@ -17,8 +17,14 @@ from kgdb.errors import InputError
 from kgdb.qa.prompts import FORMATS
 from kgdb.qa.reasoners import REASONERS
 
-RETRIEVER_HELP = "A registered retriever (`kgdb retrievers`); a trainable one without a checkpoint for this graph falls back to cosine, and says so."
-REASONER_HELP = "auto (an LLM when KGDB_LLM_MODEL is set, else extractive), extractive (no LLM), openai, vllm."
+RETRIEVER_HELP = ("A registered retriever (`kgdb retrievers`; a trainable one without a checkpoint for this graph falls back to cosine, and "
+                  "says so), or relation-paths (the trained RRP planner, `kgdb train rrp-planner`). Default: relation-paths with "
+                  "--reasoner rrp, else subgraphrag.")
+REASONER_HELP = "auto (an LLM when KGDB_LLM_MODEL is set, else extractive), extractive (no LLM), openai, vllm, rrp (no LLM: answers from grounded relation paths)."
+
+
+def _default_retriever(retriever: Optional[str], reasoner: str) -> str:
+    return retriever or ("relation-paths" if reasoner == "rrp" else "subgraphrag")
 
 
 def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
@@ -31,7 +37,7 @@ def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
 def ask(
     ctx: typer.Context,
     question: str = typer.Argument(..., help="The question, in plain words."),
-    retriever: str = typer.Option("subgraphrag", "--retriever", help=RETRIEVER_HELP),
+    retriever: Optional[str] = typer.Option(None, "--retriever", help=RETRIEVER_HELP),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Retriever checkpoint name or folder."),
     k: int = typer.Option(100, "--k", help="Triples kept from the retriever (top-K)."),
     fmt: str = typer.Option("triples", "--format", help="Evidence in the prompt: triples | chains | paths."),
@@ -52,6 +58,7 @@ def ask(
         raise InputError("the question is empty: ask something, e.g. kgdb ask \"what is the capital of France?\"", path="QUESTION")
     _check_choice(fmt, FORMATS, "--format")
     _check_choice(reasoner, REASONERS, "--reasoner")
+    retriever = _default_retriever(retriever, reasoner)
     settings = settings_from(ctx)
     with open_graph(ctx) as graph:
         pipe = AskPipeline(
@@ -76,7 +83,8 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
     topics = ", ".join(f"{escape(n)} [dim]({escape(i)})[/]" if n != i else escape(n) for n, i in zip(res.topic_names, res.topics))
     console.print(f"[bold]Question:[/] {escape(res.question)}", highlight=False)
     console.print(f"[bold]Topic entities:[/] {topics}", highlight=False)
-    console.print(f"[bold]Retriever:[/] {res.retriever}, top {res.k} of the topic-centred subgraph", highlight=False)
+    where = "triples of the planned relation paths grounded in Cypher" if res.retriever == "relation-paths" else "of the topic-centred subgraph"
+    console.print(f"[bold]Retriever:[/] {res.retriever}, top {res.k} {where}", highlight=False)
     if res.retriever_note:
         console.print(f"[yellow]note:[/] {escape(res.retriever_note)}", highlight=False)
     if show_prompt:
@@ -96,7 +104,9 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
                 highlight=False,
             )
         else:
-            console.print("[bold]Reasoner:[/] extractive: [yellow]no LLM was used[/]; answers are end points of the best relation path in the evidence", highlight=False)
+            how = ("end entities of the best planned relation path grounded in the graph" if r.reasoner == "rrp"
+                   else "end points of the best relation path in the evidence")
+            console.print(f"[bold]Reasoner:[/] {r.reasoner}: [yellow]no LLM was used[/]; answers are {how}", highlight=False)
         if not res.answers:
             why = "it said the evidence does not hold the answer" if r.refused else "its reply had no `ans:` line"
             console.print(f"[yellow]No answer[/]: {why}.", highlight=False)
@@ -135,7 +145,7 @@ def eval_qa(
     ctx: typer.Context,
     questions: Path = typer.Option(..., "--questions", help="WebQSP questions.jsonl or MetaQA k-hop/qa.txt."),
     split: Optional[str] = typer.Option(None, "--split", help="train | val | test | all (fixed hash split, see kgdb.data.questions); default test when splits/ has the dataset, else all."),
-    retriever: str = typer.Option("subgraphrag", "--retriever", help=RETRIEVER_HELP),
+    retriever: Optional[str] = typer.Option(None, "--retriever", help=RETRIEVER_HELP),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Retriever checkpoint name or folder."),
     reasoner: str = typer.Option("extractive", "--reasoner", help=REASONER_HELP),
     k: int = typer.Option(100, "--k", help="Triples kept from the retriever (top-K)."),
@@ -162,6 +172,7 @@ def eval_qa(
 
     _check_choice(fmt, FORMATS, "--format")
     _check_choice(reasoner, REASONERS, "--reasoner")
+    retriever = _default_retriever(retriever, reasoner)
     try:
         rules = MatchRules.parse(match)
     except ValueError as exc:

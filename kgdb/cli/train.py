@@ -101,10 +101,10 @@ def _parse_settings(pairs: list[str]) -> dict[str, str]:
 @app.command("train")
 def train_retriever(
     ctx: typer.Context,
-    retriever: Annotated[str, typer.Argument(help="A registered retriever (`kgdb retrievers` lists them).")],
-    questions: Annotated[Path, typer.Option("--questions", help=QUESTIONS_HELP)],
+    retriever: Annotated[str, typer.Argument(help="A registered retriever (`kgdb retrievers` lists them), or rrp-planner (the relation-path planner).")],
+    questions: Annotated[list[Path], typer.Option("--questions", help=QUESTIONS_HELP + " Repeatable for rrp-planner (one model for all files).")],
     name: Annotated[Optional[str], typer.Option("--name", help="Checkpoint name (default <retriever>-<dataset>).")] = None,
-    hops: Annotated[int, typer.Option("--hops", help="Subgraph radius around the topic entities.")] = 2,
+    hops: Annotated[Optional[int], typer.Option("--hops", help="Subgraph radius around the topic entities (default 2); for rrp-planner the longest relation path (default 3).")] = None,
     cap: Annotated[Optional[int], typer.Option("--cap", help="Per-node expansion cap (default: the fetch default).")] = None,
     max_epochs: Annotated[int, typer.Option("--max-epochs", help="Upper bound; early stopping usually ends sooner.")] = 50,
     patience: Annotated[int, typer.Option("--patience", help="Epochs without a better val triple recall@100.")] = 10,
@@ -119,11 +119,20 @@ def train_retriever(
     """Train a registered retriever on the train split; select on the val split; save a checkpoint.
 
     The training state is saved after every epoch, so `--resume` continues a killed run.
+    `rrp-planner` trains RRP's relation-path planner instead (labels: shortest relation paths from
+    topic to answer; selection: val path Hit@1; no resume).
     """
-    from kgdb.pipeline import train_retriever
+    from kgdb.pipeline import PLANNER, train_retriever
 
     settings = settings_from(ctx)
     threads = threads or default_threads()
+    if retriever == PLANNER:
+        _train_planner(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
+                       hops=hops or 3)
+        return
+    if len(questions) != 1:
+        raise InputError(f"{retriever} trains on one question file, got {len(questions)}", path="--questions")
+    questions, hops = questions[0], hops or 2
     with open_graph(ctx) as graph, progress() as bar:
         fetch_task = bar.add_task("fetch+label", total=None, visible=False)
         epoch_task = bar.add_task("epochs (best val R@100 -)", total=max_epochs, visible=False)
@@ -180,6 +189,25 @@ def train_retriever(
         f"checkpoint {escape(str(ckpt.path))}",
         highlight=False,
     )
+
+
+def _train_planner(ctx, settings, questions: list[Path], *, name, max_epochs, patience, lr, seed, threads, hops) -> None:
+    from kgdb.pipeline import train_planner
+
+    def on_labels(split: str, n: int, counts: dict) -> None:
+        console.print(f"{split}: {n} questions labelled, {counts['no_path']} without a relation path (topic to answer), "
+                      f"{counts['paths']} labelled paths", highlight=False)
+
+    def on_epoch(log) -> None:
+        console.print(f"epoch {log.epoch}: loss {log.loss:.4f}, val path Hit@1 {log.val_hit1:.4f}, "
+                      f"Hit@beam {log.val_hit_beam:.4f}, {log.seconds:.1f} s")
+
+    with open_graph(ctx) as graph:
+        ckpt, result = train_planner(graph, settings, questions, name=name, max_hops=hops, max_epochs=max_epochs, patience=patience,
+                                     lr=lr, seed=seed, threads=threads, on_labels=on_labels, on_epoch=on_epoch)
+    console.print(f"best epoch {result.best_epoch}: val path Hit@1 {result.best_val_hit1:.4f}; "
+                  f"{result.train_questions} training questions ({result.skipped_no_path} without a path skipped); "
+                  f"checkpoint {escape(str(ckpt.path))}", highlight=False)
 
 
 @app.command("retrievers")

@@ -26,6 +26,7 @@ from kgdb.qa.reasoners import LLMError, Reasoning, make_reasoner
 from kgdb.qa.reasoners.extractive import Evidence
 
 BROWSER_QUERY = "browser/evidence_chains"
+RELATION_PATHS = "relation-paths"  # not a tensor retriever: plans relation paths and grounds them in Cypher
 ASK_STAGES = ("embed", "link", "fetch", "featurise", "score", "write", "chains", "prompt", "reason")
 
 
@@ -92,8 +93,8 @@ class AskResult:
 class AskPipeline:
     """Retriever + reasoner for one graph; `ask()` answers one question.
 
-    `retriever` is a registered retriever's name (built through `kgdb.pipeline.RetrievePipeline`)
-    or any `QuestionRetriever` object. With `fallback`, a trainable retriever that has no
+    `retriever` is a registered retriever's name (built through `kgdb.pipeline.RetrievePipeline`),
+    `relation-paths` (the trained relation-path planner + Cypher grounding) or any `QuestionRetriever`. With `fallback`, a trainable retriever that has no
     checkpoint for this graph is replaced by the cosine baseline and the result says so
     (`retriever_note`); without it the typed `NoCheckpointError` reaches the caller.
     """
@@ -124,7 +125,12 @@ class AskPipeline:
         # Chains are needed for the chains/paths prompts; for triples they only decorate the output.
         self.chains = (fmt != "triples" or write) if chains is None else (chains and write)
         self.retriever_note: str | None = None
-        if isinstance(retriever, str):
+        if retriever == RELATION_PATHS:
+            from kgdb.pipeline import relation_path_retriever
+
+            # the trained planner (RRP §IV-A) for this graph, or the named planner checkpoint
+            self.retrieval = relation_path_retriever(graph, settings, checkpoint=checkpoint, k=k, write=write)
+        elif isinstance(retriever, str):
             from kgdb.models.checkpoints import NoCheckpointError
             from kgdb.pipeline import RetrievePipeline  # torch: imported only when a pipeline is built
 
@@ -191,7 +197,8 @@ class AskPipeline:
         timings["prompt"] = _ms(t)
 
         t = time.perf_counter()
-        evidence = Evidence(question, top, list(res.topics), [id_to_name.get(x, x) for x in res.topics], res.cvt)
+        evidence = Evidence(question, top, list(res.topics), [id_to_name.get(x, x) for x in res.topics], res.cvt,
+                            paths=res.paths, from_paths=hasattr(self.retrieval, "planner"))
         names = {i: n for i, n in id_to_name.items() if is_mid(i) and n != i}
         reasoning, error = None, None
         try:

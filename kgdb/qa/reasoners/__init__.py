@@ -1,5 +1,5 @@
 """Reasoners, one module each: `openai_compatible` (any OpenAI-protocol endpoint), `vllm_offline`
-(local GPU), `extractive` (no LLM). `make_reasoner` picks one by name."""
+(local GPU), `extractive` (no LLM), `rrp` (no LLM: end entities of the best grounded relation path). `make_reasoner` picks one by name."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from kgdb.qa.reasoners.base import LLMError, Reasoner, Reasoning
 
 __all__ = ["REASONERS", "LLMError", "Reasoner", "Reasoning", "make_reasoner"]
 
-REASONERS = ("auto", "extractive", "openai", "vllm")
+REASONERS = ("auto", "extractive", "openai", "vllm", "rrp")
 
 
 def make_reasoner(kind: str, settings: Settings, **kwargs: Any) -> Reasoner:
@@ -34,4 +34,8 @@ def make_reasoner(kind: str, settings: Settings, **kwargs: Any) -> Reasoner:
         from kgdb.qa.reasoners.extractive import ExtractiveReasoner
 
         return ExtractiveReasoner.from_settings(settings, **kwargs)
+    if kind == "rrp":
+        from kgdb.qa.reasoners.rrp import PathReasoner
+
+        return PathReasoner(**kwargs)
     raise InputError(f"unknown reasoner {kind!r}; choose one of {', '.join(REASONERS)}", path="--reasoner")

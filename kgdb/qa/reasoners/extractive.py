@@ -31,6 +31,8 @@ class Evidence:
     topics: list[str]  # entity ids
     topic_names: list[str] = field(default_factory=list)
     cvt: set[str] = field(default_factory=set)  # ids of compound-value nodes
+    paths: Sequence[Any] = ()  # the retriever's grounded reasoning paths (kgdb.protocol.ScoredPath), best first
+    from_paths: bool = False  # the retriever plans relation paths (it may have found none)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,10 @@
+// Every triple whose head has an idx in [$start, $stop), as [head id, relation, tail id]: one page of
+// the whole graph for labelling relation paths in numpy (kgdb/data/relation_paths.py). Retrieval
+// bookkeeping (:Retrieval, :Question) is not between two :Entity nodes, so it never appears.
+// Parameters:
+//   :param start => 0
+//   :param stop => 10000
+MATCH (h:Entity)
+WHERE h.idx >= $start AND h.idx < $stop
+MATCH (h)-[r]->(t:Entity)
+RETURN collect([h.id, type(r), t.id]) AS triples;

@@ -1,0 +1,48 @@
+"""Answers without an LLM from grounded relation paths (RRP's planner side): the end entities of
+the best-scored relation path that grounded to something, in the order of how many grounded paths
+reach them. Needs a retriever that returns paths (`kgdb.pipeline.RelationPathRetriever`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kgdb.errors import InputError
+from kgdb.qa.prompts import Prompt
+from kgdb.qa.reasoners.base import Reasoning
+
+
+class PathReasoner:
+    name = "rrp"
+    uses_llm = False
+
+    def __init__(self, max_answers: int = 50):
+        self.max_answers = max_answers
+
+    def settings(self) -> dict[str, Any]:
+        return {"reasoner": self.name, "llm_used": False, "max_answers": self.max_answers}
+
+    def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
+        t = time.perf_counter()
+        paths = list(getattr(evidence, "paths", None) or [])
+        if evidence is not None and not paths and not getattr(evidence, "from_paths", False):
+            raise InputError("the rrp reasoner answers from relation paths: use --retriever relation-paths", path="--reasoner")
+        topics, cvt = set(getattr(evidence, "topics", [])), set(getattr(evidence, "cvt", set()))
+        usable = [p for p in paths if p.answer not in topics and p.answer not in cvt]
+        answers: list[str] = []
+        support: dict[str, list[int]] = {}
+        scores: dict[str, float] = {}
+        if usable:
+            best = max(p.score for p in usable)
+            counts: dict[str, int] = {}
+            name_of: dict[str, str] = {}
+            for p in usable:
+                if p.score == best:
+                    counts[p.answer] = counts.get(p.answer, 0) + 1
+                    name_of[p.answer] = (p.names or p.entities)[-1]
+            ranked = sorted(counts, key=lambda e: (-counts[e], name_of[e]))[: self.max_answers]
+            answers = [name_of[e] for e in ranked]
+            scores = {name_of[e]: best for e in ranked}
+        reply = "ans: " + " | ".join(answers) if answers else "ans: not available"
+        return Reasoning(answers, reply, self.name, False, refused=not answers, support=support, scores=scores,
+                         seconds=time.perf_counter() - t)
