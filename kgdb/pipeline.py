@@ -514,10 +514,13 @@ class RelationPathRetriever:
 
     name = "relation-paths"
 
-    def __init__(self, graph: Graph, settings: Settings, *, planner=None, k: int = 100, write: bool = True, ground_cap: int = 200):
+    def __init__(
+        self, graph: Graph, settings: Settings, *, planner=None, k: int = 100, write: bool = True, ground_cap: int = 200, walks: bool = False
+    ):
         from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
 
         self.graph, self.settings, self.k, self.write, self.ground_cap = graph, settings, k, write, ground_cap
+        self.walks = walks  # ground as walks (entities may repeat), the planner's label semantics
         _, info = fingerprint_of(graph)
         self.embedding_model = info.get("model") or settings.embedding_model
         self.embedder = get_embedder(self.embedding_model, settings.device, settings.embedding_batch_size)
@@ -531,6 +534,7 @@ class RelationPathRetriever:
             "planner": getattr(self.planner, "name", type(self.planner).__name__),
             "checkpoint": ckpt.name if ckpt else None,
             "planner_decoding": ("constrained" if self.planner.constrained else "free") if hasattr(self.planner, "constrained") else None,
+            "grounding": "walks" if self.walks else "simple paths",
             "k": self.k,
             "notes": list(self.notes),
         }
@@ -560,7 +564,8 @@ class RelationPathRetriever:
             for anchor in found.ids:
                 try:
                     grounding = ground_relation_path(
-                        self.graph, anchor, list(plan.relations), cap=self.ground_cap, directions=list(plan.directions) or None
+                        self.graph, anchor, list(plan.relations), cap=self.ground_cap, directions=list(plan.directions) or None,
+                        walks=self.walks,
                     )
                 except UnknownRelationError as exc:
                     notes.append(f"planned path skipped: {exc}")
@@ -693,12 +698,13 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
 
 def relation_path_retriever(
     graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int = 3,
-    ground_cap: int = 200, constrained: bool = True,
+    ground_cap: int = 200, constrained: bool = True, walks: bool = True,
 ) -> "RelationPathRetriever":
     """`RelationPathRetriever` with the trained planner for this graph (`NoCheckpointError` when none);
-    `constrained`: decode only relation steps that exist from the entities reached so far."""
+    `constrained`: decode only relation steps that exist from the entities reached so far; `walks`:
+    ground as walks (entities may repeat), as the planner's labels are computed."""
     planner = load_planner(graph, settings, checkpoint, beam=beam, constrained=constrained)
-    retriever = RelationPathRetriever(graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap)
+    retriever = RelationPathRetriever(graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks)
     fingerprint = graph_fingerprint(graph)[0]
     trained_on = planner.checkpoint.config.get("graph_fingerprint") if planner.checkpoint else None
     if trained_on and trained_on != fingerprint:

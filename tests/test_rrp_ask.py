@@ -27,6 +27,7 @@ TRIPLES = sorted(
     | {(m, "movie.starred_actors", ACTORS[i % 5]) for i, m in enumerate(MOVIES)}
     | {(m, "movie.starred_actors", ACTORS[(i + 2) % 5]) for i, m in enumerate(MOVIES)}
     | {(m, "movie.written_by", DIRECTORS[(i + 1) % 3]) for i, m in enumerate(MOVIES[:4])}
+    | {("Film C", "movie.written_by", "Alan Turing")}  # a parallel relationship (Film C: directed_by Alan Turing too)
 )
 TEMPLATES = {  # hop -> (question template, relation path)
     1: [("who directed [{}]", (("movie.directed_by", 1),), MOVIES),
@@ -118,6 +119,13 @@ def test_bad_relation_paths_get_clear_messages(movie_files):
     # A known relation that simply leads nowhere is no error.
     assert ground_relation_path(graph, "Ada Lovelace", ["movie.directed_by"], directions=[1]) == []
     assert [t[3] for (t,) in ground_relation_path(graph, "Film A", ["movie.directed_by"], directions=[1])] == ["Ada Lovelace"]
+    # Walks (the planner's grounding) may come back to an entity by another relationship (Film C was
+    # directed and written by Alan Turing), never by the one just taken.
+    path, dirs = ["movie.directed_by", "movie.written_by"], [1, -1]
+    assert {p[-1][1] for p in ground_relation_path(graph, "Film C", path, directions=dirs)} == {"Film B"}
+    assert {p[-1][1] for p in ground_relation_path(graph, "Film C", path, directions=dirs, walks=True)} == {"Film B", "Film C"}
+    back = ground_relation_path(graph, "Film C", ["movie.directed_by"] * 2, directions=[1, -1], walks=True)
+    assert {p[-1][1] for p in back} == {"Film F", "Film I"}
     # The retriever skips a planned path naming an unknown relation and says why.
     r = RelationPathRetriever(graph, graph.settings, planner=FixedPlanner(("movie.produced_by",), ("movie.directed_by",)), write=False)
     res = r.retrieve("who directed Film A", ["Film A"])

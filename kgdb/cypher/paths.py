@@ -44,9 +44,10 @@ def shortest_path_triples(
 
 
 def ground_relation_path(
-    graph: Graph, topic_id: str, relations: list[str], cap: int = 1000, directions: list[int] | None = None
+    graph: Graph, topic_id: str, relations: list[str], cap: int = 1000, directions: list[int] | None = None, walks: bool = False
 ) -> list[list[Triple]]:
-    """Instantiated paths topic -r1- x -r2- y … (no repeated entity), ≤ cap per hop.
+    """Instantiated paths topic -r1- x -r2- y … (no repeated entity; with `walks` entities may repeat
+    but a relationship is never taken straight back), ≤ cap per hop.
 
     `directions[i]` is +1 (follow r_i head -> tail), -1 (against it) or 0 (either); omitted = either.
     A path that grounds to nothing because the topic is not an entity or a relation is not a
@@ -58,7 +59,7 @@ def ground_relation_path(
         raise InputError(f"directions {directions} do not fit relations {relations}: one of -1, 0, 1 per relation", path="directions")
     paths = [{"nodes": [topic_id], "triples": []}]
     for relation, direction in zip(relations, directions):
-        paths = graph.run("ground_step", paths=paths, relation=relation, direction=direction, cap=cap)
+        paths = graph.run("ground_step", paths=paths, relation=relation, direction=direction, cap=cap, walks=walks)
         if not paths:
             _explain_empty(graph, topic_id, relations)
             return []
