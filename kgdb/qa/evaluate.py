@@ -156,7 +156,7 @@ def evaluate_qa(
     previous = out_dir / "settings.json"
     if previous.is_file() and results.is_file():
         old = json.loads(previous.read_text(encoding="utf-8"))
-        keys = ("retriever", "k", "format", "reasoner", "questions", "split")
+        keys = ("retriever", "checkpoint", "k", "format", "reasoner", "questions", "split")
         changed = [k for k in keys if old.get(k) != settings.get(k)]
         if changed:
             raise InputError(

@@ -62,7 +62,7 @@ class PlannerResult:
 
 def _batch(model: PathPlanner, batch: Sequence[PlannerExample], cap: int):
     device = model.bias.device
-    rows_q, rows_w, rows_p, weights = [], [], [], []
+    rows_q, rows_p, weights = [], [], []
     for i, ex in enumerate(batch):
         paths = ex.paths[:cap]
         for p in paths:
