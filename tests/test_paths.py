@@ -2,7 +2,7 @@
 
 import pytest
 
-from kgdb.cypher.paths import ground_relation_path, shortest_path_triples
+from kgdb.cypher.paths import UnknownRelationError, ground_relation_path, shortest_path_triples
 from kgdb.data.labels import candidate_paths, label_subgraph
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb_graphs import LOU_SEAL, load, random_multigraph
@@ -116,4 +116,8 @@ def test_ground_relation_path(graph):
     # either direction: from a series back to the mascot
     back = ground_relation_path(graph, "2012 World Series", ["sports.sports_team.championships", "sports.mascot.team"])
     assert [p[-1][1] for p in back] == ["Lou Seal"]
-    assert ground_relation_path(graph, "Lou Seal", ["no.such.relation"]) == []
+    # A relation the graph lacks is a clear error naming it, not an empty answer.
+    with pytest.raises(UnknownRelationError, match="no.such.relation"):
+        ground_relation_path(graph, "Lou Seal", ["no.such.relation"])
+    # A real relation that simply does not leave this entity grounds to nothing.
+    assert ground_relation_path(graph, "Lou Seal", ["sports.sports_team.championships"]) == []
