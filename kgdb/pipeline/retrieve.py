@@ -1,0 +1,277 @@
+"""A registered tensor retriever as a `QuestionRetriever`: topics (the one linking policy) ->
+subgraph from Neo4j -> tensors -> scores -> top-K -> write-back."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from kgdb.config import Settings
+from kgdb.cypher import Graph
+from kgdb.cypher import fetching
+from kgdb.cypher.linking import Topics, question_topics, resolve_each
+from kgdb.cypher.tables import graph_fingerprint, load_tables
+from kgdb.cypher.writeback import write_scores
+from kgdb.embeddings import get_embedder
+from kgdb.errors import InputError, KgdbError
+from kgdb.models import registry
+from kgdb.models.base import Retriever, TensorTables, resolve_device
+from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint, load_model
+from kgdb.models.features import batch_tensors, featurise
+from kgdb.protocol import Retrieval, ScoredTriple
+from kgdb.ranking import top_k
+from kgdb.subgraph import Subgraph
+
+
+log = logging.getLogger(__name__)
+
+STAGES = ("embed", "link", "fetch", "featurise", "score", "write")
+
+
+@dataclass(frozen=True)
+class QuestionInput:
+    text: str
+    topics: list[str] | None = None  # names or ids; None = link from the text
+    qid: str | None = None
+
+
+def load_tensor_tables(graph: Graph, settings: Settings) -> tuple[TensorTables, str]:
+    """The graph's embedding tables on the configured device, and the model that embedded them."""
+    np_tables = load_tables(graph, settings.cache_dir)
+    _, info = graph_fingerprint(graph)
+    model = info.get("model") or settings.embedding_model
+    tables = TensorTables.from_numpy(np_tables.entity, np_tables.relation, np_tables.fingerprint, resolve_device(settings.device))
+    return tables, model
+
+
+class RetrievePipeline:
+    """Holds the embedding tables, question encoder and retriever for one graph.
+
+    Building it reads the tables (disk cache after the first time) and loads the checkpoint;
+    `retrieve()` is then one linking query (unless topics are given), one subgraph query and one
+    write-back statement per question. `hops`/`cap` default to those the checkpoint was trained
+    with (else 2 hops and the fetch's default cap). A trainable retriever without a checkpoint
+    raises `kgdb.models.checkpoints.NoCheckpointError`.
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        settings: Settings,
+        retriever: str = "subgraphrag",
+        checkpoint: str | None = None,
+        k: int = 100,
+        hops: int | None = None,
+        cap: int | None = None,
+        write: bool = True,
+        link_top: int = 1,
+        threads: int | None = 1,
+    ):
+        if k < 1:
+            raise InputError(f"must be positive, got {k}", path="--k")
+        cls = registry.get(retriever)
+        self.graph, self.settings = graph, settings
+        self.k, self.write, self.link_top = k, write, link_top
+        self.device = resolve_device(settings.device)
+        if threads and self.device == "cpu":
+            # Scoring one question is latency-bound small ops: extra intra-op threads only
+            # spin-wait, which on a shared 2-core machine costs 10-100x at the p95.
+            torch.set_num_threads(threads)
+        self.tables, self.embedding_model = load_tensor_tables(graph, settings)
+        self.embedder = get_embedder(self.embedding_model, settings.device, settings.embedding_batch_size)
+        if self.embedder.dim != self.tables.dim:
+            raise KgdbError(
+                f"the graph's vectors have dimension {self.tables.dim} but {self.embedding_model} gives {self.embedder.dim}"
+            )
+        self.notes: list[str] = []
+        self.checkpoint: Checkpoint | None = None
+        if checkpoint:
+            self.checkpoint = find_checkpoint(checkpoint, settings.checkpoints_dir)
+        elif cls.trainable:
+            self.checkpoint = checkpoint_for_graph(settings.checkpoints_dir, retriever, self.tables.fingerprint)
+        self.model: Retriever = self._load_model(retriever)
+        self.model.prepare(self.tables)
+        # Unless told otherwise, fetch subgraphs the way the checkpoint's training data was fetched.
+        fetch = (self.checkpoint.config.get("fetch") or {}) if self.checkpoint else {}
+        self.hops = hops or fetch.get("hops") or 2
+        self.cap = cap or fetch.get("cap")
+
+    def _load_model(self, retriever: str) -> Retriever:
+        if self.checkpoint is None:
+            return registry.build(retriever, embedding_dim=self.tables.dim).to(self.device).eval()
+        cfg = self.checkpoint.config
+        if cfg.get("retriever") != retriever:
+            raise InputError(
+                f"checkpoint {self.checkpoint.name} holds a {cfg.get('retriever')} model, not {retriever}", path="--checkpoint"
+            )
+        check_compatible(self.checkpoint, self.embedding_model, self.tables.dim)
+        trained_on = cfg.get("graph_fingerprint")
+        if trained_on and trained_on != self.tables.fingerprint:
+            note = (
+                f"checkpoint {self.checkpoint.name} was trained on another graph "
+                f"({cfg.get('dataset', '?')}, fingerprint {trained_on[:12]}), not this one ({self.tables.fingerprint[:12]})"
+            )
+            self.notes.append(note)
+            log.warning(note)
+        return load_model(self.checkpoint, self.device)
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    retriever = name
+
+    def describe(self) -> dict:
+        """What to record next to results: the method really used and where its weights came from."""
+        ckpt = self.checkpoint
+        return {
+            "retriever": self.name,
+            "checkpoint": ckpt.name if ckpt else None,
+            "checkpoint_graph": (ckpt.config.get("graph_fingerprint") or "")[:12] if ckpt else None,
+            "graph": self.tables.fingerprint[:12],
+            "hops": self.hops,
+            "cap": self.cap,
+            "k": self.k,
+            "notes": list(self.notes),
+        }
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.encode(texts)
+
+    def topics(self, question: str, q_emb: np.ndarray, topics: list[str] | None) -> Topics:
+        return question_topics(self.graph, question, q_emb, topics, top=self.link_top)
+
+    def resolve(self, keys: list[str]) -> list[str]:
+        """Entity ids of the given names/ids that the graph has (the policy for given topics)."""
+        return list(dict.fromkeys(resolve_each(self.graph, keys).values()))
+
+    def retrieve(
+        self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None
+    ) -> Retrieval:
+        """One question: topics (given or linked), fetch, score, keep the top K, write back."""
+        fetched = self._fetch(question, topics, qid, q_emb)
+        t = time.perf_counter()
+        x = featurise(fetched.subgraph, self.tables, fetched.q_emb)
+        fetched.timings["featurise"] = _ms(t)
+        t = time.perf_counter()
+        scores = self._score(x)[0]
+        fetched.timings["score"] = _ms(t)
+        return self._finish(fetched, scores)
+
+    def run_batch(self, questions: list[QuestionInput], batch_size: int = 16) -> Iterator[Retrieval | KgdbError]:
+        """Yield one result (or the KgdbError) per question, in order.
+
+        Texts are embedded together; each question costs one fetch (and one write-back) round-trip;
+        each group of `batch_size` subgraphs is scored in one forward pass over their disjoint union
+        (featurise/score timings are the group's time divided by its size).
+        """
+        embs = self.embed([q.text for q in questions]) if questions else []
+        for start in range(0, len(questions), batch_size):
+            group: list[_Fetched | KgdbError] = []
+            for q, emb in zip(questions[start : start + batch_size], embs[start : start + batch_size]):
+                try:
+                    group.append(self._fetch(q.text, q.topics, q.qid, emb))
+                except KgdbError as exc:
+                    group.append(exc)
+            ok = [f for f in group if isinstance(f, _Fetched)]
+            if ok:
+                t = time.perf_counter()
+                x = batch_tensors([featurise(f.subgraph, self.tables, f.q_emb) for f in ok])
+                featurise_ms = _ms(t) / len(ok)
+                t = time.perf_counter()
+                all_scores = self._score(x)
+                score_ms = _ms(t) / len(ok)
+                for f, scores in zip(ok, all_scores):
+                    f.timings.update(featurise=featurise_ms, score=score_ms)
+                    f.scores = scores
+            for f in group:
+                if isinstance(f, KgdbError):
+                    yield f
+                    continue
+                try:
+                    yield self._finish(f, f.scores)
+                except KgdbError as exc:
+                    yield exc
+
+    def _fetch(self, question: str, topics: list[str] | None, qid: str | None, q_emb: np.ndarray | None) -> "_Fetched":
+        if not question or not question.strip():
+            raise InputError("the question is empty", path="QUESTION")
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        if q_emb is None:
+            q_emb = self.embed([question])[0]
+        timings["embed"] = _ms(t)
+        t = time.perf_counter()
+        found = self.topics(question, q_emb, topics)
+        timings["link"] = _ms(t)
+        t = time.perf_counter()
+        sg = fetching.fetch(
+            self.graph, found.ids, q_emb, hops=self.hops, cap=self.cap, question=question, qid=qid,
+            chunk=self.settings.fetch_chunk, max_triples=self.settings.fetch_max_triples,
+        )
+        timings["fetch"] = _ms(t)
+        return _Fetched(question, qid, q_emb, found, sg, timings)
+
+    def _score(self, x) -> list[np.ndarray]:
+        """Scores of a (possibly batched) featurised subgraph, split per question."""
+        with torch.no_grad():
+            s = self.model.score(x) if x.num_triples else torch.zeros(0, device=x.head.device)
+        s = s.float().cpu().numpy()
+        off = x.triple_offsets or [0, len(s)]
+        return [s[a:b] for a, b in zip(off[:-1], off[1:])]
+
+    def score(self, sg: Subgraph, q_emb: np.ndarray) -> np.ndarray:
+        """Scores of every triple of one fetched subgraph (no write-back)."""
+        return self._score(featurise(sg, self.tables, q_emb))[0]
+
+    def _finish(self, f: "_Fetched", scores: np.ndarray) -> Retrieval:
+        sg = f.subgraph
+        order = top_k(scores, self.k)
+        t = time.perf_counter()
+        run = None
+        if self.write and sg.num_triples:
+            run = write_scores(self.graph, sg, scores, self.name, self.k)
+        f.timings["write"] = _ms(t)
+        ids = sg.entity_ids
+        top = [
+            ScoredTriple(rank, *sg.triple(i), float(scores[i]), ids[sg.head[i]], ids[sg.tail[i]], int(i))
+            for rank, i in enumerate(order.tolist(), start=1)
+        ]
+        notes = [n for n in [f.topics.note()] if n]
+        return Retrieval(
+            question=f.question,
+            qid=f.qid,
+            retriever=self.name,
+            k=self.k,
+            topics=f.topics.ids,
+            triples=top,
+            run=run,
+            linked=f.topics.linked,
+            names=dict(zip(sg.entity_ids, sg.entity_names)),
+            cvt={sg.entity_ids[i] for i in np.flatnonzero(sg.is_cvt).tolist()},
+            timings=f.timings,
+            notes=notes,
+            missing_topics=list(f.topics.missing),
+            subgraph=sg,
+            scores=scores,
+        )
+
+
+@dataclass
+class _Fetched:
+    question: str
+    qid: str | None
+    q_emb: np.ndarray
+    topics: Topics
+    subgraph: Subgraph
+    timings: dict[str, float]
+    scores: np.ndarray | None = None
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0

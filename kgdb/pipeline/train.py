@@ -1,0 +1,243 @@
+"""Training on a graph: the data from the database (through the cache), the model and loop from
+the torch side, the checkpoint beside its config."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from kgdb.config import Settings
+from kgdb.cypher import Graph
+from kgdb.cypher.tables import load_tables
+from kgdb.data.cache import CachedSplit
+from kgdb.data.questions import QuestionRecord
+from kgdb.embeddings import get_embedder
+from kgdb.errors import InputError, KgdbError
+from kgdb.models import registry
+from kgdb.models.base import resolve_device
+from kgdb.models.checkpoints import find_checkpoint
+from kgdb.pipeline.relation_paths import PLANNER
+from kgdb.pipeline.retrieve import load_tensor_tables
+from kgdb.pipeline.splits import prepare_split
+
+
+@dataclass
+class SplitReport:
+    dataset: str
+    split: str
+    split_data: CachedSplit
+
+
+def train_retriever(
+    graph: Graph,
+    settings: Settings,
+    retriever: str,
+    questions: Path,
+    *,
+    name: str | None = None,
+    hops: int = 2,
+    cap: int | None = None,
+    max_epochs: int = 50,
+    patience: int = 10,
+    lr: float = 1e-3,
+    seed: int = 42,
+    settings_overrides: dict | None = None,
+    max_train: int | None = None,
+    max_val: int | None = None,
+    resume: bool = False,
+    threads: int | None = None,
+    on_split: Callable[[SplitReport], None] = lambda report: None,
+    on_fetch_start: Callable[[str, int], None] = lambda split, total: None,
+    on_fetch: Callable[[int], None] = lambda n: None,
+    on_start: Callable[[dict], None] = lambda info: None,
+    on_step: Callable[[float], None] = lambda loss: None,
+    on_epoch: Callable[[object], None] = lambda log: None,
+):
+    """Train a registered retriever on `questions`' train split, select on its val split, and save
+    a checkpoint (config saved beside the weights). Returns `(Checkpoint, TrainResult)`."""
+    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
+    from kgdb.data.questions import read_questions
+    from kgdb.models.checkpoints import save_checkpoint
+    from kgdb.training.trainer import TrainConfig, has_positive, seed_everything, train
+
+    cls = registry.get(retriever)
+    if not cls.trainable:
+        raise InputError(f"{retriever} has nothing to train (no weights); use it directly with --retriever {retriever}", path="RETRIEVER")
+    model_cfg = registry.make_config(cls, settings_overrides or {})
+    if threads and resolve_device(settings.device) == "cpu":
+        torch.set_num_threads(threads)
+    cfg = TrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
+    qs = read_questions(questions)
+    fingerprint, info = fingerprint_of(graph)
+    model_name = info.get("model") or settings.embedding_model
+    embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
+    t0 = time.perf_counter()
+    splits = {}
+    for split, limit in (("train", max_train), ("val", max_val)):
+        records = qs.split(split)
+        if limit is not None:
+            records = records[:limit]  # splits are in file order, so a prefix is a fixed subsample
+        splits[split] = prepare_split(
+            graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=questions, questions=records,
+            embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
+            on_start=lambda total, split=split: on_fetch_start(split, total), on_progress=on_fetch,
+            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples,
+        )
+        on_split(SplitReport(qs.dataset, split, splits[split]))
+    tables, _ = load_tensor_tables(graph, settings)
+    data_seconds = time.perf_counter() - t0
+    tr, va = splits["train"], splits["val"]
+    usable = sum(1 for it in tr.items if has_positive(it, cls.label_kind))
+    if usable == 0 or not va.items:
+        raise KgdbError(f"nothing to train on: {usable} training questions with a {cls.label_kind} label, {len(va.items)} validation questions")
+    device = str(tables.device)
+    out = settings.checkpoints_dir / (name or f"{retriever}-{qs.dataset}")
+    on_start({"retriever": retriever, "usable": usable, "skipped": len(tr.items) - usable, "val": len(va.items),
+              "device": device, "label_kind": cls.label_kind, "out": out, "max_epochs": cfg.max_epochs})
+    seed_everything(seed)
+    model = cls(model_cfg, tables.dim).to(device)
+    try:
+        model, result = train(model, tr.items, va.items, tables, cfg, on_step=on_step, on_epoch=on_epoch, state_dir=out, resume=resume)
+    except ValueError as exc:
+        raise InputError(str(exc), path="--resume") from exc
+    epoch_seconds = [e.seconds for e in result.epochs]
+    save_checkpoint(
+        model,
+        out,
+        {
+            "embedding_model": model_name,
+            "embedding_dim": tables.dim,
+            "graph_fingerprint": fingerprint,
+            "dataset": qs.dataset,
+            "questions": str(questions),
+            "fetch": {"hops": hops, "cap": cap},
+            "train": {**cfg.__dict__, "max_train": max_train, "max_val": max_val, "device": device, "threads": threads},
+            "data_cache": {"train": str(tr.path), "val": str(va.path), "train_from_disk": tr.from_disk},
+            "data_seconds": round(data_seconds, 2),
+            "result": result.to_json(),
+            "metrics": {
+                "best_epoch": result.best_epoch,
+                "val_triple_recall@100": result.best_val_triple_recall,
+                "val_answer_recall@100": next((e.val_answer_recall for e in result.epochs if e.epoch == result.best_epoch), None),
+                "epoch_seconds_mean": sum(epoch_seconds) / max(len(epoch_seconds), 1),
+                "epoch_cpu_seconds_mean": sum(e.cpu_seconds for e in result.epochs) / max(len(result.epochs), 1),
+            },
+        },
+    )
+    return find_checkpoint(str(out), settings.checkpoints_dir), result
+
+
+def planner_examples(
+    graph: Graph, records: list[QuestionRecord], arrays, embed, buckets: int, max_hops: int, relation_index: dict[str, int], best_f1: bool = True
+):
+    """Labelled planner examples of a split: Eq. 2's Γ* per question (exact hop count when the
+    question file states it, else the shortest up to `max_hops`; with `best_f1` only those whose
+    reached entities match the answers best), as decoder tokens."""
+    from kgdb.cypher.linking import strip_mentions
+    from kgdb.cypher.paths import entity_names
+    from kgdb.data.relation_paths import shortest_relation_paths
+    from kgdb.models.planner import text_features, token_of
+    from kgdb.training.planner import PlannerExample
+
+    names = {i: n for i, (n, _) in entity_names(graph, [t for q in records for t in q.topics]).items()}
+    texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
+    embs = embed(texts)
+    out, counts = [], {"no_path": 0, "paths": 0}
+    for q, text, emb in zip(records, texts, embs):
+        paths = shortest_relation_paths(
+            arrays, q.topics, q.answers, max_hops=max_hops, exact_hops=q.hop if q.hop and q.hop <= max_hops else None, best_f1=best_f1
+        )
+        tokens = [tuple(token_of(relation_index[r], d) for r, d in p) for p in paths]
+        counts["no_path"] += not tokens
+        counts["paths"] += len(tokens)
+        out.append(PlannerExample(q.id, np.asarray(emb, np.float32), text_features(text, buckets), tokens))
+    return out, counts
+
+
+def train_planner(
+    graph: Graph,
+    settings: Settings,
+    questions: list[Path],
+    *,
+    name: str | None = None,
+    max_hops: int = 3,
+    best_f1: bool = True,
+    max_epochs: int = 30,
+    patience: int = 4,
+    lr: float = 1e-3,
+    batch_size: int = 64,
+    seed: int = 42,
+    threads: int | None = None,
+    on_labels: Callable[[str, int, dict], None] = lambda split, n, counts: None,
+    on_epoch: Callable[[object], None] = lambda log: None,
+):
+    """Train the relation-path planner on the train split of every question file together, select on
+    their val splits, save `<checkpoints_dir>/<name>/model.safetensors` + `config.json`.
+
+    Labels are computed in numpy on the whole graph's triples (one paged read), so they are not
+    limited by a fetched subgraph's radius (MetaQA 3-hop). Returns `(Checkpoint, PlannerResult)`."""
+    from safetensors.torch import save_file
+
+    from kgdb.config import dump_json
+    from kgdb.cypher.paths import graph_triples
+    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
+    from kgdb.data.questions import read_questions
+    from kgdb.data.relation_paths import TripleArrays
+    from kgdb.models.checkpoints import CONFIG, WEIGHTS
+    from kgdb.models.planner import PathPlanner, PlannerConfig
+    from kgdb.training.planner import PlannerTrainConfig, train_planner_model
+    from kgdb.training.trainer import seed_everything
+
+    if threads and resolve_device(settings.device) == "cpu":
+        torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    sets = [read_questions(p) for p in questions]
+    fingerprint, info = fingerprint_of(graph)
+    tables, model_name = load_tensor_tables(graph, settings)
+    rel_names = load_tables(graph, settings.cache_dir).relation_names
+    relation_index = {r: i for i, r in enumerate(rel_names)}
+    arrays = TripleArrays.from_triples(graph_triples(graph), rel_names)
+    embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
+    model_cfg = PlannerConfig(max_hops=max_hops)
+    examples = {}
+    for split in ("train", "val"):
+        records = [q for qs in sets for q in qs.split(split)]
+        examples[split], counts = planner_examples(graph, records, arrays, embedder.encode, model_cfg.buckets, max_hops, relation_index, best_f1)
+        on_labels(split, len(records), counts)
+    data_seconds = time.perf_counter() - t0
+    if not any(ex.paths for ex in examples["train"]) or not examples["val"]:
+        raise KgdbError("nothing to train on: no training question has a relation path from a topic to an answer")
+    cfg = PlannerTrainConfig(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience, seed=seed)
+    seed_everything(seed)
+    model = PathPlanner(model_cfg, tables.relation.detach().cpu())
+    model, result = train_planner_model(model, examples["train"], examples["val"], cfg, on_epoch=on_epoch)
+    datasets = "+".join(qs.dataset for qs in sets)
+    out = settings.checkpoints_dir / (name or f"{PLANNER}-{datasets}")
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS), metadata={"retriever": PLANNER})
+    dump_json(
+        {
+            "retriever": PLANNER,
+            "model": model_cfg.to_json(),
+            "relation_names": rel_names,
+            "embedding_model": model_name,
+            "embedding_dim": tables.dim,
+            "graph_fingerprint": fingerprint,
+            "dataset": datasets,
+            "questions": [str(p) for p in questions],
+            "train": {**cfg.__dict__, "threads": threads},
+            "labels": {"max_hops": max_hops, "best_f1": best_f1,
+                       "rule": "shortest relation paths topic->answer (exact hop count when the file states it)"},
+            "data_seconds": round(data_seconds, 2),
+            "result": result.to_json(),
+            "metrics": {"best_epoch": result.best_epoch, "val_path_hit@1": result.best_val_hit1},
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        },
+        out / CONFIG,
+    )
+    return find_checkpoint(str(out), settings.checkpoints_dir), result
