@@ -27,6 +27,26 @@ def _default_retriever(retriever: Optional[str], reasoner: str) -> str:
     return retriever or ("relation-paths" if reasoner == "rrp" else "subgraphrag")
 
 
+def _rrp_trained_for(graph, settings) -> bool:
+    """A relation-path planner checkpoint (`kgdb train rrp-planner`) trained on this graph exists:
+    read from the config files alone, so `kgdb ask` stays light when none does."""
+    from kgdb.cypher.tables import graph_fingerprint
+
+    folder = Path(settings.checkpoints_dir)
+    configs = sorted(folder.glob("*/config.json")) if folder.is_dir() else []
+    if not configs:
+        return False
+    fingerprint = graph_fingerprint(graph)[0]
+    for path in configs:
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if config.get("retriever") == "rrp-planner" and config.get("graph_fingerprint") == fingerprint:
+            return True
+    return False
+
+
 def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
     if value not in choices:
         raise InputError(f"{value!r} is not one of {', '.join(choices)}", path=option)
@@ -40,7 +60,7 @@ def ask(
     retriever: Optional[str] = typer.Option(None, "--retriever", help=RETRIEVER_HELP),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Retriever checkpoint name or folder."),
     k: int = typer.Option(100, "--k", help="Triples kept from the retriever (top-K)."),
-    fmt: str = typer.Option("triples", "--format", help="Evidence in the prompt: triples | chains | paths."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="Evidence in the prompt: triples | chains | paths (default: paths with RRP and an LLM, else triples)."),
     topic: Optional[List[str]] = typer.Option(None, "--topic", help="Topic entity name or id (repeatable); default: linked from the question."),
     reasoner: str = typer.Option("auto", "--reasoner", help=REASONER_HELP),
     hops: int = typer.Option(2, "--hops", help="Radius of the topic-centred subgraph."),
@@ -56,11 +76,19 @@ def ask(
 
     if not question.strip():
         raise InputError("the question is empty: ask something, e.g. kgdb ask \"what is the capital of France?\"", path="QUESTION")
-    _check_choice(fmt, FORMATS, "--format")
+    if fmt is not None:
+        _check_choice(fmt, FORMATS, "--format")
     _check_choice(reasoner, REASONERS, "--reasoner")
-    retriever = _default_retriever(retriever, reasoner)
     settings = settings_from(ctx)
     with open_graph(ctx) as graph:
+        if retriever is None and reasoner in ("auto", "rrp") and _rrp_trained_for(graph, settings):
+            # RRP is the default once trained for this graph: without an LLM its own reasoner,
+            # with one the rethought paths, best first, in the `paths` prompt
+            retriever = "relation-paths"
+            reasoner = "rrp" if reasoner == "rrp" or not settings.llm_model else reasoner
+            fmt = fmt or ("paths" if reasoner != "rrp" else "triples")
+        retriever = _default_retriever(retriever, reasoner)
+        fmt = fmt or "triples"
         pipe = AskPipeline(
             graph, settings, retriever=retriever, checkpoint=checkpoint, k=k, fmt=fmt, reasoner=reasoner,
             hops=hops, chain_hops=chain_hops, write=write,
@@ -104,7 +132,7 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
                 highlight=False,
             )
         else:
-            how = ("end entities of the best planned relation path grounded in the graph" if r.reasoner == "rrp"
+            how = ("end entities of the relation paths RRP kept (planner, structural reasoner, rethinking)" if r.reasoner == "rrp"
                    else "end points of the best relation path in the evidence")
             console.print(f"[bold]Reasoner:[/] {r.reasoner}: [yellow]no LLM was used[/]; answers are {how}", highlight=False)
         if not res.answers:

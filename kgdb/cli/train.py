@@ -101,10 +101,10 @@ def _parse_settings(pairs: list[str]) -> dict[str, str]:
 @app.command("train")
 def train_retriever(
     ctx: typer.Context,
-    retriever: Annotated[str, typer.Argument(help="A registered retriever (`kgdb retrievers` lists them), or rrp-planner (the relation-path planner).")],
-    questions: Annotated[list[Path], typer.Option("--questions", help=QUESTIONS_HELP + " Repeatable for rrp-planner (one model for all files).")],
+    retriever: Annotated[str, typer.Argument(help="A registered retriever (`kgdb retrievers` lists them), rrp-planner (the relation-path planner) or rrp (RRP's structural reasoner; then λ1, θ are tuned on val).")],
+    questions: Annotated[list[Path], typer.Option("--questions", help=QUESTIONS_HELP + " Repeatable for rrp-planner and rrp (one model for all files).")],
     name: Annotated[Optional[str], typer.Option("--name", help="Checkpoint name (default <retriever>-<dataset>).")] = None,
-    hops: Annotated[Optional[int], typer.Option("--hops", help="Subgraph radius around the topic entities (default 2); for rrp-planner the longest relation path (default 3).")] = None,
+    hops: Annotated[Optional[int], typer.Option("--hops", help="Subgraph radius around the topic entities (default 2); for rrp-planner the longest relation path, for rrp the reasoning steps (default 3).")] = None,
     cap: Annotated[Optional[int], typer.Option("--cap", help="Per-node expansion cap (default: the fetch default).")] = None,
     max_epochs: Annotated[int, typer.Option("--max-epochs", help="Upper bound; early stopping usually ends sooner.")] = 50,
     patience: Annotated[int, typer.Option("--patience", help="Epochs without a better val triple recall@100.")] = 10,
@@ -115,6 +115,7 @@ def train_retriever(
     max_val: Annotated[Optional[int], typer.Option("--max-val", help="Use only the first N validation questions.")] = None,
     threads: Annotated[int, typer.Option("--threads", help="CPU threads for torch (default: half the cores, at most 8).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
+    tune_per_file: Annotated[int, typer.Option("--tune-per-file", help="rrp: val questions per file that choose λ1 and θ (a fixed prefix).")] = 300,
 ) -> None:
     """Train a registered retriever on the train split; select on the val split; save a checkpoint.
 
@@ -126,6 +127,10 @@ def train_retriever(
 
     settings = settings_from(ctx)
     threads = threads or default_threads()
+    if retriever == "rrp":
+        _train_structural(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
+                          steps=hops or 3, resume=resume, max_val=max_val, tune_per_file=tune_per_file)
+        return
     if retriever == PLANNER:
         _train_planner(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
                        hops=hops or 3)
@@ -208,6 +213,80 @@ def _train_planner(ctx, settings, questions: list[Path], *, name, max_epochs, pa
     console.print(f"best epoch {result.best_epoch}: val path Hit@1 {result.best_val_hit1:.4f}; "
                   f"{result.train_questions} training questions ({result.skipped_no_path} without a path skipped); "
                   f"checkpoint {escape(str(ckpt.path))}", highlight=False)
+
+
+def _train_structural(ctx, settings, questions: list[Path], *, name, max_epochs, patience, lr, seed, threads, steps, resume, max_val,
+                      tune_per_file) -> None:
+    from kgdb.pipeline.structural import ABLATIONS, tune_and_store, train_structural
+
+    def on_examples(split: str, n: int, used: int, counts: dict) -> None:
+        console.print(f"{split}: {used} of {n} questions have a training subgraph holding an answer "
+                      f"({counts['no_path']} without a relation path, {counts['no_answer_in_subgraph']} answer cut by the frontier cap)",
+                      highlight=False)
+
+    with open_graph(ctx) as graph, progress() as bar:
+        steps_task = bar.add_task("epoch 1", total=None)
+        state = {"epoch": 1}
+
+        def on_epoch(log) -> None:
+            console.print(f"epoch {log.epoch}: loss {log.loss:.4f}, val Hit@1 {log.val_hit1:.4f}, {log.seconds:.1f} s")
+            state["epoch"] = log.epoch + 1
+            bar.reset(steps_task, description=f"epoch {log.epoch + 1}")
+
+        ckpt, result = train_structural(graph, settings, questions, name=name, steps=steps, max_epochs=max_epochs, patience=patience, lr=lr,
+                                        seed=seed, threads=threads, resume=resume, max_val=max_val or 1000, on_examples=on_examples,
+                                        on_step=lambda loss: bar.advance(steps_task), on_epoch=on_epoch)
+        bar.update(steps_task, visible=False)
+        console.print(f"best epoch {result.best_epoch}: val Hit@1 {result.best_val_hit1:.4f}; {result.train_questions} training subgraphs; "
+                      f"checkpoint {escape(str(ckpt.path))}", highlight=False)
+        tune_task = bar.add_task("tune λ1, θ on val", total=None)
+        try:
+            tuned = tune_and_store(graph, settings, ckpt, questions, per_file=tune_per_file, on_start=lambda n: bar.update(tune_task, total=n),
+                                   on_progress=lambda n: bar.advance(tune_task, n))
+        except KgdbError as exc:
+            console.print(f"[yellow]rethinking not tuned:[/] {escape(str(exc))}", highlight=False)
+            return
+    table = Table("mode (val, entity ids)", "n", "Hit@1", "Macro-F1", "reachable %", title=f"λ1 {tuned['lambda1']}, θ {tuned['theta']} (chosen on val)")
+    for mode in ABLATIONS:
+        m = tuned["ablation_val"][mode]
+        table.add_row(mode, str(m["n"]), f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}")
+    console.print(table)
+
+
+@eval_app.command("rrp")
+def eval_rrp(
+    ctx: typer.Context,
+    questions: Annotated[Path, typer.Option("--questions", help=QUESTIONS_HELP)],
+    split: Annotated[str, typer.Option("--split", help="val (default) or test (once, with the final settings).")] = "val",
+    limit: Annotated[Optional[int], typer.Option("--limit", help="First N questions of the split (a fixed prefix).")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Planner checkpoint (default: newest for this graph).")] = None,
+    structural: Annotated[Optional[str], typer.Option("--structural", help="Structural checkpoint (default: newest for this graph).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="JSON results file.")] = None,
+) -> None:
+    """RRP's ablation (the paper's Table V without an LLM): planner only, structural only, both
+    without rethinking, both with rethinking, from one retrieval pass per question; Hit@1 and
+    Macro-F1 on answer entity ids, and the share of questions whose gold answer ends a candidate path."""
+    from kgdb.data.questions import file_tag
+    from kgdb.pipeline import relation_path_retriever
+    from kgdb.pipeline.structural import ABLATIONS, gather_questions, score_mode
+
+    settings = settings_from(ctx)
+    qs = read_questions(questions)
+    records = qs.split(split)[:limit]
+    with open_graph(ctx) as graph:
+        retriever = relation_path_retriever(graph, settings, checkpoint=checkpoint, write=False, structural=structural or True)
+        with progress() as bar:
+            task = bar.add_task(f"rrp {split}", total=len(records))
+            items = gather_questions(retriever, records, lambda n: bar.advance(task, n))
+    lam, theta = retriever.lambda1, retriever.theta
+    rows = {m: score_mode(items, m, lam, theta) for m in ABLATIONS}
+    table = Table("mode", "n", "Hit@1", "Macro-F1", "reachable %", title=f"RRP ablation, {escape(qs.dataset)} {split} (λ1 {lam}, θ {theta})")
+    for mode, m in rows.items():
+        table.add_row(mode, str(m["n"]), f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}")
+    console.print(table)
+    path = out or settings.runs_dir / "eval" / f"rrp-ablation-{qs.dataset}-{file_tag(questions)}-{split}.json"
+    dump_json({"dataset": qs.dataset, "split": split, "limit": limit, **retriever.describe(), "rows": rows}, path)
+    console.print(f"results {escape(str(path))}", highlight=False)
 
 
 @app.command("retrievers")

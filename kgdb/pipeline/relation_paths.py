@@ -5,7 +5,7 @@ and entities."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -18,7 +18,7 @@ from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError
 from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint
-from kgdb.protocol import Retrieval, ScoredTriple
+from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.subgraph import Subgraph
 from kgdb.pipeline.retrieve import _ms
 
@@ -85,11 +85,16 @@ class RelationPathRetriever:
     name = "relation-paths"
 
     def __init__(
-        self, graph: Graph, settings: Settings, *, planner=None, k: int = 100, write: bool = True, ground_cap: int = 200, walks: bool = False
+        self, graph: Graph, settings: Settings, *, planner=None, k: int = 100, write: bool = True, ground_cap: int = 200, walks: bool = False,
+        structural=None, mode: str = "rethink", lambda1: float = 0.5, theta: float = 0.0,
     ):
         from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
 
+        if mode not in MODES:
+            raise InputError(f"{mode!r} is not one of {', '.join(MODES)}", path="--rrp-mode")
         self.graph, self.settings, self.k, self.write, self.ground_cap = graph, settings, k, write, ground_cap
+        # RRP's structural reasoner (`kgdb.pipeline.structural.StructuralRunner`) and rethinking (λ1, θ)
+        self.structural, self.mode, self.lambda1, self.theta = structural, (mode if structural is not None else "planner"), lambda1, theta
         self.walks = walks  # ground as walks (entities may repeat), the planner's label semantics
         _, info = fingerprint_of(graph)
         self.embedding_model = info.get("model") or settings.embedding_model
@@ -105,15 +110,17 @@ class RelationPathRetriever:
             "checkpoint": ckpt.name if ckpt else None,
             "planner_decoding": ("constrained" if self.planner.constrained else "free") if hasattr(self.planner, "constrained") else None,
             "grounding": "walks" if self.walks else "simple paths",
+            "structural": self.structural.checkpoint.name if getattr(self.structural, "checkpoint", None) else None,
+            "rrp_mode": self.mode,
+            "rethinking": {"lambda1": self.lambda1, "lambda2": 1.0 - self.lambda1, "theta": self.theta} if self.mode != "planner" else None,
             "k": self.k,
             "notes": list(self.notes),
         }
 
-    def retrieve(
-        self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None
-    ) -> Retrieval:
+    def gather(self, question: str, topics: list[str] | None = None, q_emb: np.ndarray | None = None) -> "Gathered":
+        """Link, plan, ground, and (with a structural reasoner) reason over the grounded triples and
+        trace its paths back: every candidate path of both modules with its S1 and S2, unfiltered."""
         from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_path
-        from kgdb.protocol import ScoredEntity, ScoredPath
 
         if not question or not question.strip():
             raise InputError("the question is empty", path="QUESTION")
@@ -124,11 +131,16 @@ class RelationPathRetriever:
         names = {i: n for i, (n, _) in entity_names(self.graph, found.ids).items()}
         timings["link"] = _ms(t)
         t = time.perf_counter()
-        plans = self.planner.plan(self.graph, question, found.ids, [names.get(i, i) for i in found.ids])
+        topic_names = [names.get(i, i) for i in found.ids]
+        if hasattr(self.planner, "plan_encoded"):
+            text, text_emb = self.planner.encode(question, topic_names)
+            plans = self.planner.plan_encoded(self.graph, text, text_emb, found.ids)
+        else:
+            text, text_emb = question, None
+            plans = self.planner.plan(self.graph, question, found.ids, topic_names)
         timings["plan"] = _ms(t)
         t = time.perf_counter()
-        paths: list[ScoredPath] = []
-        triples: dict[str, tuple[float, tuple]] = {}  # elementId -> (best path score, triple)
+        grounded: list[tuple[PlannedPath, str, list[tuple]]] = []
         notes: list[str] = []
         for plan in plans:
             for anchor in found.ids:
@@ -140,18 +152,43 @@ class RelationPathRetriever:
                 except UnknownRelationError as exc:
                     notes.append(f"planned path skipped: {exc}")
                     break
-                for grounded in grounding:
-                    nodes, dirs = _walk(anchor, grounded)
-                    paths.append(ScoredPath(plan.score, tuple(nodes), plan.relations, tuple(dirs), source=getattr(self.planner, "name", "")))
-                    for triple in grounded:
-                        if triple[0] not in triples or triples[triple[0]][0] < plan.score:
-                            triples[triple[0]] = (plan.score, triple)
+                grounded += [(plan, anchor, triples) for triples in grounding]
         timings["ground"] = _ms(t)
-        info = entity_names(self.graph, [e for p in paths for e in p.entities] + found.ids)
+        ids = [e for _, anchor, triples in grounded for e in _walk(anchor, triples)[0]] + found.ids
+        info = entity_names(self.graph, ids)
         names = {i: n for i, (n, _) in info.items()}
         cvt = {i for i, (_, is_cvt) in info.items() if is_cvt}
-        paths = [ScoredPath(p.score, p.entities, p.relations, p.directions, tuple(names.get(e, e) for e in p.entities), p.source) for p in paths]
+        source = getattr(self.planner, "name", "")
+        planned = [_Candidate(_path(plan.score, anchor, triples, source), list(triples), plan.score) for plan, anchor, triples in grounded]
+        structural: list[_Candidate] = []
+        s2: dict[str, float] = {}
+        if self.structural is not None and self.mode != "planner":
+            t = time.perf_counter()
+            structural, s2 = self._structural(text, text_emb, found.ids, planned, plans, cvt)
+            timings["structural"] = _ms(t)
+        return Gathered(found, names, cvt, planned, structural, s2, timings, notes)
+
+    def retrieve(
+        self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None
+    ) -> Retrieval:
+        from kgdb.protocol import ScoredEntity
+
+        g = self.gather(question, topics, q_emb)
+        found, names, cvt, timings, notes = g.found, g.names, g.cvt, g.timings, g.notes
+        candidates = g.planned
+        if self.mode != "planner":
+            t = time.perf_counter()
+            candidates = select(self.mode, g.planned, g.structural, g.s2, found.ids, cvt, self.lambda1, self.theta)
+            for c in candidates:  # `mode:module`: the answer-bearing paths the reasoner takes all of
+                c.path = replace(c.path, source=f"{self.mode}:{c.path.source}")
+            timings["rethink"] = _ms(t)
+        paths = [replace(c.path, names=tuple(names.get(e, e) for e in c.path.entities)) for c in candidates]
         paths.sort(key=lambda p: (-p.score, len(p.relations), p.entities))
+        triples: dict[str, tuple[float, tuple]] = {}  # elementId -> (best path score, triple)
+        for c in candidates:
+            for triple in c.triples:
+                if triple[0] not in triples or triples[triple[0]][0] < c.path.score:
+                    triples[triple[0]] = (c.path.score, triple)
         ordered = sorted(triples.values(), key=lambda st: (-st[0], st[1][0]))[: self.k]
         top = [
             ScoredTriple(rank, names.get(h, h), r, names.get(tl, tl), score, h, tl, -1)
@@ -173,6 +210,82 @@ class RelationPathRetriever:
             entities=entities, run=run, linked=found.linked, names=names, cvt=cvt, timings=timings,
             notes=[n for n in [found.note(), *dict.fromkeys(notes)] if n], missing_topics=list(found.missing),
         )
+
+    def _structural(self, text: str, text_emb, topics: list[str], planned: list["_Candidate"], plans: list[PlannedPath], cvt: set[str]):
+        """RRP §IV-B over the grounded triples: S2 per entity (P^n over its largest non-topic P^n)
+        and the structural paths traced back from P^n, each with S1 = the planner's P(relation path | q)."""
+        by_key: dict[tuple, tuple] = {(tr[1], tr[2], tr[3]): tr for c in planned for tr in c.triples}
+        if text_emb is None:
+            text_emb = self.embedder.encode([text])[0]
+        out = self.structural.run(text, text_emb, topics, list({tr[0]: tr for c in planned for tr in c.triples}.values()), cvt)
+        s2 = out.probability
+        structural: list[_Candidate] = []
+        for nodes, rels, dirs in out.paths:
+            steps = [(a, r, b) if d > 0 else (b, r, a) for a, r, b, d in zip(nodes, rels, nodes[1:], dirs)]
+            if all(k in by_key for k in steps):
+                path = ScoredPath(s2.get(nodes[-1], 0.0), tuple(nodes), tuple(rels), tuple(dirs), source=STRUCTURAL_SOURCE)
+                structural.append(_Candidate(path, [by_key[k] for k in steps], 0.0))
+        plan_score = {(p.relations, p.directions): p.score for p in plans}
+        missing = list(dict.fromkeys((c.path.relations, c.path.directions) for c in structural if (c.path.relations, c.path.directions) not in plan_score))
+        if missing and hasattr(self.planner, "path_probability"):
+            plan_score.update(zip(missing, self.planner.path_probability(text, text_emb, missing)))
+        for c in structural:
+            c.s1 = plan_score.get((c.path.relations, c.path.directions), 0.0)
+        return structural, s2
+
+
+STRUCTURAL_SOURCE = "rrp-structural"
+MODES = ("planner", "structural", "union", "rethink")
+
+
+@dataclass
+class _Candidate:
+    path: ScoredPath
+    triples: list[tuple]  # (elementId, head, relation, tail) per step
+    s1: float  # the planner's P(relation path | q)
+
+
+@dataclass
+class Gathered:
+    found: object  # kgdb.cypher.linking topics
+    names: dict[str, str]
+    cvt: set[str]
+    planned: list[_Candidate]  # grounded planner paths, score = S1
+    structural: list[_Candidate]  # traced back from P^n, score = S2
+    s2: dict[str, float]  # entity id -> S2
+    timings: dict[str, float]
+    notes: list[str]
+
+
+def select(mode: str, planned: list[_Candidate], structural: list[_Candidate], s2: dict[str, float], topics: list[str], cvt: set[str],
+           lambda1: float, theta: float) -> list[_Candidate]:
+    """The answer-bearing paths of a mode. `rethink` (RRP §IV-C, Eqs. 9-11): every path of both
+    modules scored S = λ1·S1 + (1-λ1)·S2, kept when S > θ (the best one always), best first, one
+    per (entities, relations). S1: the planner's P(relation path | q), S2: the structural reasoner's
+    normalised P^n of the path's end entity: probabilities, where the paper's cosines of LLM and
+    GNN vectors would need embeddings trained for it. The ablations: `structural` (its paths
+    alone, S = S2 > θ) and `union` (both modules' answer paths unscored: the planner's best
+    relation path and the structural paths with S2 > θ)."""
+    if mode == "structural":
+        return sorted([c for c in structural if c.path.score > theta] or structural[:1], key=lambda c: -c.path.score)
+    if mode == "union":
+        top = max((c.s1 for c in planned), default=0.0)
+        return [c for c in planned if c.s1 == top] + ([c for c in structural if c.path.score > theta] or structural[:1])
+    scored: dict[tuple, _Candidate] = {}
+    for c in planned + structural:
+        if c.path.answer in topics or c.path.answer in cvt:
+            continue
+        s = lambda1 * c.s1 + (1.0 - lambda1) * s2.get(c.path.answer, 0.0)
+        key = (c.path.entities, c.path.relations)
+        if key not in scored or scored[key].path.score < s:
+            scored[key] = _Candidate(replace(c.path, score=s), c.triples, c.s1)
+    ranked = sorted(scored.values(), key=lambda c: (-c.path.score, len(c.path.relations), c.path.entities))
+    return [c for c in ranked if c.path.score > theta] or ranked[:1]
+
+
+def _path(score: float, anchor: str, triples, source: str) -> ScoredPath:
+    nodes, dirs = _walk(anchor, triples)
+    return ScoredPath(score, tuple(nodes), tuple(r for _, _, r, _ in triples), tuple(dirs), source=source)
 
 
 def _as_subgraph(question: str, qid: str | None, topics: list[str], triples: list[tuple]) -> Subgraph:
@@ -228,12 +341,38 @@ class TrainedPathPlanner:
 
         return allowed
 
-    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
+    def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
+        """The question the planner reads: without the topic names, and its sentence embedding."""
         from kgdb.cypher.linking import strip_mentions
-        from kgdb.models.planner import step_of, text_features
 
         text = strip_mentions(question, topic_names)
-        q = torch.from_numpy(self.embedder.encode([text])[0])
+        return text, self.embedder.encode([text])[0]
+
+    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
+        return self.plan_encoded(graph, *self.encode(question, topic_names), topics)
+
+    @torch.no_grad()
+    def path_probability(self, text: str, q_emb: np.ndarray, paths: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> list[float]:
+        """P(γ | q) of given relation paths (teacher-forced); 0 for a path naming an unknown relation."""
+        from kgdb.models.planner import pack_questions, text_features, token_of
+
+        known = [all(r in self.relation_index for r in rels) and 0 < len(rels) <= self.model.cfg.max_hops for rels, _ in paths]
+        rows = [[token_of(self.relation_index[r], d) for r, d in zip(rels, dirs)] + [0] for (rels, dirs), ok in zip(paths, known) if ok]
+        if not rows:
+            return [0.0] * len(paths)
+        width = max(len(r) for r in rows)
+        tokens = torch.full((len(rows), width), -1, dtype=torch.long)
+        for i, r in enumerate(rows):
+            tokens[i, : len(r)] = torch.tensor(r)
+        q = torch.from_numpy(np.asarray(q_emb, np.float32))[None].expand(len(rows), -1)
+        words, offsets = pack_questions([text_features(text, self.model.cfg.buckets)] * len(rows))
+        probs = iter(self.model.log_prob(q, words, offsets, tokens).exp().tolist())
+        return [next(probs) if ok else 0.0 for ok in known]
+
+    def plan_encoded(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]) -> list[PlannedPath]:
+        from kgdb.models.planner import step_of, text_features
+
+        q = torch.from_numpy(np.asarray(q_emb, np.float32))
         words = torch.tensor(text_features(text, self.model.cfg.buckets))
         out = []
         allowed = self._allowed(graph, topics) if self.constrained else None
@@ -266,15 +405,36 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
 
 def relation_path_retriever(
     graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int = 3,
-    ground_cap: int = 200, constrained: bool = True, walks: bool = True,
+    ground_cap: int = 200, constrained: bool = True, walks: bool = True, structural: str | bool | None = None, mode: str = "rethink",
+    lambda1: float | None = None, theta: float | None = None,
 ) -> "RelationPathRetriever":
     """`RelationPathRetriever` with the trained planner for this graph (`NoCheckpointError` when none);
     `constrained`: decode only relation steps that exist from the entities reached so far; `walks`:
-    ground as walks (entities may repeat), as the planner's labels are computed."""
+    ground as walks (entities may repeat), as the planner's labels are computed.
+
+    `structural`: a structural-reasoner checkpoint name, None = the newest trained on this graph if
+    any (else the planner alone), False = the planner alone. λ1 and θ default to the values tuned on
+    the val split and stored in that checkpoint (`kgdb train rrp`), else 0.5 and 0."""
+    from kgdb.models.checkpoints import NoCheckpointError
+    from kgdb.pipeline.structural import load_structural
+
     planner = load_planner(graph, settings, checkpoint, beam=beam, constrained=constrained)
-    retriever = RelationPathRetriever(graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks)
+    runner = None
+    if structural is not False:
+        try:
+            runner = load_structural(graph, settings, structural if isinstance(structural, str) else None)
+        except NoCheckpointError:
+            if structural:
+                raise
+    tuned = (runner.checkpoint.config.get("rethinking") or {}) if runner is not None and runner.checkpoint else {}
+    retriever = RelationPathRetriever(
+        graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks, structural=runner, mode=mode,
+        lambda1=tuned.get("lambda1", 0.5) if lambda1 is None else lambda1, theta=tuned.get("theta", 0.0) if theta is None else theta,
+    )
     fingerprint = graph_fingerprint(graph)[0]
-    trained_on = planner.checkpoint.config.get("graph_fingerprint") if planner.checkpoint else None
-    if trained_on and trained_on != fingerprint:
-        retriever.notes.append(f"planner {planner.checkpoint.name} was trained on another graph ({trained_on[:12]}), not this one ({fingerprint[:12]})")
+    for part in (planner, runner):
+        ckpt = getattr(part, "checkpoint", None)
+        trained_on = ckpt.config.get("graph_fingerprint") if ckpt else None
+        if trained_on and trained_on != fingerprint:
+            retriever.notes.append(f"{ckpt.name} was trained on another graph ({trained_on[:12]}), not this one ({fingerprint[:12]})")
     return retriever

@@ -1,6 +1,8 @@
-"""Answers without an LLM from grounded relation paths (RRP's planner side): the end entities of
+"""Answers without an LLM from grounded relation paths. With the planner alone: the end entities of
 the best-scored relation path that grounded to something, in the order of how many grounded paths
-reach them. Needs a retriever that returns paths (`kgdb.pipeline.RelationPathRetriever`)."""
+reach them. With RRP's structural reasoner and rethinking (paths whose source reads `mode:module`):
+the end entities of every kept path, best path score first. Needs a retriever that returns paths
+(`kgdb.pipeline.RelationPathRetriever`)."""
 
 from __future__ import annotations
 
@@ -32,7 +34,19 @@ class PathReasoner:
         answers: list[str] = []
         support: dict[str, list[int]] = {}
         scores: dict[str, float] = {}
-        if usable:
+        if usable and all(":" in p.source for p in usable):
+            # rethought paths (`kgdb.pipeline.relation_paths`, mode:module): every kept path is an
+            # answer path; entities in order of their best path score S
+            best_of: dict[str, float] = {}
+            name_of = {}
+            for p in usable:
+                if p.score > best_of.get(p.answer, float("-inf")):
+                    best_of[p.answer] = p.score
+                    name_of[p.answer] = (p.names or p.entities)[-1]
+            ranked = sorted(best_of, key=lambda e: (-best_of[e], name_of[e]))[: self.max_answers]
+            answers = [name_of[e] for e in ranked]
+            scores = {name_of[e]: best_of[e] for e in ranked}
+        elif usable:
             best = max(p.score for p in usable)
             counts: dict[str, int] = {}
             name_of: dict[str, str] = {}

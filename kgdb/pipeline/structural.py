@@ -1,0 +1,327 @@
+"""RRP's structural reasoner on a graph: training examples from the database's triples, training
+and the checkpoint, loading it, and running it over the triples a question's planned relation
+paths grounded to (`StructuralRunner`, used by `RelationPathRetriever`)."""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from kgdb.config import Settings
+from kgdb.cypher import Graph
+from kgdb.errors import InputError, KgdbError
+from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint
+
+STRUCTURAL = "rrp-structural"
+DISTRACTORS = 4  # random relation paths grounded beside the labelled ones (a planner beam's wrong paths)
+GROUND_CAP = 200  # frontier entities per hop, as `relation_path_retriever` grounds
+
+
+def structural_examples(graph: Graph, records, arrays, index, embed, buckets: int, max_hops: int, relation_index: dict[str, int], *, seed: int):
+    """Training examples of a split: the subgraph of the labelled relation paths (exact hop count
+    when the file states it, best-F1 shortest otherwise) and DISTRACTORS random ones, grounded as
+    walks from the gold topics; questions whose answers the subgraph misses are counted, not used."""
+    from kgdb.cypher.linking import strip_mentions
+    from kgdb.cypher.paths import entity_names
+    from kgdb.data.path_subgraphs import path_subgraph, random_paths
+    from kgdb.data.relation_paths import shortest_relation_paths
+    from kgdb.models.planner import text_features
+    from kgdb.training.structural import StructuralExample
+
+    rng = np.random.default_rng(seed)
+    names = {i: n for i, (n, _) in entity_names(graph, [t for q in records for t in q.topics]).items()}
+    texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
+    embs = embed(texts)
+    out, counts = [], {"no_path": 0, "no_answer_in_subgraph": 0}
+    for q, text, emb in zip(records, texts, embs):
+        labelled = shortest_relation_paths(
+            arrays, q.topics, q.answers, max_hops=max_hops, exact_hops=q.hop if q.hop and q.hop <= max_hops else None, best_f1=True
+        )
+        if not labelled:
+            counts["no_path"] += 1
+            continue
+        codes = [tuple(2 * relation_index[r] + (0 if d > 0 else 1) for r, d in p) for p in labelled]
+        starts = np.asarray([arrays.index[t] for t in q.topics if t in arrays.index], np.int64)
+        codes += random_paths(arrays, starts, DISTRACTORS, max_hops, rng)
+        sub = path_subgraph(arrays, index, q.topics, q.answers, codes, GROUND_CAP)
+        if sub is None:
+            counts["no_answer_in_subgraph"] += 1
+            continue
+        out.append(StructuralExample(q.id, np.asarray(emb, np.float32), text_features(text, buckets), sub.head, sub.relation, sub.tail,
+                                     sub.topic, sub.answer))
+    return out, counts
+
+
+def train_structural(
+    graph: Graph,
+    settings: Settings,
+    questions: list[Path],
+    *,
+    name: str | None = None,
+    steps: int = 3,
+    max_epochs: int = 20,
+    patience: int = 3,
+    lr: float = 1e-3,
+    seed: int = 42,
+    max_val: int | None = 1000,
+    threads: int | None = None,
+    resume: bool = False,
+    on_examples: Callable[[str, int, int, dict], None] = lambda split, n, used, counts: None,
+    on_step: Callable[[float], None] = lambda loss: None,
+    on_epoch: Callable[[object], None] = lambda log: None,
+):
+    """Train the structural reasoner on the train split of every question file together (all of
+    it), select on their val splits (the first `max_val`), save `<checkpoints_dir>/<name>/`
+    (weights + config.json). Returns `(Checkpoint, StructuralResult)`."""
+    from safetensors.torch import save_file
+
+    from kgdb.config import dump_json
+    from kgdb.cypher.paths import graph_triples
+    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
+    from kgdb.cypher.tables import load_tables
+    from kgdb.data.path_subgraphs import EdgesByStep
+    from kgdb.data.questions import read_questions
+    from kgdb.data.relation_paths import TripleArrays
+    from kgdb.embeddings import get_embedder
+    from kgdb.models.base import resolve_device
+    from kgdb.models.checkpoints import CONFIG, WEIGHTS
+    from kgdb.models.structural import StructuralConfig, StructuralReasoner
+    from kgdb.pipeline.retrieve import load_tensor_tables
+    from kgdb.training.structural import StructuralTrainConfig, train_structural_model
+    from kgdb.training.trainer import seed_everything
+
+    if threads and resolve_device(settings.device) == "cpu":
+        torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    sets = [read_questions(p) for p in questions]
+    fingerprint, _ = fingerprint_of(graph)
+    tables, model_name = load_tensor_tables(graph, settings)
+    rel_names = load_tables(graph, settings.cache_dir).relation_names
+    relation_index = {r: i for i, r in enumerate(rel_names)}
+    arrays = TripleArrays.from_triples(graph_triples(graph), rel_names)
+    index = EdgesByStep(arrays)
+    embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
+    model_cfg = StructuralConfig(steps=steps)
+    examples = {}
+    for split in ("train", "val"):
+        records = [q for qs in sets for q in qs.split(split)]
+        if split == "val" and max_val:
+            records = [q for qs in sets for q in qs.split(split)[: max(1, max_val // len(sets))]]
+        examples[split], counts = structural_examples(graph, records, arrays, index, embedder.encode, model_cfg.buckets, steps,
+                                                      relation_index, seed=seed)
+        on_examples(split, len(records), len(examples[split]), counts)
+    data_seconds = time.perf_counter() - t0
+    if not examples["train"] or not examples["val"]:
+        raise KgdbError("nothing to train on: no question has its answer in the subgraph of its labelled relation paths")
+    cfg = StructuralTrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
+    datasets = "+".join(qs.dataset for qs in sets)
+    out = settings.checkpoints_dir / (name or f"{STRUCTURAL}-{datasets}")
+    seed_everything(seed)
+    model = StructuralReasoner(model_cfg, tables.relation.detach().cpu())
+    try:
+        model, result = train_structural_model(model, examples["train"], examples["val"], cfg, state_dir=out, resume=resume,
+                                               on_step=on_step, on_epoch=on_epoch)
+    except ValueError as exc:
+        raise InputError(str(exc), path="--resume") from exc
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS), metadata={"retriever": STRUCTURAL})
+    dump_json(
+        {
+            "retriever": STRUCTURAL,
+            "model": model_cfg.to_json(),
+            "relation_names": rel_names,
+            "embedding_model": model_name,
+            "embedding_dim": tables.dim,
+            "graph_fingerprint": fingerprint,
+            "dataset": datasets,
+            "questions": [str(p) for p in questions],
+            "train": {**cfg.__dict__, "threads": threads, "max_val": max_val},
+            "subgraphs": {"rule": "walks of the labelled relation paths + random ones from the gold topics", "distractors": DISTRACTORS,
+                          "ground_cap": GROUND_CAP},
+            "data_seconds": round(data_seconds, 2),
+            "result": result.to_json(),
+            "metrics": {"best_epoch": result.best_epoch, "val_hit@1": result.best_val_hit1},
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        },
+        out / CONFIG,
+    )
+    return find_checkpoint(str(out), settings.checkpoints_dir), result
+
+
+@dataclass
+class StructuralOutput:
+    probability: dict[str, float]  # entity id -> P^n / max over non-topic entities
+    paths: list[tuple[list[str], list[str], list[int]]]  # traced back: entity ids, relation names, directions
+
+
+class StructuralRunner:
+    """A trained structural reasoner over the triples of one question's grounded relation paths."""
+
+    def __init__(self, model, relation_names: list[str], checkpoint: Checkpoint | None = None, top: int = 10):
+        self.model, self.relation_names, self.checkpoint, self.top = model.eval(), relation_names, checkpoint, top
+        self.relation_index = {r: i for i, r in enumerate(relation_names)}
+
+    @torch.no_grad()
+    def run(self, text: str, q_emb: np.ndarray, topics: list[str], triples: list[tuple], skip: set[str]) -> StructuralOutput:
+        """`triples`: (element id, head id, relation, tail id); `skip`: entities never answers (CVT)."""
+        from torch_geometric.data import Batch
+
+        from kgdb.models.planner import text_features
+        from kgdb.models.structural import trace_paths
+        from kgdb.training.structural import StructuralExample, collate, to_data
+
+        triples = [t for t in triples if t[2] in self.relation_index]
+        ids = list(dict.fromkeys([*topics, *(x for _, h, _, t in triples for x in (h, t))]))
+        if not triples or not ids:
+            return StructuralOutput({}, [])
+        pos = {e: i for i, e in enumerate(ids)}
+        head = np.array([pos[h] for _, h, _, _ in triples], np.int64)
+        rel = np.array([self.relation_index[r] for _, _, r, _ in triples], np.int64)
+        tail = np.array([pos[t] for _, _, _, t in triples], np.int64)
+        topic = np.isin(np.arange(len(ids)), [pos[t] for t in topics if t in pos])
+        ex = StructuralExample("", np.asarray(q_emb, np.float32), text_features(text, self.model.cfg.buckets), head, rel, tail, topic,
+                               np.zeros(len(ids), bool))
+        batch: Batch = collate([to_data(ex)])
+        prop = self.model(batch)
+        p = prop.log_probs[-1].exp().numpy()
+        eligible = np.array([not topic[i] and ids[i] not in skip for i in range(len(ids))])
+        if not eligible.any():
+            return StructuralOutput({}, [])
+        top_p = float(p[eligible].max()) or 1.0
+        prob = {ids[i]: float(p[i]) / top_p for i in np.flatnonzero(eligible)}
+        ends = [int(i) for i in np.argsort(-np.where(eligible, p, -1.0), kind="stable")[: self.top] if eligible[i]]
+        traced = trace_paths(prop, torch.from_numpy(head), torch.from_numpy(rel), torch.from_numpy(tail), ends)
+        paths = [([ids[n] for n in nodes], [self.relation_names[r] for r in rels], dirs) for nodes, rels, dirs in traced
+                 if rels and topic[nodes[0]]]
+        return StructuralOutput(prob, paths)
+
+
+def load_structural(graph: Graph, settings: Settings, checkpoint: str | None = None) -> StructuralRunner:
+    """The named structural checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
+    from safetensors.torch import load_file
+
+    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
+    from kgdb.models.checkpoints import WEIGHTS
+    from kgdb.models.structural import StructuralConfig, StructuralReasoner
+
+    fingerprint, info = fingerprint_of(graph)
+    ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else checkpoint_for_graph(settings.checkpoints_dir, STRUCTURAL, fingerprint)
+    cfg = ckpt.config
+    if cfg.get("retriever") != STRUCTURAL:
+        raise InputError(f"checkpoint {ckpt.name} holds a {cfg.get('retriever')} model, not the structural reasoner", path="--structural")
+    check_compatible(ckpt, info.get("model") or settings.embedding_model, int(cfg.get("embedding_dim") or 0))
+    state = load_file(str(ckpt.path / WEIGHTS), device="cpu")
+    model = StructuralReasoner(StructuralConfig(**cfg["model"]), state["relation_emb"])
+    model.load_state_dict(state)
+    return StructuralRunner(model, list(cfg["relation_names"]), ckpt)
+
+
+ABLATIONS = ("planner", "structural", "union", "rethink")
+LAMBDAS = tuple(round(x * 0.1, 1) for x in range(11))
+THETAS = tuple(round(x * 0.05, 2) for x in range(20))
+
+
+@dataclass
+class QuestionPaths:
+    """One question's candidate paths of both modules (`RelationPathRetriever.gather`), for scoring
+    rethinking settings offline: one database pass, any number of (mode, λ1, θ)."""
+
+    qid: str
+    gold: set[str]  # answer entity ids
+    gathered: object | None  # kgdb.pipeline.relation_paths.Gathered; None: retrieval failed
+
+
+def gather_questions(retriever, records, on_progress: Callable[[int], None] = lambda n: None) -> list[QuestionPaths]:
+    out = []
+    for q in records:
+        try:
+            g = retriever.gather(q.text, q.topics or None)
+        except KgdbError:
+            g = None
+        out.append(QuestionPaths(q.id, set(q.answers), g))
+        on_progress(1)
+    return out
+
+
+def answers_of(mode: str, g, lambda1: float, theta: float) -> list[str]:
+    """The entity ids `kgdb ask --reasoner rrp` answers with in `mode` (the `PathReasoner` rules)."""
+    from kgdb.pipeline.relation_paths import select
+
+    topics, cvt = set(g.found.ids), g.cvt
+    if mode == "planner":
+        usable = [c for c in g.planned if c.path.answer not in topics and c.path.answer not in cvt]
+        if not usable:
+            return []
+        best = max(c.path.score for c in usable)
+        counts: dict[str, int] = {}
+        for c in usable:
+            if c.path.score == best:
+                counts[c.path.answer] = counts.get(c.path.answer, 0) + 1
+        return sorted(counts, key=lambda e: (-counts[e], g.names.get(e, e)))
+    kept = select(mode, g.planned, g.structural, g.s2, g.found.ids, cvt, lambda1, theta)
+    best_of: dict[str, float] = {}
+    for c in kept:
+        e = c.path.answer
+        if e not in topics and e not in cvt and c.path.score > best_of.get(e, float("-inf")):
+            best_of[e] = c.path.score
+    return sorted(best_of, key=lambda e: (-best_of[e], g.names.get(e, e)))
+
+
+def score_mode(items: list[QuestionPaths], mode: str, lambda1: float, theta: float) -> dict[str, float]:
+    """Hit@1 and Macro-F1 (answer entity ids against the gold ids, %), and the share of questions
+    with a gold answer at the end of some candidate path of either module (reachable)."""
+    hit = f1 = reach = 0.0
+    for it in items:
+        if it.gathered is None or not it.gold:
+            continue
+        pred = answers_of(mode, it.gathered, lambda1, theta)
+        hit += bool(pred) and pred[0] in it.gold
+        common = len(set(pred) & it.gold)
+        f1 += 2 * common / (len(set(pred)) + len(it.gold)) if common else 0.0
+        ends = {c.path.answer for c in it.gathered.planned + it.gathered.structural}
+        reach += bool(ends & it.gold)
+    n = max(len(items), 1)
+    return {"hit1": 100 * hit / n, "macro_f1": 100 * f1 / n, "reachable": 100 * reach / n, "n": len(items)}
+
+
+def tune_rethinking(items: list[QuestionPaths]) -> dict:
+    """λ1 by val Hit@1 (ties: Macro-F1, then closer to 0.5), then θ by val Macro-F1 (ties: the smaller)."""
+    @functools.lru_cache(maxsize=None)
+    def at(lam: float, theta: float) -> dict:
+        return score_mode(items, "rethink", lam, theta)
+
+    best_lam = max(LAMBDAS, key=lambda lam: (at(lam, 0.0)["hit1"], at(lam, 0.0)["macro_f1"], -abs(lam - 0.5)))
+    grid = {theta: at(best_lam, theta) for theta in THETAS}
+    best_theta = max(THETAS, key=lambda th: (grid[th]["macro_f1"], grid[th]["hit1"], -th))
+    return {"lambda1": best_lam, "lambda2": round(1 - best_lam, 2), "theta": best_theta, "val": grid[best_theta],
+            "lambda_grid": {str(lam): at(lam, 0.0)["hit1"] for lam in LAMBDAS}, "theta_grid": {str(t): v["macro_f1"] for t, v in grid.items()},
+            "questions": len(items)}
+
+
+def tune_and_store(graph: Graph, settings: Settings, structural: Checkpoint, questions: list[Path], *, per_file: int = 300,
+                   on_start: Callable[[int], None] = lambda n: None, on_progress: Callable[[int], None] = lambda n: None) -> dict:
+    """Choose λ1 and θ on the first `per_file` val questions of each file (never test) with the
+    planner of this graph, and store them in the structural checkpoint's config.json."""
+    from kgdb.config import dump_json
+    from kgdb.data.questions import read_questions
+    from kgdb.models.checkpoints import CONFIG
+    from kgdb.pipeline.relation_paths import relation_path_retriever
+
+    retriever = relation_path_retriever(graph, settings, write=False, structural=structural.name, mode="rethink")
+    records = [q for p in questions for q in read_questions(p).split("val")[:per_file]]
+    on_start(len(records))
+    items = gather_questions(retriever, records, on_progress)
+    tuned = {**tune_rethinking(items), "split": "val", "per_file": per_file,
+             "planner": retriever.planner.checkpoint.name if retriever.planner.checkpoint else None,
+             "ablation_val": {m: score_mode(items, m, 0.0, 0.0) if m == "planner" else None for m in ABLATIONS}}
+    for m in ABLATIONS[1:]:
+        tuned["ablation_val"][m] = score_mode(items, m, tuned["lambda1"], tuned["theta"])
+    config = {**structural.config, "rethinking": tuned}
+    dump_json(config, structural.path / CONFIG)
+    return tuned
