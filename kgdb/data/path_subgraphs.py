@@ -3,8 +3,8 @@
 At question time the structural reasoner runs over the triples of the planner's relation paths
 grounded in Cypher (`kgdb.pipeline.relation_paths`): a union of a few relation paths walked from the
 topic entities with a bounded frontier per hop. Training subgraphs are made the same way, offline:
-the labelled relation paths (Eq. 2's Γ*) plus a few random relation paths that leave the topics
-(the distractors a planner's beam also holds), each grounded as complete walks with the frontier
+the labelled relation paths (Eq. 2's Γ*) plus a few near misses of them that leave the topics
+(the wrong paths a planner's beam holds: the same length, one step different), each grounded as complete walks with the frontier
 capped per hop. Only the complete walks are kept (edges of dead ends are pruned), as Cypher
 grounding returns whole paths.
 """
@@ -70,17 +70,30 @@ def ground_walks(index: EdgesByStep, starts: np.ndarray, codes: Sequence[int], c
     return np.unique(np.concatenate(kept)) if kept else np.zeros(0, np.int64)
 
 
-def random_paths(arrays: TripleArrays, starts: np.ndarray, count: int, max_hops: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
-    """`count` random relation paths (step codes) of 1..max_hops steps that exist from `starts`."""
+def random_paths(
+    arrays: TripleArrays, starts: np.ndarray, count: int, max_hops: int, rng: np.random.Generator, near: Sequence[Sequence[int]] = ()
+) -> list[tuple[int, ...]]:
+    """`count` random relation paths (step codes) that exist from `starts`. With `near` (the
+    labelled paths), each is a near miss of one of them, as a planner's beam holds: its prefix up to
+    a random step, then a different step there, then random steps to the same length; else a
+    random path of 1..max_hops steps."""
     out = []
     for _ in range(count):
-        length = int(rng.integers(1, max_hops + 1))
+        if near:
+            gold = tuple(near[int(rng.integers(len(near)))])
+            length, split = len(gold), int(rng.integers(len(gold)))
+        else:
+            gold, length, split = (), int(rng.integers(1, max_hops + 1)), 0
         frontier, codes = np.unique(starts), []
-        for _ in range(length):
+        for k in range(length):
             steps = arrays.step(frontier)
-            if not steps:
-                break
-            code = int(rng.choice(sorted(steps)))
+            if k < split and gold[k] in steps:
+                code = gold[k]
+            else:
+                options = sorted(c for c in steps if k != split or not gold or c != gold[k])
+                if not options:
+                    break
+                code = int(rng.choice(options))
             codes.append(code)
             frontier = steps[code][:200]
         if codes:

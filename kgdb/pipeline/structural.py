@@ -19,13 +19,13 @@ from kgdb.errors import InputError, KgdbError
 from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint
 
 STRUCTURAL = "rrp-structural"
-DISTRACTORS = 4  # random relation paths grounded beside the labelled ones (a planner beam's wrong paths)
+DISTRACTORS = 4  # near misses of the labelled relation paths grounded beside them (a planner beam's wrong paths)
 GROUND_CAP = 200  # frontier entities per hop, as `relation_path_retriever` grounds
 
 
 def structural_examples(graph: Graph, records, arrays, index, embed, buckets: int, max_hops: int, relation_index: dict[str, int], *, seed: int):
     """Training examples of a split: the subgraph of the labelled relation paths (exact hop count
-    when the file states it, best-F1 shortest otherwise) and DISTRACTORS random ones, grounded as
+    when the file states it, best-F1 shortest otherwise) and DISTRACTORS near misses, grounded as
     walks from the gold topics; questions whose answers the subgraph misses are counted, not used."""
     from kgdb.cypher.linking import strip_mentions
     from kgdb.cypher.paths import entity_names
@@ -48,7 +48,7 @@ def structural_examples(graph: Graph, records, arrays, index, embed, buckets: in
             continue
         codes = [tuple(2 * relation_index[r] + (0 if d > 0 else 1) for r, d in p) for p in labelled]
         starts = np.asarray([arrays.index[t] for t in q.topics if t in arrays.index], np.int64)
-        codes += random_paths(arrays, starts, DISTRACTORS, max_hops, rng)
+        codes += random_paths(arrays, starts, DISTRACTORS, max_hops, rng, near=codes)
         sub = path_subgraph(arrays, index, q.topics, q.answers, codes, GROUND_CAP)
         if sub is None:
             counts["no_answer_in_subgraph"] += 1
@@ -142,7 +142,7 @@ def train_structural(
             "dataset": datasets,
             "questions": [str(p) for p in questions],
             "train": {**cfg.__dict__, "threads": threads, "max_val": max_val},
-            "subgraphs": {"rule": "walks of the labelled relation paths + random ones from the gold topics", "distractors": DISTRACTORS,
+            "subgraphs": {"rule": "walks of the labelled relation paths + near misses (one step changed) from the gold topics", "distractors": DISTRACTORS,
                           "ground_cap": GROUND_CAP},
             "data_seconds": round(data_seconds, 2),
             "result": result.to_json(),

@@ -146,7 +146,7 @@ def train_structural_model(
         log = StructuralEpoch(epoch, total / max(len(train), 1), hit1(model, val), time.perf_counter() - t0)
         result.epochs.append(log)
         on_epoch(log)
-        if log.val_hit1 > result.best_val_hit1:
+        if log.val_hit1 >= result.best_val_hit1:  # a tie goes to the longer-trained model (small val sets)
             result.best_epoch, result.best_val_hit1 = epoch, log.val_hit1
             best_state, bad = copy.deepcopy(model.state_dict()), 0
         else:
