@@ -260,8 +260,9 @@ class Gathered:
 def select(mode: str, planned: list[_Candidate], structural: list[_Candidate], s2: dict[str, float], topics: list[str], cvt: set[str],
            lambda1: float, theta: float) -> list[_Candidate]:
     """The answer-bearing paths of a mode. `rethink` (RRP §IV-C, Eqs. 9-11): every path of both
-    modules scored S = λ1·S1 + (1-λ1)·S2, kept when S > θ (the best one always), best first, one
-    per (entities, relations). S1: the planner's P(relation path | q), S2: the structural reasoner's
+    modules scored S = λ1·S1 + (1-λ1)·S2, kept when S > θ·max S (the best one always), best first,
+    one per (entities, relations); θ is relative because S1 and S2 are probabilities whose scale
+    varies by question (a one-answer and a fifty-answer question), where the paper's cosines do not. S1: the planner's P(relation path | q), S2: the structural reasoner's
     normalised P^n of the path's end entity: probabilities, where the paper's cosines of LLM and
     GNN vectors would need embeddings trained for it. The ablations: `structural` (its paths
     alone, S = S2 > θ) and `union` (both modules' answer paths unscored: the planner's best
@@ -280,7 +281,8 @@ def select(mode: str, planned: list[_Candidate], structural: list[_Candidate], s
         if key not in scored or scored[key].path.score < s:
             scored[key] = _Candidate(replace(c.path, score=s), c.triples, c.s1)
     ranked = sorted(scored.values(), key=lambda c: (-c.path.score, len(c.path.relations), c.path.entities))
-    return [c for c in ranked if c.path.score > theta] or ranked[:1]
+    cut = theta * ranked[0].path.score if ranked else 0.0
+    return [c for c in ranked if c.path.score > cut] or ranked[:1]
 
 
 def _path(score: float, anchor: str, triples, source: str) -> ScoredPath:

@@ -93,7 +93,7 @@ def train_structural(
     from kgdb.models.checkpoints import CONFIG, WEIGHTS
     from kgdb.models.structural import StructuralConfig, StructuralReasoner
     from kgdb.pipeline.retrieve import load_tensor_tables
-    from kgdb.training.structural import StructuralTrainConfig, train_structural_model
+    from kgdb.training.structural import StructuralTrainConfig, finished, train_structural_model
     from kgdb.training.trainer import seed_everything
 
     if threads and resolve_device(settings.device) == "cpu":
@@ -108,8 +108,12 @@ def train_structural(
     index = EdgesByStep(arrays)
     embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
     model_cfg = StructuralConfig(steps=steps)
-    examples = {}
-    for split in ("train", "val"):
+    cfg = StructuralTrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
+    datasets = "+".join(qs.dataset for qs in sets)
+    out = settings.checkpoints_dir / (name or f"{STRUCTURAL}-{datasets}")
+    examples = {"train": [], "val": []}
+    done = resume and finished(out, cfg)  # resuming a finished run: no data needed, only the checkpoint
+    for split in () if done else ("train", "val"):
         records = [q for qs in sets for q in qs.split(split)]
         if split == "val" and max_val:
             records = [q for qs in sets for q in qs.split(split)[: max(1, max_val // len(sets))]]
@@ -117,11 +121,8 @@ def train_structural(
                                                       relation_index, seed=seed)
         on_examples(split, len(records), len(examples[split]), counts)
     data_seconds = time.perf_counter() - t0
-    if not examples["train"] or not examples["val"]:
+    if not done and (not examples["train"] or not examples["val"]):
         raise KgdbError("nothing to train on: no question has its answer in the subgraph of its labelled relation paths")
-    cfg = StructuralTrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
-    datasets = "+".join(qs.dataset for qs in sets)
-    out = settings.checkpoints_dir / (name or f"{STRUCTURAL}-{datasets}")
     seed_everything(seed)
     model = StructuralReasoner(model_cfg, tables.relation.detach().cpu())
     try:

@@ -120,7 +120,8 @@ def train_structural_model(
         if state_path is None or not state_path.is_file():
             raise ValueError(f"nothing to resume: no {STATE} in {state_dir}")
         saved = torch.load(state_path, weights_only=False)
-        if saved["config"] != asdict(cfg):
+        fixed = ("lr", "batch_size", "seed")  # max_epochs and patience may change: stop a run early or extend it
+        if any(saved["config"][k] != asdict(cfg)[k] for k in fixed):
             raise ValueError(f"the saved run used other settings ({saved['config']}); start afresh without --resume")
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
@@ -159,3 +160,12 @@ def train_structural_model(
             break
     model.load_state_dict(best_state)
     return model.eval(), result
+
+
+def finished(state_dir: Path, cfg: StructuralTrainConfig) -> bool:
+    """A saved run that `resume` would not train further (the data need not be rebuilt)."""
+    path = state_dir / STATE
+    if not path.is_file():
+        return False
+    saved = torch.load(path, weights_only=False)
+    return saved["epoch"] >= cfg.max_epochs or saved["bad"] >= cfg.patience
