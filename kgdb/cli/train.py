@@ -277,6 +277,11 @@ def _print_result(result, show: int, pipe) -> None:
     for t in result.top[:show]:
         table.add_row(str(t.rank), escape(t.head), escape(t.relation), escape(t.tail), f"{t.score:.4f}")
     console.print(table)
+    if result.paths:  # a path retriever: its reasoning paths, most probable first
+        paths = Table("p", "path", title="paths")
+        for p in result.paths[:show]:
+            paths.add_row(f"{p.score:.3f}", escape(p.render()))
+        console.print(paths)
     ckpt = f" ({escape(pipe.checkpoint.name)})" if pipe.checkpoint else ""
     timing = ", ".join(f"{s} {v:.1f}" for s, v in result.timings.items())
     for note in result.notes:
@@ -337,7 +342,9 @@ def eval_retrieval(
 
 
 def _print_reports(reports) -> None:
-    table = Table("retriever", "bucket", "n", "ans R@50", "ans R@100", "ans R@200", "SP R@50", "SP R@100", "SP R@200")
+    # "passed": a path retriever's own adaptive set of triples (mean size in "triples passed")
+    table = Table("retriever", "bucket", "n", "ans R@50", "ans R@100", "ans R@200", "SP R@50", "SP R@100", "SP R@200",
+                  "ans R passed", "SP R passed", "triples passed")
     for report, _ in reports:
         for bucket, metrics in report.recall.items():
             def cell(m: str) -> str:
@@ -348,6 +355,8 @@ def _print_reports(reports) -> None:
                 report.retriever, bucket, str(n),
                 *(cell(f"answer_recall@{k}") for k in (50, 100, 200)),
                 *(cell(f"triple_recall@{k}") for k in (50, 100, 200)),
+                cell("answer_recall@passed"), cell("triple_recall@passed"),
+                f"{metrics['triples_passed']['mean']:.1f}" if "triples_passed" in metrics else "-",
             )
     console.print(table)
     timing = Table("retriever", "stage", "p50 ms", "p95 ms", "mean ms")

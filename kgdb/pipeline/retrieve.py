@@ -20,10 +20,10 @@ from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
 from kgdb.models import registry
-from kgdb.models.base import Retriever, TensorTables, resolve_device
+from kgdb.models.base import Retriever, TensorTables, passed_count, resolve_device
 from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint, load_model
 from kgdb.models.features import batch_tensors, featurise
-from kgdb.protocol import Retrieval, ScoredTriple
+from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
 from kgdb.subgraph import Subgraph
 
@@ -159,9 +159,9 @@ class RetrievePipeline:
         x = featurise(fetched.subgraph, self.tables, fetched.q_emb)
         fetched.timings["featurise"] = _ms(t)
         t = time.perf_counter()
-        scores = self._score(x)[0]
+        scores, fetched.paths = self._score_paths(x)
         fetched.timings["score"] = _ms(t)
-        return self._finish(fetched, scores)
+        return self._finish(fetched, scores[0])
 
     def run_batch(self, questions: list[QuestionInput], batch_size: int = 16) -> Iterator[Retrieval | KgdbError]:
         """Yield one result (or the KgdbError) per question, in order.
@@ -184,11 +184,11 @@ class RetrievePipeline:
                 x = batch_tensors([featurise(f.subgraph, self.tables, f.q_emb) for f in ok])
                 featurise_ms = _ms(t) / len(ok)
                 t = time.perf_counter()
-                all_scores = self._score(x)
+                all_scores, all_paths = self._score_paths(x)
                 score_ms = _ms(t) / len(ok)
-                for f, scores in zip(ok, all_scores):
+                for f, scores, paths in zip(ok, all_scores, all_paths):
                     f.timings.update(featurise=featurise_ms, score=score_ms)
-                    f.scores = scores
+                    f.scores, f.paths = scores, [paths]
             for f in group:
                 if isinstance(f, KgdbError):
                     yield f
@@ -225,17 +225,29 @@ class RetrievePipeline:
         off = x.triple_offsets or [0, len(s)]
         return [s[a:b] for a, b in zip(off[:-1], off[1:])]
 
+    def _score_paths(self, x) -> tuple[list[np.ndarray], list]:
+        """`_score`, and for a "paths" retriever also each question's sampled paths."""
+        if self.model.returns != "paths" or not x.num_triples:
+            scores = self._score(x)
+            return scores, [[] for _ in scores]
+        s, paths = self.model.paths(x)
+        s = s.float().cpu().numpy()
+        off = x.triple_offsets or [0, len(s)]
+        return [s[a:b] for a, b in zip(off[:-1], off[1:])], paths
+
     def score(self, sg: Subgraph, q_emb: np.ndarray) -> np.ndarray:
         """Scores of every triple of one fetched subgraph (no write-back)."""
         return self._score(featurise(sg, self.tables, q_emb))[0]
 
     def _finish(self, f: "_Fetched", scores: np.ndarray) -> Retrieval:
         sg = f.subgraph
-        order = top_k(scores, self.k)
+        # A path retriever passes the triples on its kept paths (an adaptive number), not K.
+        k = max(passed_count(scores), 1) if self.model.returns == "paths" else self.k
+        order = top_k(scores, k)
         t = time.perf_counter()
         run = None
         if self.write and sg.num_triples:
-            run = write_scores(self.graph, sg, scores, self.name, self.k)
+            run = write_scores(self.graph, sg, scores, self.name, k)
         f.timings["write"] = _ms(t)
         ids = sg.entity_ids
         top = [
@@ -247,9 +259,10 @@ class RetrievePipeline:
             question=f.question,
             qid=f.qid,
             retriever=self.name,
-            k=self.k,
+            k=k,
             topics=f.topics.ids,
             triples=top,
+            paths=_scored_paths(sg, f.paths[0] if f.paths else [], self.name),
             run=run,
             linked=f.topics.linked,
             names=dict(zip(sg.entity_ids, sg.entity_names)),
@@ -271,6 +284,27 @@ class _Fetched:
     subgraph: Subgraph
     timings: dict[str, float]
     scores: np.ndarray | None = None
+    paths: list | None = None  # per question of the scored group: a "paths" retriever's paths
+
+
+def _scored_paths(sg: Subgraph, paths, source: str) -> list[ScoredPath]:
+    """A path retriever's paths (local triple indices and directions) as entity ids and names."""
+    out = []
+    for p in paths:
+        nodes = [int(sg.head[p.triples[0]] if p.directions[0] > 0 else sg.tail[p.triples[0]])]
+        for t, d in zip(p.triples, p.directions):
+            nodes.append(int(sg.tail[t] if d > 0 else sg.head[t]))
+        out.append(
+            ScoredPath(
+                score=p.probability,
+                entities=tuple(sg.entity_ids[i] for i in nodes),
+                relations=tuple(sg.relation_names[t] for t in p.triples),
+                directions=tuple(p.directions),
+                names=tuple(sg.entity_names[i] or sg.entity_ids[i] for i in nodes),
+                source=source,
+            )
+        )
+    return sorted(out, key=lambda p: -p.score)
 
 
 def _ms(start: float) -> float:

@@ -90,6 +90,26 @@ class AskResult:
         return out
 
 
+def _fallback_retrieval(graph: Graph, settings: Settings, retriever: str, exc: Exception, **kw):
+    """No checkpoint of `retriever` for this graph: the shipped default retriever (RAPL trained on
+    WebQSP, graph-independent) when it fits the graph's embedding model, else cosine; and the note."""
+    from kgdb.models.checkpoints import CheckpointError
+    from kgdb.models.default import shipped_checkpoint
+    from kgdb.pipeline import RetrievePipeline
+
+    shipped, why = shipped_checkpoint(), ""
+    if shipped is not None:
+        try:
+            pipe = RetrievePipeline(graph, settings, "rapl", str(shipped), **kw)
+        except CheckpointError as err:  # the graph was embedded with another model
+            why = f"; the shipped default retriever does not fit this graph: {err}"
+        else:
+            return pipe, (f"no trained {retriever} checkpoint for this graph, so the shipped default retriever was used "
+                          f"(rapl trained on {pipe.checkpoint.config.get('dataset', '?')}; {exc})")
+    pipe = RetrievePipeline(graph, settings, "cosine", None, **kw)
+    return pipe, f"no trained {retriever} checkpoint for this graph, so the cosine retriever was used ({exc}{why})"
+
+
 class AskPipeline:
     """Retriever + reasoner for one graph; `ask()` answers one question.
 
@@ -139,8 +159,7 @@ class AskPipeline:
             except NoCheckpointError as exc:
                 if not fallback or checkpoint:
                     raise
-                self.retrieval = RetrievePipeline(graph, settings, "cosine", None, k=k, hops=hops, write=write)
-                self.retriever_note = f"no trained {retriever} checkpoint for this graph, so the cosine retriever was used ({exc})"
+                self.retrieval, self.retriever_note = _fallback_retrieval(graph, settings, retriever, exc, k=k, hops=hops, write=write)
         else:
             self.retrieval = retriever
         self.reasoner = make_reasoner(reasoner, settings) if isinstance(reasoner, str) else reasoner

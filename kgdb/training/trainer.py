@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from kgdb.data.cache import CachedQuestion
-from kgdb.models.base import Retriever, Targets, TensorTables
+from kgdb.models.base import Retriever, Targets, TensorTables, passed_count
 from kgdb.models.features import featurise
 from kgdb.models.metrics import answer_recall_at, top_k, triple_recall_at
 
@@ -80,12 +80,16 @@ def has_positive(item: CachedQuestion, kind: str) -> bool:
 
 @torch.no_grad()
 def validate(model: Retriever, items: list[CachedQuestion], tables: TensorTables, k: int) -> tuple[float, float]:
-    """Mean triple recall@k and answer recall@k over `items` (questions without labels skipped)."""
+    """Mean triple recall@k and answer recall@k over `items` (questions without labels skipped).
+
+    A "paths" retriever is judged on the triples it passes on (its adaptive set), whatever k."""
     model.eval()
     model.prepare(tables)
     triple, answer = [], []
     for it in items:
         scores = model(featurise(it, tables))
+        if model.returns == "paths":
+            k = passed_count(scores)
         r = triple_recall_at(scores, torch.from_numpy(it.labels).to(scores.device), k)
         if r is not None:
             triple.append(r)

@@ -58,6 +58,7 @@ class RAPLConfig:
     paths_per_sample: int = 5
     top_m: int = 80  # M: walks kept by probability before deduplication
     max_targets: int = 32  # target paths kept per training question
+    temperature: float = 1.0  # inference softmax temperature (> 1: more diverse paths, more triples)
     seed: int = 0  # inference sampling seed (a question's retrieval is reproducible)
 
 
@@ -233,7 +234,7 @@ class RAPL(Retriever):
             cands = torch.nonzero(cand_mask & (enc.question_of == b)).squeeze(1)
             if cands.numel() == 0:
                 continue
-            lp = torch.log_softmax(enc.first[cands], 0)
+            lp = torch.log_softmax(enc.first[cands] / c.temperature, 0)
             pick = torch.multinomial(lp.exp(), c.samples, replacement=True, generator=gen).repeat_interleave(c.paths_per_sample)
             starts.append(cands[pick])
             start_lp.append(lp[pick])
@@ -266,6 +267,7 @@ class RAPL(Retriever):
             u, stop = self._query(zq_w[active], agg[active])
             n_act = active.numel()
             logits = torch.cat([(u.index_select(0, walk_e) * enc.z.index_select(0, cand)).sum(1), (u * stop).sum(1)])
+            logits = logits / self.cfg.temperature
             owner = torch.cat([walk_e, torch.arange(n_act, device=c.device)])
             choice = torch.cat([cand, torch.full((n_act,), -1, dtype=torch.long, device=c.device)])
             top = torch.full((n_act,), -torch.inf, device=c.device).scatter_reduce(0, owner, logits, "amax")
