@@ -58,9 +58,9 @@ class RAPLConfig:
     hidden: int = 128
     dropout: float = 0.2
     max_len: int = 4  # triples per path (2-hop WebQSP through a CVT node is 2; MetaQA 3-hop is 3)
-    samples: int = 100  # K: question triples sampled with replacement
+    samples: int = 200  # K: question triples sampled with replacement (K, M chosen on WebQSP val)
     paths_per_sample: int = 5
-    top_m: int = 60  # M: distinct walks kept, most probable first
+    top_m: int = 120  # M: distinct walks kept, most probable first
     max_targets: int = 32  # target paths kept per training question
     temperature: float = 1.0  # inference softmax temperature (> 1: more diverse paths, more triples)
     seed: int = 0  # inference sampling seed (a question's retrieval is reproducible)
