@@ -149,15 +149,23 @@ def test_walk_ends_at_stop_when_stop_dominates():
     assert per_q[0] and all(len(p.triples) == 1 for p in per_q[0])
 
 
-def test_batched_paths_equal_single_question_paths():
+def test_batched_questions_encode_alone_and_walk_inside_their_own_subgraph():
     tables = _tables()
     model = RAPL(RAPLConfig(hidden=16, samples=15), tables.dim).eval()
     a, _, _ = _question(tables, 3)
-    b, _, _ = _question(tables, 4)
-    s_ab, _ = model.paths(batch_tensors([a, b]))
-    s_a, _ = model.paths(a)
-    # the base scores are per question; the sampled set may differ (one generator), the floor split not
-    assert torch.allclose(s_ab[: a.num_triples].clamp(max=PATH_FLOOR), s_a.clamp(max=PATH_FLOOR), atol=1e-5)
+    b, head_b, tail_b = _question(tables, 4, m=25)
+    ab = batch_tensors([a, b])
+    ma, m = a.num_triples, ab.num_triples
+    with torch.no_grad():
+        z_ab, z_a, z_b = model.encode(ab).z, model.encode(a).z, model.encode(b).z
+    assert torch.allclose(z_ab[:ma], z_a[:ma], atol=1e-5) and torch.allclose(z_ab[m : m + ma], z_a[ma:], atol=1e-5)
+    assert torch.allclose(z_ab[ma:m], z_b[: b.num_triples], atol=1e-5)
+    _, per_q = model.paths(ab)
+    assert len(per_q) == 2 and per_q[1]
+    for p in per_q[1]:  # local indices of question b, starting at its topic (local node 0)
+        assert all(0 <= t < b.num_triples for t in p.triples)
+        first, d = p.triples[0], p.directions[0]
+        assert (head_b[first] if d > 0 else tail_b[first]) == 0
 
 
 def test_rapl_overfits_a_tiny_set_and_round_trips(tmp_path):

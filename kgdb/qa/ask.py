@@ -234,7 +234,7 @@ class AskPipeline:
             qid=qid,
             retriever=res.retriever,
             retriever_note="; ".join(notes) or None,
-            k=self.k,
+            k=res.k,  # what the retriever passed (a path retriever: its adaptive number)
             run=res.run,
             topics=list(res.topics),
             topic_names=evidence.topic_names,

@@ -248,51 +248,54 @@ class RAPL(Retriever):
         return self._collect(enc, seq, logp, base, off)
 
     def _walk(self, enc: Encoded, start: Tensor, logp: Tensor, gen: torch.Generator) -> tuple[Tensor, Tensor]:
-        """Step-wise extension of all walks at once: [W, max_len] augmented triples (-1 padded)."""
+        """Step-wise extension of all walks at once: [W, max_len] augmented triples (-1 padded).
+
+        The K x 5 walks share few distinct prefixes (a trained model samples its best paths over
+        and over), so each step scores the successors once per distinct prefix and every walk then
+        draws its next triple (or STOP) from its prefix's softmax by inverse-CDF sampling.
+        """
         m2 = enc.src.shape[0]
+        dev = start.device
         rowptr, order = successors(enc.src, enc.dst, enc.x.num_nodes)
-        w_total = start.shape[0]
-        seq = torch.full((w_total, self.cfg.max_len), -1, dtype=torch.long, device=start.device)
+        seq = torch.full((start.shape[0], self.cfg.max_len), -1, dtype=torch.long, device=dev)
         seq[:, 0] = start
-        cur, agg = start.clone(), enc.z.index_select(0, start)
-        zq_w = enc.zq.index_select(0, enc.question_of.index_select(0, start))
-        active = torch.arange(w_total, device=start.device)
+        active = torch.arange(start.shape[0], device=dev)
         for step in range(1, self.cfg.max_len):
             if active.numel() == 0:
                 break
-            c = cur[active]
+            states, state_of = torch.unique(seq[active, :step], dim=0, return_inverse=True)
+            n_states = states.shape[0]
+            c = states[:, step - 1]
             v = enc.dst[c]
             count = rowptr[v + 1] - rowptr[v]
-            walk_e = torch.repeat_interleave(torch.arange(active.numel(), device=c.device), count)
-            within = torch.arange(walk_e.numel(), device=c.device) - torch.repeat_interleave(torch.cumsum(count, 0) - count, count)
+            state_e = torch.repeat_interleave(torch.arange(n_states, device=dev), count)
+            within = torch.arange(state_e.numel(), device=dev) - torch.repeat_interleave(torch.cumsum(count, 0) - count, count)
             cand = order[torch.repeat_interleave(rowptr[v], count) + within]
-            keep = cand != _reverse_t(c, m2)[walk_e]
-            cand, walk_e = cand[keep], walk_e[keep]
-            u, stop = self._query(zq_w[active], agg[active])
-            n_act = active.numel()
-            logits = torch.cat([(u.index_select(0, walk_e) * enc.z.index_select(0, cand)).sum(1), (u * stop).sum(1)])
-            logits = logits / self.cfg.temperature
-            owner = torch.cat([walk_e, torch.arange(n_act, device=c.device)])
-            choice = torch.cat([cand, torch.full((n_act,), -1, dtype=torch.long, device=c.device)])
-            top = torch.full((n_act,), -torch.inf, device=c.device).scatter_reduce(0, owner, logits, "amax")
-            lse = top + torch.log(torch.zeros(n_act, device=c.device).index_add_(0, owner, torch.exp(logits - top[owner])))
+            keep = cand != _reverse_t(c, m2)[state_e]
+            cand, state_e = cand[keep], state_e[keep]
+            zq = enc.zq.index_select(0, enc.question_of.index_select(0, states[:, 0]))
+            u, stop = self._query(zq, enc.z[states].sum(1))
+            logits = torch.cat([(u.index_select(0, state_e) * enc.z.index_select(0, cand)).sum(1), (u * stop).sum(1)])
+            owner = torch.cat([state_e, torch.arange(n_states, device=dev)])
+            choice = torch.cat([cand, torch.full((n_states,), -1, dtype=torch.long, device=dev)])
+            perm = torch.argsort(owner, stable=True)  # candidates grouped by state, STOP last
+            owner, choice, logits = owner[perm], choice[perm], logits[perm] / self.cfg.temperature
+            top = torch.full((n_states,), -torch.inf, device=dev).scatter_reduce(0, owner, logits, "amax")
+            lse = top + torch.log(torch.zeros(n_states, device=dev).index_add_(0, owner, torch.exp(logits - top[owner])))
             logprob = logits - lse[owner]
-            noise = -torch.log(-torch.log(torch.rand(logits.shape, generator=gen, device=c.device).clamp(1e-12, 1 - 1e-7)))
-            key = logprob + noise  # Gumbel-max: one draw per walk from its softmax
-            best = torch.full((n_act,), -torch.inf, device=c.device).scatter_reduce(0, owner, key, "amax")
-            hit = torch.nonzero(key == best[owner]).squeeze(1)
-            hit = hit[torch.argsort(owner[hit], stable=True)]
-            _, counts = torch.unique_consecutive(owner[hit], return_counts=True)
-            hit = hit[torch.cumsum(counts, 0) - counts]  # first winner of each walk
-            walks = active[owner[hit]]
-            chosen = choice[hit]
-            logp[walks] += logprob[hit]
+            # inverse CDF per state: key = state + cumulative probability within the state
+            cum = torch.cumsum(logprob.double().exp(), 0)
+            ends = torch.cumsum(torch.bincount(owner, minlength=n_states), 0)
+            before = torch.cat([torch.zeros(1, dtype=cum.dtype, device=dev), cum[ends[:-1] - 1]])
+            key = owner.double() + (cum - before[owner])
+            draw = torch.rand(active.numel(), generator=gen, device=dev, dtype=torch.float64)
+            pick = torch.searchsorted(key, state_of.double() + draw)
+            pick = torch.minimum(pick, ends[state_of] - 1)  # rounding at the top of a state's range
+            chosen = choice[pick]
+            logp[active] += logprob[pick]
             go = chosen >= 0
-            walks, chosen = walks[go], chosen[go]
-            seq[walks, step] = chosen
-            cur[walks] = chosen
-            agg[walks] += enc.z.index_select(0, chosen)
-            active = walks
+            active, chosen = active[go], chosen[go]
+            seq[active, step] = chosen
         return seq, logp
 
     def _collect(self, enc: Encoded, seq: Tensor, logp: Tensor, base: Tensor, off: list[int]):
