@@ -71,9 +71,11 @@ def main() -> None:
     if one:
         qid = one[0]["qid"]
         rows = graph.run("browser/question_labels", qid=qid, method=args.method)
-        print(f"browser/question_labels.cypher with :param qid => '{qid}', method => '{args.method}': {len(rows)} rows, e.g.")
-        for r in rows[:3]:
-            print(f"  path {r['p']['rank']}: {r['p']['text']}")
+        paths = list(dict.fromkeys((r["p"]["rank"], r["p"]["text"]) for r in rows))
+        print(f"browser/question_labels.cypher with :param qid => '{qid}', method => '{args.method}': "
+              f"{len(rows)} rows (triples) on {len(paths)} label paths, e.g.")
+        for rank, text in paths[:3]:
+            print(f"  rank {rank}: {text}")
     graph.close()
 
 
