@@ -147,6 +147,15 @@ def test_without_an_llm_label_says_so_and_fails(toy, tmp_path):
     assert not _labellings(graph)
 
 
+def test_a_wrong_endpoint_setting_stops_the_run_with_the_clients_error(toy, tmp_path):
+    graph, path = toy
+    with OpenAIServer(script=[{"status": 401}] * 20) as server:
+        run = _label(graph, path, _env(tmp_path, server), "--concurrency", "1")
+    assert run.exit_code != 0
+    assert "refused the API key (401)" in str(run.exception)
+    assert not [lab for lab in _labellings(graph).values() if lab["status"] == "failed"]
+
+
 def _longest(messages) -> str:
     """Selects the last (longest) candidate path: labels that differ from the shortest-path ones."""
     lines = [ln for ln in messages[-1]["content"].splitlines() if re.match(r"^Path \d+\. ", ln)]

@@ -11,6 +11,7 @@ CREATE CONSTRAINT meta_key IF NOT EXISTS FOR (m:KgdbMeta) REQUIRE m.key IS UNIQU
 CREATE INDEX entity_idx IF NOT EXISTS FOR (e:Entity) ON (e.idx);
 CREATE INDEX relation_idx IF NOT EXISTS FOR (r:Relation) ON (r.idx);
 CREATE INDEX retrieval_qid IF NOT EXISTS FOR (r:Retrieval) ON (r.qid);
+CREATE INDEX labelling_qid IF NOT EXISTS FOR (l:Labelling) ON (l.qid);
 CREATE INDEX scored_run IF NOT EXISTS FOR ()-[s:SCORED]-() ON (s.run);
 CREATE FULLTEXT INDEX entity_names IF NOT EXISTS FOR (e:Entity) ON EACH [e.name]
   OPTIONS {indexConfig: {`fulltext.analyzer`: 'standard-no-stop-words'}};

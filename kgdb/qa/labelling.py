@@ -4,7 +4,9 @@ Per training question: fetch its subgraph exactly as training does (same hops an
 stage-1 candidate pool (`kgdb.data.label_paths`), ask the configured OpenAI-compatible LLM to select
 (versioned template `kgdb/qa/prompts/label_<method>_v<n>.txt`), parse the reply, and store the
 selection with its provenance through `kgdb.cypher.labels`. A reply without a usable `ans:` line gets
-one follow-up turn, then the question is recorded as `failed` (asked again by the next run).
+one follow-up turn, then the question is recorded as `failed` (asked again by the next run); so is an
+endpoint error left after the client's retries, except before any call has succeeded: then the
+settings are wrong and the run stops with the error.
 
 Resumable: questions already labelled by the same method, model and prompt version are skipped.
 LLM calls run `concurrency` at a time in threads; fetching and writing stay on the calling thread.
@@ -37,7 +39,6 @@ FOLLOW_UP = (
     'Your reply has no line of the form "ans: Path N". Answer again with only those lines, one per '
     'selected path, using the numbers of the list above; write "ans: none" if no path fits.'
 )
-ABORT_AFTER_LLM_ERRORS = 3  # with no successful call yet: the endpoint or its settings are wrong
 MAX_ANSWER_NAMES = 10
 
 
@@ -173,10 +174,8 @@ def label_questions(
     _, info = graph_fingerprint(graph)
     embedder = get_embedder(info.get("model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
     embeddings = embedder.encode([q.text for q in todo])
-    llm_errors = 0
 
     def store(lab: Labelling) -> None:
-        nonlocal llm_errors
         report.paths += write_labelling(graph, lab)
         report.status[lab.status] += 1
         report.calls += lab.calls
@@ -187,19 +186,18 @@ def label_questions(
         on_done(lab.status, report)
 
     def finish(fut: Future, q: QuestionRecord, sg, pool: CandidatePool) -> None:
-        nonlocal llm_errors
         asked: _Asked = fut.result()
         lab = Labelling(q.id, method, model, template, asked.selection.status if not asked.error else "failed",
                         candidates=len(pool.candidates), raw_candidates=pool.raw, calls=asked.usage.calls,
                         prompt_tokens=asked.usage.prompt_tokens, completion_tokens=asked.usage.completion_tokens,
                         error=asked.error, reply=asked.reply)
+        if asked.error and asked.usage.calls == 0 and report.calls == 0:
+            # No call has ever succeeded: the endpoint or its settings are wrong (key, URL, model), so
+            # stop with the client's clear error instead of recording every question as failed.
+            raise LLMError(asked.error)
         if lab.status == "ok":
             lab.paths = selected_paths(sg, pool, asked.selection)
-        if asked.error and asked.usage.calls == 0:
-            llm_errors += 1
         store(lab)
-        if llm_errors >= ABORT_AFTER_LLM_ERRORS and report.calls == 0:
-            raise LLMError(f"stopping after {llm_errors} failed LLM calls and no successful one: {asked.error}")
 
     pending: dict[Future, tuple] = {}
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kgdb-label") as pool_exec:
