@@ -131,6 +131,7 @@ def train_retriever(
     threads: Annotated[int, typer.Option("--threads", help="CPU threads for torch (default: half the cores, at most 8).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
     labels: Annotated[LabelSource, typer.Option("--labels", help="Training positives: shortest-path triples, or the triples on the paths `kgdb label --method rapl|reg` stored (questions without them fall back to shortest).")] = LabelSource.shortest,
+    nproc: Annotated[int, typer.Option("--nproc", min=1, help="Data-parallel training processes on this machine (PyTorch DDP: gloo on CPU, NCCL with one GPU each); the database is read once, by this process.")] = 1,
 ) -> None:
     """Train a registered retriever on the train split; select on the val split; save a checkpoint.
 
@@ -144,6 +145,10 @@ def train_retriever(
     threads = threads or default_threads()
     if retriever == PLANNER and labels is not LabelSource.shortest:
         raise InputError("rrp-planner learns shortest relation paths; --labels applies to the registered retrievers", path="--labels")
+    if retriever == PLANNER and nproc > 1:
+        raise InputError("rrp-planner trains in one process; drop --nproc", path="--nproc")
+    if nproc > 1:
+        console.print(f"data-parallel training in {nproc} processes (DDP); epoch lines come from rank 0", highlight=False)
     if retriever == PLANNER:
         _train_planner(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
                        hops=hops or 3)
@@ -194,7 +199,7 @@ def train_retriever(
         ckpt, result = train_retriever(
             graph, settings, retriever, questions, name=name, hops=hops, cap=cap, max_epochs=max_epochs,
             patience=patience, lr=lr, seed=seed, settings_overrides=_parse_settings(setting or []),
-            max_train=max_train, max_val=max_val, resume=resume, threads=threads, labels=labels.value,
+            max_train=max_train, max_val=max_val, resume=resume, threads=threads, labels=labels.value, nproc=nproc,
             on_split=lambda report: _report_split(report), on_fetch_start=on_fetch_start,
             on_fetch=lambda n: bar.advance(fetch_task, n), on_start=on_start, on_step=on_step, on_epoch=on_epoch,
         )

@@ -52,6 +52,7 @@ def train_retriever(
     resume: bool = False,
     threads: int | None = None,
     labels: str = SHORTEST,
+    nproc: int = 1,
     on_split: Callable[[SplitReport], None] = lambda report: None,
     on_fetch_start: Callable[[str, int], None] = lambda split, total: None,
     on_fetch: Callable[[int], None] = lambda n: None,
@@ -109,7 +110,19 @@ def train_retriever(
     seed_everything(seed)
     model = cls(model_cfg, tables.dim).to(device)
     try:
-        model, result = train(model, tr.items, va.items, tables, cfg, on_step=on_step, on_epoch=on_epoch, state_dir=out, resume=resume)
+        if nproc > 1:
+            # The workers train from this process's cache and tables; none of them opens the database.
+            from kgdb.training import distributed
+
+            entity, relation = tables.entity.cpu().numpy(), tables.relation.cpu().numpy()
+            state, result = distributed.run(
+                distributed.train_worker,
+                (cls, model_cfg, tables.dim, tr.items, va.items, entity, relation, tables.fingerprint, cfg, out, resume), nproc,
+            )
+            model.load_state_dict(state)
+            model.eval()
+        else:
+            model, result = train(model, tr.items, va.items, tables, cfg, on_step=on_step, on_epoch=on_epoch, state_dir=out, resume=resume)
     except ValueError as exc:
         raise InputError(str(exc), path="--resume") from exc
     epoch_seconds = [e.seconds for e in result.epochs]
@@ -124,7 +137,7 @@ def train_retriever(
             "questions": str(questions),
             "fetch": {"hops": hops, "cap": cap},
             "labels": {"source": labels, **tr.label_counts} if labels != SHORTEST else {"source": SHORTEST},
-            "train": {**cfg.__dict__, "max_train": max_train, "max_val": max_val, "device": device, "threads": threads},
+            "train": {**cfg.__dict__, "max_train": max_train, "max_val": max_val, "device": device, "threads": threads, "nproc": nproc},
             "data_cache": {"train": str(tr.path), "val": str(va.path), "train_from_disk": tr.from_disk},
             "data_seconds": round(data_seconds, 2),
             "result": result.to_json(),
