@@ -31,7 +31,10 @@ def cosine_scores(
     # torch.nn.functional.normalize: x / max(||x||, 1e-12)
     norm = np.sqrt((triple * triple).sum(axis=1, keepdims=True, dtype=np.float32))
     triple = triple / np.maximum(norm, np.float32(1e-12))
-    return (triple @ np.asarray(question, dtype=np.float32)).astype(np.float32, copy=False)
+    # Row-wise products, not a BLAS gemv: gemv takes different code paths for different rows, so
+    # two triples with equal vectors (e.g. two CVTs with one relation to one tail) could score
+    # 1e-7 apart and swap places in the top K; here equal rows give equal scores, as in torch.
+    return (triple * np.asarray(question, dtype=np.float32)).sum(axis=1, dtype=np.float32)
 
 
 NUMPY_SCORERS: dict[str, NumpyScorer] = {"cosine": cosine_scores}
