@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,6 +21,13 @@ from kgdb.data.questions import SPLITS, read_questions, split_summary
 
 splits_app = typer.Typer(help="Fixed train/val/test splits of the question sets.", no_args_is_help=True)
 app.add_typer(splits_app, name="splits")
+
+
+class LabelSource(str, Enum):
+    shortest = "shortest"
+    rapl = "rapl"
+    reg = "reg"
+
 
 QUESTIONS_HELP = "WebQSP-style questions.jsonl or MetaQA k-hop/qa.txt."
 
@@ -80,6 +88,13 @@ def _report_split(report) -> None:
         f"skipped or dropped: {skipped or 'none'}",
         highlight=False,
     )
+    if lc := result.label_counts:
+        console.print(
+            f"  labels: {lc['source']} (stored by `kgdb label`) for {lc['llm']} questions ({lc['paths']} paths); "
+            f"{lc['fallback_shortest']} without them fall back to shortest-path labels"
+            + (f"; {lc['paths_not_in_subgraph']} stored paths not in the fetched subgraph" if lc["paths_not_in_subgraph"] else ""),
+            highlight=False,
+        )
 
 
 def default_threads() -> int:
@@ -115,6 +130,8 @@ def train_retriever(
     max_val: Annotated[Optional[int], typer.Option("--max-val", help="Use only the first N validation questions.")] = None,
     threads: Annotated[int, typer.Option("--threads", help="CPU threads for torch (default: half the cores, at most 8).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
+    labels: Annotated[LabelSource, typer.Option("--labels", help="Training positives: shortest-path triples, or the triples on the paths `kgdb label --method rapl|reg` stored (questions without them fall back to shortest).")] = LabelSource.shortest,
+    nproc: Annotated[int, typer.Option("--nproc", min=1, help="Data-parallel training processes on this machine (PyTorch DDP: gloo on CPU, NCCL with one GPU each); the database is read once, by this process.")] = 1,
 ) -> None:
     """Train a registered retriever on the train split; select on the val split; save a checkpoint.
 
@@ -126,6 +143,12 @@ def train_retriever(
 
     settings = settings_from(ctx)
     threads = threads or default_threads()
+    if retriever == PLANNER and labels is not LabelSource.shortest:
+        raise InputError("rrp-planner learns shortest relation paths; --labels applies to the registered retrievers", path="--labels")
+    if retriever == PLANNER and nproc > 1:
+        raise InputError("rrp-planner trains in one process; drop --nproc", path="--nproc")
+    if nproc > 1:
+        console.print(f"data-parallel training in {nproc} processes (DDP); epoch lines come from rank 0", highlight=False)
     if retriever == PLANNER:
         _train_planner(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
                        hops=hops or 3)
@@ -176,7 +199,7 @@ def train_retriever(
         ckpt, result = train_retriever(
             graph, settings, retriever, questions, name=name, hops=hops, cap=cap, max_epochs=max_epochs,
             patience=patience, lr=lr, seed=seed, settings_overrides=_parse_settings(setting or []),
-            max_train=max_train, max_val=max_val, resume=resume, threads=threads,
+            max_train=max_train, max_val=max_val, resume=resume, threads=threads, labels=labels.value, nproc=nproc,
             on_split=lambda report: _report_split(report), on_fetch_start=on_fetch_start,
             on_fetch=lambda n: bar.advance(fetch_task, n), on_start=on_start, on_step=on_step, on_epoch=on_epoch,
         )
