@@ -1,6 +1,7 @@
-"""RAPL through the pipeline on a real Neo4j: `kgdb ask` on a graph with no checkpoint of its own
-uses the shipped default retriever (RAPL trained on WebQSP), passes the triples of its paths
-(an adaptive number), returns the paths and writes them back as a run."""
+"""RAPL through the pipeline on a real Neo4j: `kgdb ask --retriever rapl` on a graph with no RAPL
+checkpoint of its own uses the RAPL checkpoint shipped with kgdb (trained on WebQSP), passes the
+triples of its paths (an adaptive number), returns the paths and writes them back as a run; other
+retrievers without a checkpoint still fall back to cosine."""
 
 from __future__ import annotations
 
@@ -47,11 +48,13 @@ def test_shipped_default_checkpoint_is_in_the_package():
     assert (path / "model.safetensors").stat().st_size < 5_000_000
 
 
-def test_ask_without_a_checkpoint_uses_the_shipped_default(loaded):
+def test_ask_rapl_without_a_checkpoint_uses_the_shipped_one_and_others_fall_back_to_cosine(loaded):
     graph, settings = loaded
-    pipe = AskPipeline(graph, settings, retriever="subgraphrag", k=20, fmt="paths")
+    other = AskPipeline(graph, settings, retriever="subgraphrag", k=20, fmt="paths")
+    assert other.retrieval.name == "cosine" and "cosine retriever was used" in other.retriever_note
+    pipe = AskPipeline(graph, settings, retriever="rapl", k=20, fmt="paths")
     assert pipe.retrieval.name == "rapl"
-    assert "shipped default retriever" in pipe.retriever_note and "subgraphrag" in pipe.retriever_note
+    assert "shipped with kgdb" in pipe.retriever_note and "webqsp" in pipe.retriever_note
     res = pipe.ask("what is the capital of jamaica?")
     assert res.topics == ["Jamaica"]
     retrieval = pipe.retrieval.retrieve("what is the capital of jamaica?")

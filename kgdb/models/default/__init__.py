@@ -2,7 +2,8 @@
 
 `rapl-webqsp/` is a RAPL checkpoint (`model.safetensors` + `config.json`) trained on the WebQSP
 training split. RAPL's inputs are text embeddings only (no entity or relation ids), so it runs on
-any graph embedded with the same model; `kgdb ask` uses it before falling back to cosine.
+any graph embedded with the same model; `kgdb ask --retriever rapl` uses it on a graph without a RAPL
+checkpoint of its own. It is not the fallback of other retrievers: it transfers worse than cosine.
 """
 
 from __future__ import annotations
