@@ -9,7 +9,10 @@ Questions are asked as a user would: the topic entity is linked from the text (n
 
 times whole `kgdb ask` processes from a cold start (imports, model load, connection, one
 question), and the CLI commands that must start fast (`--help`, `status`, `neo4j status`,
-`runs list`), each as the median of N runs, all in this one run.
+`runs list`), each as the median of N runs, all in this one run. With `--before DIR` (another
+checkout of kgdb, e.g. `git worktree add /tmp/before 4f24784`) each command is also timed with
+that checkout first on PYTHONPATH, before and after alternating, and the table shows both and
+their ratio; the load average is printed next to the timings (the machine may be shared).
 Warm-up questions (model load, first queries) are not counted. With --write the scores are written
 back and evidence chains built, as plain `kgdb ask` does; the runs created are pruned at the end.
 """
@@ -33,6 +36,8 @@ def main() -> None:
     ap.add_argument("--questions", type=Path)
     ap.add_argument("--cold", type=int, default=0, help="time N cold `kgdb ask` processes and the fast CLI commands instead")
     ap.add_argument("--question", default="What is the capital of France?", help="the question the cold runs ask")
+    ap.add_argument("--default-ask", action="store_true", help="with --cold: also time `kgdb ask` with the default retriever")
+    ap.add_argument("--before", type=Path, help="with --cold: also time this kgdb checkout (its root folder), for a before/after table")
     ap.add_argument("--n", type=int, default=100, help="questions timed (first N of the file)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--retriever", default=None, help="default: relation-paths with --reasoner rrp, else subgraphrag")
@@ -101,8 +106,10 @@ def main() -> None:
 
 def cold(args: argparse.Namespace) -> None:
     """Median wall seconds of whole processes, each started from nothing."""
+    import os
     import subprocess
     import sys
+    import tempfile
 
     kgdb = [sys.executable, "-m", "kgdb"]  # the kgdb on PYTHONPATH, else the installed one
     commands = {
@@ -112,14 +119,43 @@ def cold(args: argparse.Namespace) -> None:
         "kgdb runs list": kgdb + ["runs", "list", "--limit", "5"],
         f"kgdb ask ({args.retriever}, no LLM)": kgdb + ["ask", args.question, "--retriever", args.retriever, "--reasoner", "extractive", "--no-write"],
     }
-    print(f"{'command':<40} {'median s':>9} {'min s':>7}  (of {args.cold} cold processes)")
+    if args.default_ask:  # the default retriever: SubgraphRAG, or cosine when it has no checkpoint for the graph
+        commands["kgdb ask (default retriever, no LLM)"] = kgdb + ["ask", args.question, "--reasoner", "extractive", "--no-write"]
+    trees = {"after": dict(os.environ)}
+    if args.before:
+        before = args.before.resolve()
+        if not (before / "kgdb" / "__init__.py").is_file():
+            sys.exit(f"--before {before}: no kgdb/ package in that folder")
+        trees = {"before": {**os.environ, "PYTHONPATH": str(before)}, **trees}
+
+    # `python -m` puts the working folder first on sys.path: run from an empty one, so each process
+    # imports the kgdb its PYTHONPATH names (else the installed one), never a checkout in the cwd.
+    neutral = tempfile.mkdtemp(prefix="kgdb-bench-")
+
+    def timed(cmd: list[str], env: dict[str, str]) -> float:
+        start = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, check=False, env=env, cwd=neutral)
+        wall = time.perf_counter() - start
+        if done.returncode != 0:
+            sys.exit(f"{' '.join(cmd[2:])} failed ({done.returncode}): {done.stderr.decode(errors='replace').strip()[-500:]}")
+        return wall
+
+    load_start = os.getloadavg()
+    cols = "".join(f" {t + ' s':>10}" for t in trees) + ("  after/before" if args.before else "")
+    print(f"{'command':<40}{cols}  (median of {args.cold} cold processes each)")
     for name, cmd in commands.items():
-        walls = []
+        walls: dict[str, list[float]] = {t: [] for t in trees}
         for _ in range(args.cold):
-            start = time.perf_counter()
-            subprocess.run(cmd, capture_output=True, check=False)
-            walls.append(time.perf_counter() - start)
-        print(f"{name:<40} {statistics.median(walls):9.2f} {min(walls):7.2f}")
+            for tree, env in trees.items():  # alternating, so both see the same load
+                walls[tree].append(timed(cmd, env))
+        med = {t: statistics.median(w) for t, w in walls.items()}
+        line = f"{name:<40}" + "".join(f" {med[t]:10.2f}" for t in trees)
+        if args.before:
+            line += f"  {med['after'] / med['before']:13.2f}"
+        print(line, flush=True)
+    load_end = os.getloadavg()
+    print(f"load average (1/5/15 min) at start {' '.join(f'{x:.2f}' for x in load_start)}, "
+          f"at end {' '.join(f'{x:.2f}' for x in load_end)}; {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

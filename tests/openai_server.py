@@ -19,6 +19,7 @@ Run as a script (`python tests/openai_server.py --port 8999`) to point `kgdb` at
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -191,13 +192,62 @@ def echo_first_evidence(messages: list[dict[str, Any]]) -> str:
     return "ans: not available"
 
 
+_PATH_LINE = re.compile(r"^Path (\d+)\. (.*)$")
+_MORE = re.compile(r" \(\+\d+ more [^)]*\)$")
+
+
+def select_label_paths(messages: list[dict[str, Any]]) -> str:
+    """A deterministic stand-in for `kgdb label`'s annotator. Reads the numbered `Path N. a → r → b`
+    lines of the last user turn; when the prompt states `Answer(s):` (reg), selects the paths that
+    end at a stated answer; otherwise (rapl) the paths with the fewest relations. Replies with an
+    explanation line and one `ans: Path N` line per selection (`ans: none` when nothing fits)."""
+    user = messages[-1].get("content", "") if messages else ""
+    paths: list[tuple[int, str]] = []
+    answers: set[str] = set()
+    for line in user.splitlines():
+        if m := _PATH_LINE.match(line.strip()):
+            paths.append((int(m.group(1)), _MORE.sub("", m.group(2))))
+        elif line.startswith("Answer(s):"):
+            answers = {a.strip() for a in line.split(":", 1)[1].split(",") if a.strip()}
+    if not paths:
+        return "I see no paths.\nans: none"
+
+    def hops(text: str) -> int:
+        return (text.count("→") + text.count("←")) // 2
+
+    def end(text: str) -> str:
+        return re.split(r" [→←] ", text)[-1].strip()
+
+    if answers:
+        chosen = [n for n, text in paths if end(text) in answers]
+        why = "these paths end at a stated answer"
+    else:
+        fewest = min(hops(text) for _, text in paths)
+        chosen = [n for n, text in paths if hops(text) == fewest]
+        why = f"these paths reach the answer in the fewest steps ({fewest})"
+    if not chosen:
+        return "No path fits.\nans: none"
+    return why.capitalize() + ".\n" + "\n".join(f"ans: Path {n}" for n in chosen)
+
+
+def scripted_llm(messages: list[dict[str, Any]]) -> str:
+    """The command-line server's responder: label selection prompts (numbered `Path N.` lines) get
+    `select_label_paths`, question-answering prompts `echo_first_evidence`."""
+    user = messages[-1].get("content", "") if messages else ""
+    if any(_PATH_LINE.match(line.strip()) for line in user.splitlines()):
+        return select_label_paths(messages)
+    return echo_first_evidence(messages)
+
+
 if __name__ == "__main__":
     import argparse
 
-    parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (answers with the first evidence line).")
+    parser = argparse.ArgumentParser(
+        description="Scripted OpenAI-compatible server (answers with the first evidence line; selects label paths by a fixed rule)."
+    )
     parser.add_argument("--port", type=int, default=8999)
     args = parser.parse_args()
-    server = OpenAIServer(responder=echo_first_evidence, port=args.port).start()
+    server = OpenAIServer(responder=scripted_llm, port=args.port).start()
     print(f"serving {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
         while True:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,6 +21,13 @@ from kgdb.data.questions import SPLITS, read_questions, split_summary
 
 splits_app = typer.Typer(help="Fixed train/val/test splits of the question sets.", no_args_is_help=True)
 app.add_typer(splits_app, name="splits")
+
+
+class LabelSource(str, Enum):
+    shortest = "shortest"
+    rapl = "rapl"
+    reg = "reg"
+
 
 QUESTIONS_HELP = "WebQSP-style questions.jsonl or MetaQA k-hop/qa.txt."
 
@@ -80,6 +88,13 @@ def _report_split(report) -> None:
         f"skipped or dropped: {skipped or 'none'}",
         highlight=False,
     )
+    if lc := result.label_counts:
+        console.print(
+            f"  labels: {lc['source']} (stored by `kgdb label`) for {lc['llm']} questions ({lc['paths']} paths); "
+            f"{lc['fallback_shortest']} without them fall back to shortest-path labels"
+            + (f"; {lc['paths_not_in_subgraph']} stored paths not in the fetched subgraph" if lc["paths_not_in_subgraph"] else ""),
+            highlight=False,
+        )
 
 
 def default_threads() -> int:
@@ -116,6 +131,8 @@ def train_retriever(
     threads: Annotated[int, typer.Option("--threads", help="CPU threads for torch (default: half the cores, at most 8).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
     tune_per_file: Annotated[int, typer.Option("--tune-per-file", help="rrp: val questions per file that choose λ1 and θ (a fixed prefix).")] = 300,
+    labels: Annotated[LabelSource, typer.Option("--labels", help="Training positives: shortest-path triples, or the triples on the paths `kgdb label --method rapl|reg` stored (questions without them fall back to shortest).")] = LabelSource.shortest,
+    nproc: Annotated[int, typer.Option("--nproc", min=1, help="Data-parallel training processes on this machine (PyTorch DDP: gloo on CPU, NCCL with one GPU each); the database is read once, by this process.")] = 1,
 ) -> None:
     """Train a registered retriever on the train split; select on the val split; save a checkpoint.
 
@@ -127,6 +144,12 @@ def train_retriever(
 
     settings = settings_from(ctx)
     threads = threads or default_threads()
+    if retriever in (PLANNER, "rrp") and labels is not LabelSource.shortest:
+        raise InputError(f"{retriever} learns shortest relation paths; --labels applies to the registered retrievers", path="--labels")
+    if retriever in (PLANNER, "rrp") and nproc > 1:
+        raise InputError(f"{retriever} trains in one process; drop --nproc", path="--nproc")
+    if nproc > 1:
+        console.print(f"data-parallel training in {nproc} processes (DDP); epoch lines come from rank 0", highlight=False)
     if retriever == "rrp":
         _train_structural(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
                           steps=hops or 3, resume=resume, max_val=max_val, tune_per_file=tune_per_file)
@@ -181,7 +204,7 @@ def train_retriever(
         ckpt, result = train_retriever(
             graph, settings, retriever, questions, name=name, hops=hops, cap=cap, max_epochs=max_epochs,
             patience=patience, lr=lr, seed=seed, settings_overrides=_parse_settings(setting or []),
-            max_train=max_train, max_val=max_val, resume=resume, threads=threads,
+            max_train=max_train, max_val=max_val, resume=resume, threads=threads, labels=labels.value, nproc=nproc,
             on_split=lambda report: _report_split(report), on_fetch_start=on_fetch_start,
             on_fetch=lambda n: bar.advance(fetch_task, n), on_start=on_start, on_step=on_step, on_epoch=on_epoch,
         )
@@ -356,6 +379,11 @@ def _print_result(result, show: int, pipe) -> None:
     for t in result.top[:show]:
         table.add_row(str(t.rank), escape(t.head), escape(t.relation), escape(t.tail), f"{t.score:.4f}")
     console.print(table)
+    if result.paths:  # a path retriever: its reasoning paths, most probable first
+        paths = Table("p", "path", title="paths")
+        for p in result.paths[:show]:
+            paths.add_row(f"{p.score:.3f}", escape(p.render()))
+        console.print(paths)
     ckpt = f" ({escape(pipe.checkpoint.name)})" if pipe.checkpoint else ""
     timing = ", ".join(f"{s} {v:.1f}" for s, v in result.timings.items())
     for note in result.notes:
@@ -416,7 +444,9 @@ def eval_retrieval(
 
 
 def _print_reports(reports) -> None:
-    table = Table("retriever", "bucket", "n", "ans R@50", "ans R@100", "ans R@200", "SP R@50", "SP R@100", "SP R@200")
+    # "passed": a path retriever's own adaptive set of triples (mean size in "triples passed")
+    table = Table("retriever", "bucket", "n", "ans R@50", "ans R@100", "ans R@200", "SP R@50", "SP R@100", "SP R@200",
+                  "ans R passed", "SP R passed", "triples passed")
     for report, _ in reports:
         for bucket, metrics in report.recall.items():
             def cell(m: str) -> str:
@@ -427,6 +457,8 @@ def _print_reports(reports) -> None:
                 report.retriever, bucket, str(n),
                 *(cell(f"answer_recall@{k}") for k in (50, 100, 200)),
                 *(cell(f"triple_recall@{k}") for k in (50, 100, 200)),
+                cell("answer_recall@passed"), cell("triple_recall@passed"),
+                f"{metrics['triples_passed']['mean']:.1f}" if "triples_passed" in metrics else "-",
             )
     console.print(table)
     timing = Table("retriever", "stage", "p50 ms", "p95 ms", "mean ms")

@@ -5,11 +5,13 @@ CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE;
 CREATE CONSTRAINT relation_name IF NOT EXISTS FOR (r:Relation) REQUIRE r.name IS UNIQUE;
 CREATE CONSTRAINT question_id IF NOT EXISTS FOR (q:Question) REQUIRE q.id IS UNIQUE;
 CREATE CONSTRAINT retrieval_run IF NOT EXISTS FOR (r:Retrieval) REQUIRE r.run IS UNIQUE;
+CREATE CONSTRAINT labelling_key IF NOT EXISTS FOR (l:Labelling) REQUIRE l.key IS UNIQUE;
 CREATE CONSTRAINT meta_key IF NOT EXISTS FOR (m:KgdbMeta) REQUIRE m.key IS UNIQUE;
 // Dense integer ids: retrievers index embedding tables with them.
 CREATE INDEX entity_idx IF NOT EXISTS FOR (e:Entity) ON (e.idx);
 CREATE INDEX relation_idx IF NOT EXISTS FOR (r:Relation) ON (r.idx);
 CREATE INDEX retrieval_qid IF NOT EXISTS FOR (r:Retrieval) ON (r.qid);
+CREATE INDEX labelling_qid IF NOT EXISTS FOR (l:Labelling) ON (l.qid);
 CREATE INDEX scored_run IF NOT EXISTS FOR ()-[s:SCORED]-() ON (s.run);
 CREATE FULLTEXT INDEX entity_names IF NOT EXISTS FOR (e:Entity) ON EACH [e.name]
   OPTIONS {indexConfig: {`fulltext.analyzer`: 'standard-no-stop-words'}};

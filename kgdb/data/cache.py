@@ -30,7 +30,7 @@ class CachedQuestion:
     entity_idx: np.ndarray  # int64 [n] Entity.idx
     is_cvt: np.ndarray  # bool [n]
     topic: np.ndarray  # int64 [k] local
-    labels: np.ndarray  # bool [m] shortest-path triples
+    labels: np.ndarray  # bool [m] triples to learn: shortest-path ones, or those on stored LLM label paths (--labels)
     answers: np.ndarray  # int64 local nodes that are gold answers
     n_answers_in_graph: int  # gold answers that exist in the graph at all (answer-recall denominator)
     question_embedding: np.ndarray  # float32 [d]
@@ -111,3 +111,5 @@ class CachedSplit:
     from_disk: bool  # True: loaded from the cache, the database was not queried
     counts: dict[str, int]
     errors: list[str] = field(default_factory=list)  # fetch failures; such a split is not cached
+    # --labels other than shortest: {"source", "llm", "fallback_shortest", "paths", "paths_not_in_subgraph"}
+    label_counts: dict = field(default_factory=dict)

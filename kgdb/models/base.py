@@ -102,7 +102,13 @@ def resolve_device(name: str = "auto") -> str:
 
 
 LabelKind = Literal["triples", "entities"]
-ReturnKind = Literal["triple_scores"]
+ReturnKind = Literal["triple_scores", "paths"]  # "paths": also `paths(x)` -> (scores, paths per question)
+PATH_FLOOR = 1.0  # a "paths" retriever scores the triples on its kept paths above this, all others below
+
+
+def passed_count(scores) -> int:
+    """How many triples a "paths" retriever passes on: those on one of its kept paths."""
+    return int((scores > PATH_FLOOR).sum())
 
 
 @dataclass
@@ -135,7 +141,8 @@ class Retriever(nn.Module):
     - `trainable`: whether it has weights (a trainable retriever needs a checkpoint to be used);
     - `label_kind`: what it learns from ("triples": shortest-path triples, "entities": answers);
     - `loss(scores, targets)`: its training objective (default: per-triple BCE, SubgraphRAG's);
-    - `returns`: what `forward` gives (one score per triple).
+    - `returns`: what `forward` gives (one score per triple); a "paths" retriever also has
+      `paths(x) -> (scores, sampled paths per question)` and passes an adaptive number of triples.
     `prepare(tables)` may precompute per-table caches for inference.
     """
 

@@ -11,14 +11,17 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from safetensors.torch import load_file, save_file
+from typing import TYPE_CHECKING, Any
 
 from kgdb.config import dump_json
 from kgdb.errors import KgdbError
-from kgdb.models import registry
-from kgdb.models.base import Retriever
+
+if TYPE_CHECKING:
+    from kgdb.models.base import Retriever
+
+# torch (safetensors.torch, the registry) is imported only where weights are read or written:
+# finding a checkpoint, or finding that there is none (the cosine fallback of `kgdb ask`), is
+# JSON only and must not cost a cold process the torch import.
 
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
@@ -48,6 +51,8 @@ class NoCheckpointError(CheckpointError):
 
 def build_model(config: dict[str, Any]) -> Retriever:
     """An untrained model of the checkpoint's registered retriever and hyper-parameters."""
+    from kgdb.models import registry
+
     model_cfg = dict(config.get("model") or {})
     dim = int(config.get("embedding_dim") or model_cfg.pop("embedding_dim", 0) or 0)
     model_cfg.pop("embedding_dim", None)
@@ -56,6 +61,8 @@ def build_model(config: dict[str, Any]) -> Retriever:
 
 def save_checkpoint(model: Retriever, directory: Path, config: dict[str, Any]) -> Path:
     """Write weights and config; `config` gets `retriever`, `model` and `created` filled in."""
+    from safetensors.torch import save_file
+
     directory.mkdir(parents=True, exist_ok=True)
     full = {
         **config,
@@ -109,6 +116,8 @@ def checkpoint_for_graph(checkpoints_dir: Path, retriever: str, fingerprint: str
 
 
 def load_model(ckpt: Checkpoint, device: str = "cpu") -> Retriever:
+    from safetensors.torch import load_file
+
     model = build_model(ckpt.config)
     weights = ckpt.path / WEIGHTS
     if model.trainable:

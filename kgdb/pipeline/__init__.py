@@ -8,18 +8,34 @@ through here; nothing below it imports it (import-linter contract).
 - `relation_paths`: planners, Cypher grounding and `RelationPathRetriever`.
 """
 
-from kgdb.pipeline.relation_paths import (
-    PLANNER,
-    CosinePathPlanner,
-    PlannedPath,
-    RelationPathRetriever,
-    TrainedPathPlanner,
-    load_planner,
-    relation_path_retriever,
-)
-from kgdb.pipeline.retrieve import STAGES, QuestionInput, RetrievePipeline, load_tensor_tables
-from kgdb.pipeline.splits import prepare_split
-from kgdb.pipeline.train import SplitReport, planner_examples, train_planner, train_retriever
+# Names are imported from their module on first use (PEP 562), not here: `relation_paths`,
+# `splits` and `train` import torch, which a cold `kgdb ask` with the numpy cosine path never needs.
+_MODULE_OF = {
+    **dict.fromkeys(
+        ("PLANNER", "CosinePathPlanner", "PlannedPath", "RelationPathRetriever", "TrainedPathPlanner", "load_planner",
+         "relation_path_retriever"),
+        "relation_paths",
+    ),
+    **dict.fromkeys(("STAGES", "QuestionInput", "RetrievePipeline", "load_tensor_tables"), "retrieve"),
+    "prepare_split": "splits",
+    **dict.fromkeys(("SplitReport", "planner_examples", "train_planner", "train_retriever"), "train"),
+}
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_MODULE_OF])
+
 
 __all__ = [
     "PLANNER",

@@ -1,15 +1,19 @@
 """A registered tensor retriever as a `QuestionRetriever`: topics (the one linking policy) ->
-subgraph from Neo4j -> tensors -> scores -> top-K -> write-back."""
+subgraph from Neo4j -> tensors -> scores -> top-K -> write-back.
+
+torch is imported only when a torch module scores: an untrained retriever with a numpy scorer
+(`kgdb.models.numpy_scoring`, e.g. cosine) asked for without a checkpoint runs on numpy, which
+keeps a cold `kgdb ask` free of the torch import (seconds).
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
-import torch
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
@@ -19,14 +23,14 @@ from kgdb.cypher.tables import graph_fingerprint, load_tables
 from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
-from kgdb.models import registry
-from kgdb.models.base import Retriever, TensorTables, resolve_device
 from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint, load_model
-from kgdb.models.features import batch_tensors, featurise
-from kgdb.protocol import Retrieval, ScoredTriple
+from kgdb.models.numpy_scoring import numpy_scorer
+from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
 from kgdb.subgraph import Subgraph
 
+if TYPE_CHECKING:
+    from kgdb.models.base import Retriever, TensorTables
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +46,8 @@ class QuestionInput:
 
 def load_tensor_tables(graph: Graph, settings: Settings) -> tuple[TensorTables, str]:
     """The graph's embedding tables on the configured device, and the model that embedded them."""
+    from kgdb.models.base import TensorTables, resolve_device
+
     np_tables = load_tables(graph, settings.cache_dir)
     _, info = graph_fingerprint(graph)
     model = info.get("model") or settings.embedding_model
@@ -74,9 +80,21 @@ class RetrievePipeline:
     ):
         if k < 1:
             raise InputError(f"must be positive, got {k}", path="--k")
-        cls = registry.get(retriever)
         self.graph, self.settings = graph, settings
         self.k, self.write, self.link_top = k, write, link_top
+        self.notes: list[str] = []
+        self.checkpoint: Checkpoint | None = None
+        # No checkpoint and a numpy scorer: numpy tables and scores, no torch (see the docstring).
+        self._numpy_score = None if checkpoint else numpy_scorer(retriever)
+        if self._numpy_score is not None:
+            self._init_numpy(retriever, hops, cap)
+            return
+        import torch
+
+        from kgdb.models import registry
+        from kgdb.models.base import resolve_device
+
+        cls = registry.get(retriever)
         self.device = resolve_device(settings.device)
         if threads and self.device == "cpu":
             # Scoring one question is latency-bound small ops: extra intra-op threads only
@@ -88,8 +106,6 @@ class RetrievePipeline:
             raise KgdbError(
                 f"the graph's vectors have dimension {self.tables.dim} but {self.embedding_model} gives {self.embedder.dim}"
             )
-        self.notes: list[str] = []
-        self.checkpoint: Checkpoint | None = None
         if checkpoint:
             self.checkpoint = find_checkpoint(checkpoint, settings.checkpoints_dir)
         elif cls.trainable:
@@ -101,7 +117,23 @@ class RetrievePipeline:
         self.hops = hops or fetch.get("hops") or 2
         self.cap = cap or fetch.get("cap")
 
+    def _init_numpy(self, retriever: str, hops: int | None, cap: int | None) -> None:
+        np_tables = load_tables(self.graph, self.settings.cache_dir)
+        _, info = graph_fingerprint(self.graph)
+        self.tables, self.embedding_model = np_tables, info.get("model") or self.settings.embedding_model
+        self.device = "cpu"
+        self.embedder = get_embedder(self.embedding_model, self.settings.device, self.settings.embedding_batch_size)
+        if self.embedder.dim != self.tables.dim:
+            raise KgdbError(
+                f"the graph's vectors have dimension {self.tables.dim} but {self.embedding_model} gives {self.embedder.dim}"
+            )
+        self.model = None
+        self._name = retriever
+        self.hops, self.cap = hops or 2, cap
+
     def _load_model(self, retriever: str) -> Retriever:
+        from kgdb.models import registry
+
         if self.checkpoint is None:
             return registry.build(retriever, embedding_dim=self.tables.dim).to(self.device).eval()
         cfg = self.checkpoint.config
@@ -122,9 +154,14 @@ class RetrievePipeline:
 
     @property
     def name(self) -> str:
-        return self.model.name
+        return self._name if self.model is None else self.model.name
 
     retriever = name
+
+    @property
+    def _passes_paths(self) -> bool:
+        """A "paths" retriever (RAPL): it passes the triples of its sampled paths, not the top K."""
+        return self.model is not None and self.model.returns == "paths"
 
     def describe(self) -> dict:
         """What to record next to results: the method really used and where its weights came from."""
@@ -156,12 +193,12 @@ class RetrievePipeline:
         """One question: topics (given or linked), fetch, score, keep the top K, write back."""
         fetched = self._fetch(question, topics, qid, q_emb)
         t = time.perf_counter()
-        x = featurise(fetched.subgraph, self.tables, fetched.q_emb)
+        x = self._features([(fetched.subgraph, fetched.q_emb)])
         fetched.timings["featurise"] = _ms(t)
         t = time.perf_counter()
-        scores = self._score(x)[0]
+        scores, fetched.paths = self._score_paths(x)
         fetched.timings["score"] = _ms(t)
-        return self._finish(fetched, scores)
+        return self._finish(fetched, scores[0])
 
     def run_batch(self, questions: list[QuestionInput], batch_size: int = 16) -> Iterator[Retrieval | KgdbError]:
         """Yield one result (or the KgdbError) per question, in order.
@@ -181,14 +218,14 @@ class RetrievePipeline:
             ok = [f for f in group if isinstance(f, _Fetched)]
             if ok:
                 t = time.perf_counter()
-                x = batch_tensors([featurise(f.subgraph, self.tables, f.q_emb) for f in ok])
+                x = self._features([(f.subgraph, f.q_emb) for f in ok])
                 featurise_ms = _ms(t) / len(ok)
                 t = time.perf_counter()
-                all_scores = self._score(x)
+                all_scores, all_paths = self._score_paths(x)
                 score_ms = _ms(t) / len(ok)
-                for f, scores in zip(ok, all_scores):
+                for f, scores, paths in zip(ok, all_scores, all_paths):
                     f.timings.update(featurise=featurise_ms, score=score_ms)
-                    f.scores = scores
+                    f.scores, f.paths = scores, [paths]
             for f in group:
                 if isinstance(f, KgdbError):
                     yield f
@@ -217,25 +254,61 @@ class RetrievePipeline:
         timings["fetch"] = _ms(t)
         return _Fetched(question, qid, q_emb, found, sg, timings)
 
+    def _features(self, parts: list[tuple[Subgraph, np.ndarray]]):
+        """What `_score` takes for (subgraph, question vector) pairs: one batched `SubgraphTensors`
+        (torch), or the pairs themselves, checked (numpy)."""
+        if self.model is None:
+            for _, q in parts:
+                if np.shape(q) != (self.tables.dim,):
+                    raise KgdbError(
+                        f"question embedding has shape {np.shape(q)} but the graph's embedding tables have dimension "
+                        f"{self.tables.dim}: embed questions with the model the graph was loaded with"
+                    )
+            return parts
+        from kgdb.models.features import batch_tensors, featurise
+
+        return batch_tensors([featurise(sg, self.tables, q) for sg, q in parts])
+
     def _score(self, x) -> list[np.ndarray]:
         """Scores of a (possibly batched) featurised subgraph, split per question."""
+        if self.model is None:
+            t = self.tables
+            return [self._numpy_score(t.entity, t.relation, sg.head, sg.relation, sg.tail, sg.entity_idx, q) for sg, q in x]
+        import torch
+
         with torch.no_grad():
             s = self.model.score(x) if x.num_triples else torch.zeros(0, device=x.head.device)
         s = s.float().cpu().numpy()
         off = x.triple_offsets or [0, len(s)]
         return [s[a:b] for a, b in zip(off[:-1], off[1:])]
 
+    def _score_paths(self, x) -> tuple[list[np.ndarray], list]:
+        """`_score`, and for a "paths" retriever also each question's sampled paths."""
+        if not self._passes_paths or not x.num_triples:
+            scores = self._score(x)
+            return scores, [[] for _ in scores]
+        s, paths = self.model.paths(x)
+        s = s.float().cpu().numpy()
+        off = x.triple_offsets or [0, len(s)]
+        return [s[a:b] for a, b in zip(off[:-1], off[1:])], paths
+
     def score(self, sg: Subgraph, q_emb: np.ndarray) -> np.ndarray:
         """Scores of every triple of one fetched subgraph (no write-back)."""
-        return self._score(featurise(sg, self.tables, q_emb))[0]
+        return self._score(self._features([(sg, q_emb)]))[0]
 
     def _finish(self, f: "_Fetched", scores: np.ndarray) -> Retrieval:
         sg = f.subgraph
-        order = top_k(scores, self.k)
+        # A path retriever passes the triples on its kept paths (an adaptive number), not K.
+        k = self.k
+        if self._passes_paths:
+            from kgdb.models.base import passed_count  # torch is loaded already: the model is a torch module
+
+            k = max(passed_count(scores), 1)
+        order = top_k(scores, k)
         t = time.perf_counter()
         run = None
         if self.write and sg.num_triples:
-            run = write_scores(self.graph, sg, scores, self.name, self.k)
+            run = write_scores(self.graph, sg, scores, self.name, k)
         f.timings["write"] = _ms(t)
         ids = sg.entity_ids
         top = [
@@ -247,9 +320,10 @@ class RetrievePipeline:
             question=f.question,
             qid=f.qid,
             retriever=self.name,
-            k=self.k,
+            k=k,
             topics=f.topics.ids,
             triples=top,
+            paths=_scored_paths(sg, f.paths[0] if f.paths else [], self.name),
             run=run,
             linked=f.topics.linked,
             names=dict(zip(sg.entity_ids, sg.entity_names)),
@@ -271,6 +345,27 @@ class _Fetched:
     subgraph: Subgraph
     timings: dict[str, float]
     scores: np.ndarray | None = None
+    paths: list | None = None  # per question of the scored group: a "paths" retriever's paths
+
+
+def _scored_paths(sg: Subgraph, paths, source: str) -> list[ScoredPath]:
+    """A path retriever's paths (local triple indices and directions) as entity ids and names."""
+    out = []
+    for p in paths:
+        nodes = [int(sg.head[p.triples[0]] if p.directions[0] > 0 else sg.tail[p.triples[0]])]
+        for t, d in zip(p.triples, p.directions):
+            nodes.append(int(sg.tail[t] if d > 0 else sg.head[t]))
+        out.append(
+            ScoredPath(
+                score=p.probability,
+                entities=tuple(sg.entity_ids[i] for i in nodes),
+                relations=tuple(sg.relation_names[t] for t in p.triples),
+                directions=tuple(p.directions),
+                names=tuple(sg.entity_names[i] or sg.entity_ids[i] for i in nodes),
+                source=source,
+            )
+        )
+    return sorted(out, key=lambda p: -p.score)
 
 
 def _ms(start: float) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Callable
@@ -10,8 +11,13 @@ import numpy as np
 
 from kgdb.cypher import Graph
 from kgdb.cypher import fetching
+from kgdb.cypher.labels import training_paths
 from kgdb.data.cache import CachedSplit, cache_key, file_digest, load_cache, save_cache
+from kgdb.data.label_paths import mask_from_paths
 from kgdb.data.questions import QuestionRecord
+
+SHORTEST = "shortest"
+LABEL_SOURCES = (SHORTEST, "rapl", "reg")  # --labels: weak shortest-path labels or a `kgdb label` method
 
 
 def prepare_split(
@@ -31,8 +37,12 @@ def prepare_split(
     on_progress: Callable[[int], None] = lambda _: None,
     chunk: int | None = None,
     max_triples: int | None = None,
+    labels: str = SHORTEST,
 ) -> CachedSplit:
-    """Load the split's labelled subgraphs from disk, or fetch them once and store them."""
+    """Load the split's labelled subgraphs from disk, or fetch them once and store them.
+
+    `labels`: "shortest" (the weak labels computed at fetch time) or an LLM method ("rapl", "reg")
+    whose selections `kgdb label` stored in the graph; see `_with_llm_labels`."""
     from kgdb.limits import FETCH_CHUNK, FETCH_MAX_TRIPLES
 
     chunk, max_triples = chunk or FETCH_CHUNK, max_triples or FETCH_MAX_TRIPLES
@@ -53,7 +63,8 @@ def prepare_split(
     items = load_cache(path)
     if items is not None:
         meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-        return CachedSplit(items, path, True, meta.get("counts", {}))
+        base = CachedSplit(items, path, True, meta.get("counts", {}))
+        return base if labels == SHORTEST else _with_llm_labels(graph, base, labels, key, dataset, split)
     on_start(len(questions))
     embeddings = embed([q.text for q in questions])
     items, counts, errors = fetching.fetch_labelled(
@@ -62,4 +73,35 @@ def prepare_split(
     counts["no_sp_triples"] = sum(1 for it in items if not it.labels.any())
     if not errors:  # a transient server failure must not be frozen into the cache
         save_cache(path, items, {"key": key, "dataset": dataset, "split": split, "hops": hops, "cap": cap, "counts": counts})
-    return CachedSplit(items, path, False, counts, errors)
+    base = CachedSplit(items, path, False, counts, errors)
+    return base if labels == SHORTEST else _with_llm_labels(graph, base, labels, key, dataset, split)
+
+
+def _with_llm_labels(graph: Graph, base: CachedSplit, method: str, base_key: str, dataset: str, split: str) -> CachedSplit:
+    """The split with each question's `labels` = the triples on its stored LLM-selected paths (newest
+    labelling of `method`); questions without any (or whose paths are not in the cached subgraph)
+    keep their shortest-path labels and are counted. Cached beside the base split under a key of the
+    base key, the method and a digest of the stored labels, so relabelling invalidates it."""
+    stored = training_paths(graph, [it.qid for it in base.items], method)
+    key = cache_key(base=base_key, labels=method, stored=stored.digest)
+    path = base.path.parent / f"{dataset}-{split}-{method}-{key[:16]}.npz"
+    items = load_cache(path)
+    if items is not None:
+        meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        return CachedSplit(items, path, base.from_disk, base.counts, base.errors, meta.get("label_counts", {}))
+    items, counts = [], {"source": method, "llm": 0, "fallback_shortest": 0, "paths": 0, "paths_not_in_subgraph": 0}
+    for it in base.items:
+        paths = stored.paths.get(it.qid, [])
+        mask, complete = mask_from_paths(it.entity_idx, it.head, it.relation, it.tail, paths)
+        counts["paths"] += complete
+        counts["paths_not_in_subgraph"] += len(paths) - complete
+        if mask.any():
+            counts["llm"] += 1
+            items.append(dataclasses.replace(it, labels=mask))
+        else:
+            counts["fallback_shortest"] += 1
+            items.append(it)
+    if not base.errors:
+        save_cache(path, items, {"key": key, "base": str(base.path), "dataset": dataset, "split": split, "counts": base.counts,
+                                 "label_counts": counts})
+    return CachedSplit(items, path, base.from_disk, base.counts, base.errors, counts)

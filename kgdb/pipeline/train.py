@@ -23,7 +23,7 @@ from kgdb.models.base import resolve_device
 from kgdb.models.checkpoints import find_checkpoint
 from kgdb.pipeline.relation_paths import PLANNER
 from kgdb.pipeline.retrieve import load_tensor_tables
-from kgdb.pipeline.splits import prepare_split
+from kgdb.pipeline.splits import LABEL_SOURCES, SHORTEST, prepare_split
 
 
 @dataclass
@@ -51,6 +51,8 @@ def train_retriever(
     max_val: int | None = None,
     resume: bool = False,
     threads: int | None = None,
+    labels: str = SHORTEST,
+    nproc: int = 1,
     on_split: Callable[[SplitReport], None] = lambda report: None,
     on_fetch_start: Callable[[str, int], None] = lambda split, total: None,
     on_fetch: Callable[[int], None] = lambda n: None,
@@ -59,13 +61,23 @@ def train_retriever(
     on_epoch: Callable[[object], None] = lambda log: None,
 ):
     """Train a registered retriever on `questions`' train split, select on its val split, and save
-    a checkpoint (config saved beside the weights). Returns `(Checkpoint, TrainResult)`."""
+    a checkpoint (config saved beside the weights). Returns `(Checkpoint, TrainResult)`.
+
+    `labels` picks the training split's positives: "shortest" or the `kgdb label` method whose
+    stored selections to use (questions without them keep shortest-path labels). Validation always
+    uses shortest-path labels, so val triple recall (the selection metric) means one thing."""
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import save_checkpoint
     from kgdb.training.trainer import TrainConfig, has_positive, seed_everything, train
 
     cls = registry.get(retriever)
+    if labels not in LABEL_SOURCES:
+        raise InputError(f"unknown label source {labels!r}; choose one of {', '.join(LABEL_SOURCES)}", path="--labels")
+    if nproc > 1 and cls.returns != "triple_scores":
+        # DDP finds the gradients to average through the tensors forward returns; a path retriever
+        # returns its encoder state object instead, which DDP cannot see into.
+        raise InputError(f"{retriever} returns {cls.returns}; --nproc supports retrievers that return triple scores", path="--nproc")
     if not cls.trainable:
         raise InputError(f"{retriever} has nothing to train (no weights); use it directly with --retriever {retriever}", path="RETRIEVER")
     model_cfg = registry.make_config(cls, settings_overrides or {})
@@ -86,7 +98,7 @@ def train_retriever(
             graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=questions, questions=records,
             embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
             on_start=lambda total, split=split: on_fetch_start(split, total), on_progress=on_fetch,
-            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples,
+            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, labels=labels if split == "train" else SHORTEST,
         )
         on_split(SplitReport(qs.dataset, split, splits[split]))
     tables, _ = load_tensor_tables(graph, settings)
@@ -102,7 +114,19 @@ def train_retriever(
     seed_everything(seed)
     model = cls(model_cfg, tables.dim).to(device)
     try:
-        model, result = train(model, tr.items, va.items, tables, cfg, on_step=on_step, on_epoch=on_epoch, state_dir=out, resume=resume)
+        if nproc > 1:
+            # The workers train from this process's cache and tables; none of them opens the database.
+            from kgdb.training import distributed
+
+            entity, relation = tables.entity.cpu().numpy(), tables.relation.cpu().numpy()
+            state, result = distributed.run(
+                distributed.train_worker,
+                (cls, model_cfg, tables.dim, tr.items, va.items, entity, relation, tables.fingerprint, cfg, out, resume), nproc,
+            )
+            model.load_state_dict(state)
+            model.eval()
+        else:
+            model, result = train(model, tr.items, va.items, tables, cfg, on_step=on_step, on_epoch=on_epoch, state_dir=out, resume=resume)
     except ValueError as exc:
         raise InputError(str(exc), path="--resume") from exc
     epoch_seconds = [e.seconds for e in result.epochs]
@@ -116,7 +140,8 @@ def train_retriever(
             "dataset": qs.dataset,
             "questions": str(questions),
             "fetch": {"hops": hops, "cap": cap},
-            "train": {**cfg.__dict__, "max_train": max_train, "max_val": max_val, "device": device, "threads": threads},
+            "labels": {"source": labels, **tr.label_counts} if labels != SHORTEST else {"source": SHORTEST},
+            "train": {**cfg.__dict__, "max_train": max_train, "max_val": max_val, "device": device, "threads": threads, "nproc": nproc},
             "data_cache": {"train": str(tr.path), "val": str(va.path), "train_from_disk": tr.from_disk},
             "data_seconds": round(data_seconds, 2),
             "result": result.to_json(),

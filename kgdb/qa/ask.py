@@ -90,6 +90,34 @@ class AskResult:
         return out
 
 
+def _fallback_retrieval(graph: Graph, settings: Settings, retriever: str, exc: Exception, **kw):
+    """No checkpoint of `retriever` for this graph. For `rapl`, the RAPL checkpoint shipped with the
+    package (trained on WebQSP, graph-independent) when it fits the graph's embedding model; for any
+    other retriever, and as the last resort, cosine. Returns the pipeline and the note saying which.
+
+    The shipped RAPL is not the fallback of other retrievers: on graphs it was not trained on
+    (MetaQA, the default subset) its answer recall is below cosine's, even at the same triple budget
+    (README, "RAPL"), so a fresh install's `kgdb ask` keeps the better baseline."""
+    from kgdb.models.checkpoints import CheckpointError
+    from kgdb.pipeline import RetrievePipeline
+
+    why = ""
+    if retriever == "rapl":
+        from kgdb.models.default import shipped_checkpoint
+
+        shipped = shipped_checkpoint()
+        if shipped is not None:
+            try:
+                pipe = RetrievePipeline(graph, settings, "rapl", str(shipped), **kw)
+            except CheckpointError as err:  # the graph was embedded with another model
+                why = f"; the shipped rapl checkpoint does not fit this graph: {err}"
+            else:
+                return pipe, (f"no rapl checkpoint trained on this graph, so the rapl checkpoint shipped with kgdb was used "
+                              f"(trained on {pipe.checkpoint.config.get('dataset', '?')}; {exc})")
+    pipe = RetrievePipeline(graph, settings, "cosine", None, **kw)
+    return pipe, f"no trained {retriever} checkpoint for this graph, so the cosine retriever was used ({exc}{why})"
+
+
 class AskPipeline:
     """Retriever + reasoner for one graph; `ask()` answers one question.
 
@@ -139,8 +167,7 @@ class AskPipeline:
             except NoCheckpointError as exc:
                 if not fallback or checkpoint:
                     raise
-                self.retrieval = RetrievePipeline(graph, settings, "cosine", None, k=k, hops=hops, write=write)
-                self.retriever_note = f"no trained {retriever} checkpoint for this graph, so the cosine retriever was used ({exc})"
+                self.retrieval, self.retriever_note = _fallback_retrieval(graph, settings, retriever, exc, k=k, hops=hops, write=write)
         else:
             self.retrieval = retriever
         self.reasoner = make_reasoner(reasoner, settings) if isinstance(reasoner, str) else reasoner
@@ -215,7 +242,7 @@ class AskPipeline:
             qid=qid,
             retriever=res.retriever,
             retriever_note="; ".join(notes) or None,
-            k=self.k,
+            k=res.k,  # what the retriever passed (a path retriever: its adaptive number)
             run=res.run,
             topics=list(res.topics),
             topic_names=evidence.topic_names,

@@ -89,6 +89,12 @@ def evaluate(
         for k in KS:
             acc.add(bucket, f"triple_recall@{k}", triple_recall_at(scores, labels, k))
             acc.add(bucket, f"answer_recall@{k}", answer_recall_at(order, item.head, item.tail, item.answers, item.n_answers_in_graph, k))
+        if getattr(getattr(pipeline, "model", None), "returns", None) == "paths":
+            # a path retriever passes an adaptive number of triples (result.k): recall at that size
+            k = result.k
+            acc.add(bucket, "triple_recall@passed", triple_recall_at(scores, labels, k))
+            acc.add(bucket, "answer_recall@passed", answer_recall_at(order, item.head, item.tail, item.answers, item.n_answers_in_graph, k))
+            acc.add(bucket, "triples_passed", float(k))
         on_progress(1)
     timings = {
         s: {

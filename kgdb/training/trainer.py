@@ -19,9 +19,10 @@ import numpy as np
 import torch
 
 from kgdb.data.cache import CachedQuestion
-from kgdb.models.base import Retriever, Targets, TensorTables
+from kgdb.models.base import Retriever, Targets, TensorTables, passed_count
 from kgdb.models.features import featurise
 from kgdb.models.metrics import answer_recall_at, top_k, triple_recall_at
+from kgdb.training import distributed
 
 STATE_FILE = "train-state.pt"
 
@@ -80,12 +81,17 @@ def has_positive(item: CachedQuestion, kind: str) -> bool:
 
 @torch.no_grad()
 def validate(model: Retriever, items: list[CachedQuestion], tables: TensorTables, k: int) -> tuple[float, float]:
-    """Mean triple recall@k and answer recall@k over `items` (questions without labels skipped)."""
+    """Mean triple recall@k and answer recall@k over `items` (questions without labels skipped).
+    A "paths" retriever is judged on the triples it passes on (its adaptive set), whatever k.
+    Under DDP each process scores its share and the sums are added across processes."""
     model.eval()
     model.prepare(tables)
+    rank, size = distributed.world()
     triple, answer = [], []
-    for it in items:
+    for it in items[rank::size]:
         scores = model(featurise(it, tables))
+        if model.returns == "paths":
+            k = passed_count(scores)
         r = triple_recall_at(scores, torch.from_numpy(it.labels).to(scores.device), k)
         if r is not None:
             triple.append(r)
@@ -93,7 +99,8 @@ def validate(model: Retriever, items: list[CachedQuestion], tables: TensorTables
         a = answer_recall_at(order, it.head, it.tail, it.answers, it.n_answers_in_graph, k)
         if a is not None:
             answer.append(a)
-    return (float(np.mean(triple)) if triple else 0.0, float(np.mean(answer)) if answer else 0.0)
+    t_sum, t_n, a_sum, a_n = distributed.all_sum([sum(triple), len(triple), sum(answer), len(answer)])
+    return (t_sum / t_n if t_n else 0.0, a_sum / a_n if a_n else 0.0)
 
 
 def train(
@@ -111,6 +118,8 @@ def train(
 
     With `state_dir`, the full training state is written there after every epoch; `resume`
     continues from it (the same data and config give the same result as an uninterrupted run).
+    Inside a DDP process group (`kgdb.training.distributed`) each process takes every N-th question
+    of the shared epoch order and gradients are averaged; rank 0 alone writes the state.
     """
     seed_everything(cfg.seed)
     kind = model.label_kind
@@ -120,6 +129,8 @@ def train(
     device = tables.device
     # Tensors are built once: a training epoch then never leaves the device.
     data = [(featurise(it, tables), targets_of(it, device)) for it in usable]
+    rank, size = distributed.world()
+    step = distributed.wrap(model)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     order_rng = np.random.default_rng(cfg.seed)
     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -145,9 +156,10 @@ def train(
         t0, c0 = time.perf_counter(), time.process_time()
         model.train()
         total = 0.0
-        for i in order_rng.permutation(len(data)):
+        steps = distributed.shard(order_rng.permutation(len(data)).tolist(), rank, size)
+        for i in steps:
             x, y = data[i]
-            loss = model.loss(model(x), y)
+            loss = model.loss(step(x), y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -156,12 +168,14 @@ def train(
             on_step(value)
         seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
         val_triple, val_answer = validate(model, val_items, tables, cfg.select_k)
-        log = EpochLog(epoch, total / max(len(data), 1), val_triple, val_answer, seconds, cpu_seconds)
+        total, count = distributed.all_sum([total, len(steps)])
+        log = EpochLog(epoch, total / max(count, 1), val_triple, val_answer, seconds, cpu_seconds)
         result.epochs.append(log)
         on_epoch(log)
         # Recall@100 saturates on easy sets (MetaQA 1-hop reaches 1.0 in the first epoch), so ties
         # are broken by recall at a tenth of K: the model that ranks the evidence highest wins.
-        fine = validate(model, val_items, tables, max(1, cfg.select_k // 10))[0]
+        # (a "paths" retriever is judged at its own passed size whatever K: no second pass)
+        fine = val_answer if model.returns == "paths" else validate(model, val_items, tables, max(1, cfg.select_k // 10))[0]
         if (val_triple, fine) > best_key:
             best_key = (val_triple, fine)
             result.best_val_triple_recall, result.best_epoch = val_triple, epoch
@@ -169,7 +183,7 @@ def train(
             bad_epochs = 0
         else:
             bad_epochs += 1
-        if state_path is not None:
+        if state_path is not None and rank == 0:
             _save_state(state_path, model, opt, cfg, epoch, best_state, best_key, bad_epochs, order_rng, result)
         if bad_epochs >= cfg.patience:
             break

@@ -86,6 +86,11 @@ class OpenAIReasoner:
         out.seconds = time.perf_counter() - start
         return out
 
+    def complete(self, messages: list[dict[str, str]], out: Reasoning) -> str:
+        """One chat completion (the client's own retries included); calls and tokens added to `out`.
+        Thread-safe: `kgdb label` runs several at once."""
+        return self._complete(messages, out)
+
     def _complete(self, messages: list[dict[str, str]], out: Reasoning) -> str:
         import openai
 

@@ -1,0 +1,107 @@
+"""LLM label selections in the graph: what `kgdb label` writes and `kgdb train --labels` reads.
+
+Model (see `label_write.cypher`): `(:Question)-[:LABELLED]->(:Labelling)-[:SELECTED]->(:LabelPath)`,
+one `Labelling` per (question, method, model, prompt version) keyed by `labelling_key`. Labels are
+bookkeeping nodes, never edges between two `:Entity` nodes, so they stay out of triple counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from kgdb.cypher import Graph
+from kgdb.errors import KgdbError
+
+FINAL = ("ok", "none", "no_candidates")  # statuses a rerun skips; "failed" is asked again
+MAX_REPLY_CHARS = 4000
+
+
+def labelling_key(qid: str, method: str, model: str, prompt_version: str) -> str:
+    return f"{qid}|{method}|{model}|{prompt_version}"
+
+
+@dataclass
+class LabelPathRow:
+    """One selected path: its triples as entity ids and relation types, in traversal order."""
+
+    rank: int
+    candidate: int  # 1-based number of the prompt line it came from
+    kind: str  # "path", "topic" or "answer"
+    text: str
+    start: str
+    end: str
+    heads: list[str]
+    relations: list[str]
+    tails: list[str]
+
+
+@dataclass
+class Labelling:
+    qid: str
+    method: str
+    model: str
+    prompt_version: str
+    status: str  # ok | none | no_candidates | failed
+    candidates: int = 0
+    raw_candidates: int = 0
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    reply: str = ""
+    paths: list[LabelPathRow] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return labelling_key(self.qid, self.method, self.model, self.prompt_version)
+
+
+def write_labelling(graph: Graph, lab: Labelling) -> int:
+    """Store (or replace) one question's labelling; returns the number of label paths written."""
+    row = graph.single(
+        "label_write",
+        key=lab.key,
+        qid=lab.qid,
+        method=lab.method,
+        model=lab.model,
+        prompt_version=lab.prompt_version,
+        status=lab.status,
+        error=lab.error,
+        reply=(lab.reply or "")[:MAX_REPLY_CHARS],
+        candidates=lab.candidates,
+        raw_candidates=lab.raw_candidates,
+        calls=lab.calls,
+        prompt_tokens=lab.prompt_tokens,
+        completion_tokens=lab.completion_tokens,
+        paths=[p.__dict__ for p in lab.paths],
+    )
+    if row is None or row["written"] != len(lab.paths):
+        raise KgdbError(f"labelling {lab.key}: wrote {0 if row is None else row['written']} of {len(lab.paths)} label paths")
+    return int(row["written"])
+
+
+def labelled_qids(graph: Graph, qids: list[str], method: str, model: str, prompt_version: str) -> dict[str, str]:
+    """qid -> final status for the questions this method/model/prompt version already labelled."""
+    rows = graph.run("label_done", qids=list(qids), method=method, model=model, prompt_version=prompt_version)
+    return {r["qid"]: r["status"] for r in rows}
+
+
+@dataclass
+class TrainingLabels:
+    """Per question, the label paths as (head Entity.idx, Relation.idx, tail Entity.idx) lists."""
+
+    paths: dict[str, list[list[tuple[int, int, int]]]]
+    digest: str  # changes whenever the stored labels of these questions change (cache key part)
+
+
+def training_paths(graph: Graph, qids: list[str], method: str) -> TrainingLabels:
+    rows = graph.run("label_training_paths", qids=list(qids), method=method)
+    paths: dict[str, list[list[tuple[int, int, int]]]] = {}
+    for r in rows:
+        if any(x is None for x in (*r["heads"], *r["relations"], *r["tails"])):
+            continue  # an entity or relation deleted since labelling: the path no longer exists
+        paths.setdefault(r["qid"], []).append(list(zip(r["heads"], r["relations"], r["tails"])))
+    blob = json.dumps([[r["qid"], r["labelling"], r["created"], r["rank"], r["heads"], r["relations"], r["tails"]] for r in rows])
+    return TrainingLabels(paths, hashlib.sha256(blob.encode()).hexdigest()[:16])

@@ -1,0 +1,147 @@
+"""The torch-free route of a cold `kgdb ask`: the numpy MiniLM encoder gives sentence-transformers'
+vectors, the numpy cosine scorer gives the torch retriever's scores, and a real `kgdb ask` process
+(cosine retriever, extractive reasoner) against the test Neo4j never imports torch."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kgdb.embeddings import LIGHT_MAX_TEXTS, Embedder, resolve_model_path
+from kgdb.config import DEFAULT_EMBEDDING_MODEL
+from kgdb.models.numpy_scoring import cosine_scores
+from kgdb.text_encoder import NumpyBertEncoder
+
+HEAVY = ("torch", "torch_geometric", "sentence_transformers", "transformers", "sklearn")
+
+
+def sample_texts() -> list[str]:
+    rng = random.Random(7)
+    words = ("the capital of France is Paris people.person.place_of_birth film directed_by Zürich naïve café "
+             "東京 日本 Москва столица مرحبا 😀 Ærø ﬁne ½ what who whom 1990 m.0kgdb_x \t tab").split(" ")
+    texts = [
+        "What is the capital of France?", "", " ", "a", "people person place of birth", "Zürich naïve café",
+        "東京 is in 日本", "Москва — столица России", "😀 only emoji 😀", "  leading and trailing spaces  ",
+        "UPPER case Text", "punctuation!!! ... ??? (brackets) [x] {y}", "m.0abc12 ; g.11b6 ; people person",
+    ]
+    texts += [" ".join(rng.choice(words) for _ in range(rng.randint(1, 40))) for _ in range(120)]
+    texts += [" ".join(rng.choice(words) for _ in range(rng.randint(300, 500))) for _ in range(4)]  # truncated
+    texts += ["word " * 600]
+    return texts
+
+
+@pytest.fixture(scope="module")
+def numpy_encoder() -> NumpyBertEncoder:
+    return NumpyBertEncoder(resolve_model_path(DEFAULT_EMBEDDING_MODEL))
+
+
+def test_numpy_encoder_matches_sentence_transformers(numpy_encoder):
+    from sentence_transformers import SentenceTransformer
+
+    texts = sample_texts()
+    ids = numpy_encoder.token_ids(texts)
+    assert max(len(i) for i in ids) == numpy_encoder.max_length == 256  # long texts really are truncated
+    st = SentenceTransformer(resolve_model_path(DEFAULT_EMBEDDING_MODEL), device="cpu")
+    assert st.max_seq_length == numpy_encoder.max_length
+    want = st.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+    got = numpy_encoder.encode(texts)
+    assert got.dtype == np.float32 and got.shape == want.shape == (len(texts), 384)
+    assert float(np.abs(got - want).max()) < 1e-5
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-6)
+    # one text alone (no padding) is the same vector as inside a padded batch
+    alone = numpy_encoder.encode([texts[0]])[0]
+    assert float(np.abs(alone - got[0]).max()) < 1e-6
+
+
+def test_embedder_rule_short_calls_numpy_long_calls_sentence_transformers():
+    """The one rule: <= LIGHT_MAX_TEXTS texts of the default model -> numpy; more -> sentence-transformers."""
+    emb = Embedder(DEFAULT_EMBEDDING_MODEL, device="cpu")
+    assert emb.dim == 384
+    few = emb.encode(["who directed titanic?", "film film directed by"])
+    assert emb._model is None  # sentence-transformers not loaded for a short call
+    texts = [f"entity number {i} of the graph" for i in range(LIGHT_MAX_TEXTS + 1)]
+    bulk = emb.encode(texts)
+    assert emb._model is not None
+    assert float(np.abs(bulk[:50] - emb.encode(texts[:50])).max()) < 1e-5
+    assert float(np.abs(few - emb.model.encode(["who directed titanic?", "film film directed by"], normalize_embeddings=True)).max()) < 1e-5
+
+
+def test_numpy_cosine_equals_the_torch_retriever():
+    import torch
+
+    from kgdb.models.base import TensorTables
+    from kgdb.models.features import build_tensors
+    from kgdb.models.retrievers.cosine import CosineRetriever
+
+    rng = np.random.default_rng(3)
+    n_ent, n_rel, d = 40, 7, 16
+    entity = rng.normal(size=(n_ent, d)).astype(np.float32)
+    entity[5] = 0.0  # a CVT row
+    relation = rng.normal(size=(n_rel, d)).astype(np.float32)
+    entity_idx = rng.permutation(n_ent)[:25]
+    head, tail = rng.integers(0, 25, size=300), rng.integers(0, 25, size=300)
+    rel = rng.integers(0, n_rel, size=300)
+    head[-1], rel[-1], tail[-1] = head[0], rel[0], tail[0]  # a duplicate triple must tie exactly
+    q = rng.normal(size=d).astype(np.float32)
+    q /= np.linalg.norm(q)
+
+    got = cosine_scores(entity, relation, head, rel, tail, entity_idx, q)
+    tables = TensorTables.from_numpy(entity, relation)
+    x = build_tensors(tables, head=head, relation=rel, tail=tail, entity_idx=entity_idx, topic=np.array([0]),
+                      is_cvt=np.zeros(25, bool), question_embedding=q)
+    with torch.no_grad():
+        want = CosineRetriever(embedding_dim=d).eval()(x).numpy()
+    assert got.dtype == np.float32
+    assert float(np.abs(got - want).max()) < 1e-6
+    assert got[-1] == got[0]
+    assert list(np.argsort(-got, kind="stable")[:50]) == list(np.argsort(-want, kind="stable")[:50])
+
+
+def run_python(code: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+
+
+def test_short_encoding_imports_no_torch():
+    code = ("import sys\nfrom kgdb.embeddings import get_embedder\n"
+            "v = get_embedder().encode(['what is the capital of france?'])\n"
+            f"print(v.shape, sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    out = run_python(code, {})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "(1, 384) []"
+
+
+TRIPLES = [
+    ("France", "location.country.capital", "Paris"),
+    ("France", "location.country.official_language", "French"),
+    ("Paris", "location.location.containedby", "France"),
+    ("Jamaica", "location.country.capital", "Kingston"),
+]
+
+
+def test_cold_cosine_ask_imports_no_torch(graph, tmp_path):
+    from kgdb_graphs import load
+
+    load(graph, TRIPLES)
+    s = graph.settings
+    env = {
+        "KGDB_NEO4J_URI": s.neo4j_uri, "KGDB_NEO4J_PASSWORD": s.neo4j_password.get_secret_value(),
+        "KGDB_CACHE_DIR": str(tmp_path / "cache"), "KGDB_CHECKPOINTS_DIR": str(tmp_path / "ckpt"),
+        "KGDB_RUNS_DIR": str(tmp_path / "runs"),
+    }
+    # The CLI exactly as `kgdb ask` runs it, then what the process imported.
+    code = (
+        "import sys\nfrom kgdb.cli import main\nsys.argv = ['kgdb', 'ask', 'What is the capital of France?', "
+        "'--retriever', 'cosine', '--reasoner', 'extractive', '--json']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        f"print('HEAVY', sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = run_python(code, env)
+    assert out.returncode == 0, out.stderr
+    assert '"answer": "Paris"' in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "HEAVY []"

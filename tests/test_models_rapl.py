@@ -1,0 +1,213 @@
+"""RAPL: the line graph of a multigraph against a hand construction and PyG, the factorised GCN
+against explicit message passing, target paths, sampling that stops at STOP inside the graph,
+and overfitting a tiny set. No database: hand-made tensors only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kgdb.models.base import PATH_FLOOR, Targets, TensorTables, passed_count
+from kgdb.models.checkpoints import find_checkpoint, load_model, save_checkpoint
+from kgdb.models.features import batch_tensors, build_tensors
+from kgdb.models.line_graph import augment, gcn_aggregate, line_graph, reverse, successors
+from kgdb.models.registry import get
+from kgdb.models.retrievers.rapl import RAPL, RAPLConfig, target_paths
+from kgdb.training.trainer import seed_everything
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+# Multigraph on 5 nodes: two parallel 0->1 triples (relations 0 and 1), 1->2, 2->0, 3->2, 1->4.
+HEAD = torch.tensor([0, 0, 1, 2, 3, 1])
+TAIL = torch.tensor([1, 1, 2, 0, 2, 4])
+
+
+def test_line_graph_of_a_multigraph_equals_the_hand_construction():
+    # a -> b iff tail(a) == head(b); the two parallel triples 0 and 1 are separate nodes.
+    hand = {(0, 2), (0, 5), (1, 2), (1, 5), (2, 3), (3, 0), (3, 1), (4, 3)}
+    edges = line_graph(HEAD, TAIL)
+    assert {tuple(e) for e in edges.T.tolist()} == hand
+    assert edges.shape[1] == len(hand)  # no duplicates
+    assert {tuple(e) for e in reverse(edges).T.tolist()} == {(b, a) for a, b in hand}
+
+
+def test_line_graph_matches_pyg_without_parallel_edges():
+    from torch_geometric.data import Data
+    from torch_geometric.transforms import LineGraph
+
+    head, tail = torch.tensor([0, 1, 2, 3, 1, 4]), torch.tensor([1, 2, 0, 2, 4, 0])
+    ours = {tuple(e) for e in line_graph(head, tail).T.tolist()}
+    # PyG sorts the edges (coalesce) before numbering them: map back to our triple order
+    order = torch.argsort(head * 10 + tail)
+    pyg = LineGraph(force_directed=True)(Data(edge_index=torch.stack([head, tail]), num_nodes=5))
+    theirs = {(int(order[a]), int(order[b])) for a, b in pyg.edge_index.T.tolist()}
+    assert ours == theirs
+
+
+def test_augmented_line_graph_has_both_directions():
+    src, dst = augment(HEAD, TAIL)
+    m = len(HEAD)
+    edges = {tuple(e) for e in line_graph(src, dst).T.tolist()}
+    # inverse of 0->1 (node m+0, 1->0) continues with the triples leaving 0 (0, 1) and entering-inverse
+    assert (m + 0, 0) in edges and (m + 0, 1) in edges and (m + 0, m + 3) in edges
+    # successors CSR equals the explicit edge list
+    rowptr, order = successors(src, dst, 5)
+    csr = {(a, int(b)) for a in range(2 * m) for b in order[rowptr[dst[a]] : rowptr[dst[a] + 1]]}
+    assert csr == edges
+
+
+@pytest.mark.parametrize("rev", [False, True])
+def test_factorised_gcn_equals_explicit_message_passing(rev):
+    src, dst = augment(HEAD, TAIL)
+    edges = line_graph(src, dst)
+    if rev:
+        edges = reverse(edges)
+    m2 = src.shape[0]
+    A = torch.zeros(m2, m2)
+    A[edges[1], edges[0]] = 1.0  # A[i, j] = 1 for an edge j -> i
+    deg_in, deg_out = A.sum(1), A.sum(0)
+    norm = deg_in.clamp(min=1).rsqrt().unsqueeze(1) * A * deg_out.clamp(min=1).rsqrt().unsqueeze(0)
+    h = torch.randn(m2, 7, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(gcn_aggregate(h, src, dst, 5, reverse=rev), norm @ h, atol=1e-6)
+
+
+def test_target_paths_use_only_labelled_triples_in_either_direction():
+    # topic 0, answer 2; labelled: the second parallel triple 0->1 and 1->2; and 2->0 (inverse use).
+    labelled = np.array([False, True, True, True, False, False])
+    paths = target_paths(HEAD.numpy(), TAIL.numpy(), np.array([0]), np.array([2]), labelled, max_len=4, cap=8)
+    m = 6
+    assert paths == [[m + 3]]  # the shortest only: one step against the arrow of 2->0
+    labelled[3] = False
+    paths = target_paths(HEAD.numpy(), TAIL.numpy(), np.array([0]), np.array([2]), labelled, max_len=4, cap=8)
+    assert paths == [[1, 2]]  # the labelled parallel triple, not its unlabelled twin 0
+    assert target_paths(HEAD.numpy(), TAIL.numpy(), np.array([0]), np.array([4]), labelled, 4, 8) == []
+
+
+def _tables(n_entities=40, n_rel=9, d=16, seed=0) -> TensorTables:
+    rng = np.random.default_rng(seed)
+    ent = rng.normal(size=(n_entities, d)).astype(np.float32)
+    ent /= np.linalg.norm(ent, axis=1, keepdims=True)
+    ent[3] = 0.0  # a CVT row
+    rel = rng.normal(size=(n_rel, d)).astype(np.float32)
+    rel /= np.linalg.norm(rel, axis=1, keepdims=True)
+    return TensorTables.from_numpy(ent, rel, "test")
+
+
+def _question(tables, seed, n=12, m=30):
+    rng = np.random.default_rng(seed)
+    head = rng.integers(0, n, m)
+    tail = (head + rng.integers(1, n, m)) % n
+    q = rng.normal(size=tables.dim).astype(np.float32)
+    q /= np.linalg.norm(q)
+    x = build_tensors(
+        tables, head=head, relation=rng.integers(0, 9, m), tail=tail,
+        entity_idx=rng.choice(40, n, replace=False), topic=np.array([0]),
+        is_cvt=np.zeros(n, dtype=bool), question_embedding=q,
+    )
+    return x, head, tail
+
+
+def test_sampled_paths_start_at_a_topic_follow_the_line_graph_and_stop():
+    seed_everything(0)
+    tables = _tables()
+    model = RAPL(RAPLConfig(hidden=16, samples=20, top_m=50, max_len=4), tables.dim).eval()
+    x, head, tail = _question(tables, 1)
+    edges = {tuple(e) for e in line_graph(*augment(x.head, x.tail)).T.tolist()}
+    scores, per_q = model.paths(x)
+    assert len(per_q) == 1 and per_q[0]
+    m = x.num_triples
+    walks = set()
+    for p in per_q[0]:
+        assert 1 <= len(p.triples) <= 4 and 0 < p.probability <= 1
+        aug = [t if d > 0 else t + m for t, d in zip(p.triples, p.directions)]
+        first = aug[0]
+        assert (head[first % m] if first < m else tail[first % m]) == 0  # leaves the topic
+        assert all((a, b) in edges for a, b in zip(aug, aug[1:]))  # never leaves the line graph
+        walks.add(tuple(aug))
+    assert len(walks) == len(per_q[0])  # deduplicated
+    on_path = {t for p in per_q[0] for t in p.triples}
+    assert passed_count(scores) == len(on_path)
+    assert set(torch.nonzero(scores > PATH_FLOOR).squeeze(1).tolist()) == on_path
+    again, _ = model.paths(x)
+    assert torch.equal(scores, again)  # seeded: a question's retrieval is reproducible
+
+
+def test_walk_ends_at_stop_when_stop_dominates():
+    tables = _tables()
+    model = RAPL(RAPLConfig(hidden=16, samples=10, max_len=4), tables.dim).eval()
+    with torch.no_grad():  # STOP embedding = huge multiple of the query: STOP always wins
+        model.prefix.weight.zero_()
+        model.prefix.bias.zero_()
+        model.stop[2].weight.zero_()
+        model.stop[2].bias.fill_(0.0)
+        model.question[2].weight.zero_()
+        model.question[2].bias.fill_(1.0)
+        model.stop[2].bias.fill_(1e4)
+    x, _, _ = _question(tables, 2)
+    _, per_q = model.paths(x)
+    assert per_q[0] and all(len(p.triples) == 1 for p in per_q[0])
+
+
+def test_batched_questions_encode_alone_and_walk_inside_their_own_subgraph():
+    tables = _tables()
+    model = RAPL(RAPLConfig(hidden=16, samples=15), tables.dim).eval()
+    a, _, _ = _question(tables, 3)
+    b, head_b, tail_b = _question(tables, 4, m=25)
+    ab = batch_tensors([a, b])
+    ma, m = a.num_triples, ab.num_triples
+    with torch.no_grad():
+        z_ab, z_a, z_b = model.encode(ab).z, model.encode(a).z, model.encode(b).z
+    assert torch.allclose(z_ab[:ma], z_a[:ma], atol=1e-5) and torch.allclose(z_ab[m : m + ma], z_a[ma:], atol=1e-5)
+    assert torch.allclose(z_ab[ma:m], z_b[: b.num_triples], atol=1e-5)
+    _, per_q = model.paths(ab)
+    assert len(per_q) == 2 and per_q[1]
+    for p in per_q[1]:  # local indices of question b, starting at its topic (local node 0)
+        assert all(0 <= t < b.num_triples for t in p.triples)
+        first, d = p.triples[0], p.directions[0]
+        assert (head_b[first] if d > 0 else tail_b[first]) == 0
+
+
+def test_rapl_overfits_a_tiny_set_and_round_trips(tmp_path):
+    seed_everything(0)
+    tables = _tables()
+    data = []
+    for s in range(4):
+        x, head, tail = _question(tables, 10 + s)
+        # the label: one 2-step path 0 -> a -> b, answer b
+        first = int(np.flatnonzero(head == 0)[0])
+        nxt = np.flatnonzero((head == tail[first]) & (tail != 0))
+        labels = np.zeros(len(head), np.float32)
+        labels[first] = 1.0
+        answer = tail[first]
+        if len(nxt):
+            labels[nxt[0]] = 1.0
+            answer = tail[nxt[0]]
+        ent = np.zeros(x.num_nodes, np.float32)
+        ent[answer] = 1.0
+        data.append((x, Targets(torch.from_numpy(labels), torch.from_numpy(ent)), labels.astype(bool)))
+    model = RAPL(RAPLConfig(hidden=32, dropout=0.0, samples=30, top_m=10), tables.dim)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    first_loss = None
+    for _ in range(150):
+        model.train()
+        total = 0.0
+        for x, y, _ in data:
+            loss = model.loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach())
+        first_loss = first_loss if first_loss is not None else total
+    assert total < 0.2 * first_loss
+    model.eval()
+    for x, _, labels in data:
+        scores, per_q = model.paths(x)
+        best = per_q[0][0]
+        assert set(best.triples) == set(np.flatnonzero(labels).tolist())  # the labelled path is the top path
+        assert best.probability > 0.5
+    save_checkpoint(model, tmp_path / "r", {"embedding_model": "test", "embedding_dim": tables.dim})
+    loaded = load_model(find_checkpoint(str(tmp_path / "r"), tmp_path))
+    assert isinstance(loaded, get("rapl")) and loaded.cfg == model.cfg
+    x = data[0][0]
+    assert torch.equal(loaded.paths(x)[0], model.paths(x)[0])
