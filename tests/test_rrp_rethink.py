@@ -14,6 +14,7 @@ from kgdb.cli import app
 from kgdb.data.relation_paths import TripleArrays
 from kgdb.pipeline import relation_path_retriever
 from kgdb.pipeline.relation_paths import select
+from kgdb.pipeline.structural import chosen_mode
 from test_rrp_ask import TRIPLES, _answers, movie_files  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -42,9 +43,11 @@ def test_structural_reasoner_and_rethinking_answer_by_default_without_an_llm(mov
     assert payload["retriever"] == "relation-paths" and payload["reasoner"] == "rrp" and payload["llm_used"] is False
     # the tiny structural model may rank co-stars first; the directors must be among the kept paths' ends
     assert set(gold) <= {a["answer"] for a in payload["answers"]} and payload["run"]
-    assert "structural" in payload["timings_ms"] and "rethink" in payload["timings_ms"]
+    # ask answers in the mode that won on val (stored with λ1 and θ); the modules it ran say which
+    assert tuned["mode"] == chosen_mode(tuned) and tuned["mode"] in ("planner", "structural", "union", "rethink")
+    assert ("structural" in payload["timings_ms"]) == (tuned["mode"] != "planner")
 
-    retriever = relation_path_retriever(graph, settings, write=True)
+    retriever = relation_path_retriever(graph, settings, write=True, mode="rethink")
     assert retriever.mode == "rethink" and retriever.lambda1 == tuned["lambda1"] and retriever.theta == tuned["theta"]
     res = retriever.retrieve("who directed the films starring Lise Meitner", ["Lise Meitner"])
     assert res.paths and all(p.source.startswith("rethink:") for p in res.paths)
@@ -99,3 +102,16 @@ def test_rethinking_scores_filters_and_orders_paths_by_hand():
     # the ablations: structural paths alone above θ; union = the planner's best relation path + those
     assert [c.path.answer for c in select("structural", planned, structural, s2, ["t"], {"c"}, 0.6, 0.95)] == ["z"]
     assert [c.path.answer for c in select("union", planned, structural, s2, ["t"], {"c"}, 0.6, 0.95)] == ["x", "y", "c", "z"]
+
+
+def test_the_answering_mode_is_the_best_on_val():
+    def scores(hit1, f1):
+        return {"hit1": hit1, "macro_f1": f1}
+
+    metaqa = {"ablation_val": {"planner": scores(98.33, 96.63), "structural": scores(57.67, 55.62),
+                               "union": scores(93.67, 92.77), "rethink": scores(98.00, 95.13)}}
+    webqsp = {"ablation_val": {"planner": scores(56.60, 55.26), "structural": scores(52.36, 46.83),
+                               "union": scores(52.36, 52.01), "rethink": scores(58.02, 53.46)}}
+    tie = {"ablation_val": {"planner": scores(90.0, 80.0), "rethink": scores(90.0, 80.0)}}
+    assert chosen_mode(metaqa) == "planner" and chosen_mode(webqsp) == "rethink"
+    assert chosen_mode(tie) == "rethink" and chosen_mode({}) == "rethink"

@@ -407,7 +407,7 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
 
 def relation_path_retriever(
     graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int = 3,
-    ground_cap: int = 200, constrained: bool = True, walks: bool = True, structural: str | bool | None = None, mode: str = "rethink",
+    ground_cap: int = 200, constrained: bool = True, walks: bool = True, structural: str | bool | None = None, mode: str | None = None,
     lambda1: float | None = None, theta: float | None = None,
 ) -> "RelationPathRetriever":
     """`RelationPathRetriever` with the trained planner for this graph (`NoCheckpointError` when none);
@@ -415,10 +415,11 @@ def relation_path_retriever(
     ground as walks (entities may repeat), as the planner's labels are computed.
 
     `structural`: a structural-reasoner checkpoint name, None = the newest trained on this graph if
-    any (else the planner alone), False = the planner alone. λ1 and θ default to the values tuned on
-    the val split and stored in that checkpoint (`kgdb train rrp`), else 0.5 and 0."""
+    any (else the planner alone), False = the planner alone. `mode` (planner, structural, union,
+    rethink), λ1 and θ default to the values chosen on the val split and stored in that checkpoint
+    (`kgdb train rrp`), else rethinking with 0.5 and 0."""
     from kgdb.models.checkpoints import NoCheckpointError
-    from kgdb.pipeline.structural import load_structural
+    from kgdb.pipeline.structural import chosen_mode, load_structural
 
     planner = load_planner(graph, settings, checkpoint, beam=beam, constrained=constrained)
     runner = None
@@ -430,7 +431,8 @@ def relation_path_retriever(
                 raise
     tuned = (runner.checkpoint.config.get("rethinking") or {}) if runner is not None and runner.checkpoint else {}
     retriever = RelationPathRetriever(
-        graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks, structural=runner, mode=mode,
+        graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks, structural=runner,
+        mode=chosen_mode(tuned) if mode is None else mode,
         lambda1=tuned.get("lambda1", 0.5) if lambda1 is None else lambda1, theta=tuned.get("theta", 0.0) if theta is None else theta,
     )
     fingerprint = graph_fingerprint(graph)[0]
