@@ -384,23 +384,45 @@ class TrainedPathPlanner:
         return out
 
 
-def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int = 3, constrained: bool = True) -> TrainedPathPlanner:
-    """The named planner checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
+def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None, kind: str, build, flag: str):
+    """A model over the relation vocabulary (the planner, the structural reasoner) and its checkpoint:
+    the named one, else the newest of `kind` trained on this graph (`NoCheckpointError`).
+    `build(model_config_dict, relation_emb)` makes the module the weights are loaded into."""
     from safetensors.torch import load_file
 
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.models.checkpoints import WEIGHTS
-    from kgdb.models.planner import PathPlanner, PlannerConfig
 
     fingerprint, info = fingerprint_of(graph)
-    ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else checkpoint_for_graph(settings.checkpoints_dir, PLANNER, fingerprint)
-    cfg = ckpt.config
-    if cfg.get("retriever") != PLANNER:
-        raise InputError(f"checkpoint {ckpt.name} holds a {cfg.get('retriever')} model, not a relation-path planner", path="--checkpoint")
-    check_compatible(ckpt, info.get("model") or settings.embedding_model, int(cfg.get("embedding_dim") or 0))
+    ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else checkpoint_for_graph(settings.checkpoints_dir, kind, fingerprint)
+    if ckpt.config.get("retriever") != kind:
+        raise InputError(f"checkpoint {ckpt.name} holds a {ckpt.config.get('retriever')} model, not {kind}", path=flag)
+    check_compatible(ckpt, info.get("model") or settings.embedding_model, int(ckpt.config.get("embedding_dim") or 0))
     state = load_file(str(ckpt.path / WEIGHTS), device="cpu")
-    model = PathPlanner(PlannerConfig(**cfg["model"]), state["relation_emb"])
+    model = build(ckpt.config["model"], state["relation_emb"])
     model.load_state_dict(state)
+    return model, ckpt
+
+
+def save_relation_model(out, model, kind: str, config: dict) -> None:
+    """`model.safetensors` + `config.json` of a relation-vocabulary model (`kind` recorded in both)."""
+    from safetensors.torch import save_file
+
+    from kgdb.config import dump_json
+    from kgdb.models.checkpoints import CONFIG, WEIGHTS
+
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS), metadata={"retriever": kind})
+    dump_json({"retriever": kind, "model": model.cfg.to_json(), **config}, out / CONFIG)
+
+
+def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int = 3, constrained: bool = True) -> TrainedPathPlanner:
+    """The named planner checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
+    from kgdb.models.planner import PathPlanner, PlannerConfig
+
+    model, ckpt = load_relation_model(graph, settings, checkpoint, PLANNER,
+                                      lambda cfg, rel: PathPlanner(PlannerConfig(**cfg), rel), "--checkpoint")
+    cfg = ckpt.config
     embedder = get_embedder(cfg.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
     return TrainedPathPlanner(model, list(cfg["relation_names"]), embedder, beam=beam, checkpoint=ckpt, constrained=constrained)
 

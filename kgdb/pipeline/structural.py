@@ -16,7 +16,7 @@ import torch
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.errors import InputError, KgdbError
-from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint
+from kgdb.models.checkpoints import Checkpoint, find_checkpoint
 
 STRUCTURAL = "rrp-structural"
 DISTRACTORS = 4  # near misses of the labelled relation paths grounded beside them (a planner beam's wrong paths)
@@ -79,9 +79,6 @@ def train_structural(
     """Train the structural reasoner on the train split of every question file together (all of
     it), select on their val splits (the first `max_val`), save `<checkpoints_dir>/<name>/`
     (weights + config.json). Returns `(Checkpoint, StructuralResult)`."""
-    from safetensors.torch import save_file
-
-    from kgdb.config import dump_json
     from kgdb.cypher.paths import graph_triples
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.cypher.tables import load_tables
@@ -90,8 +87,8 @@ def train_structural(
     from kgdb.data.relation_paths import TripleArrays
     from kgdb.embeddings import get_embedder
     from kgdb.models.base import resolve_device
-    from kgdb.models.checkpoints import CONFIG, WEIGHTS
     from kgdb.models.structural import StructuralConfig, StructuralReasoner
+    from kgdb.pipeline.relation_paths import save_relation_model
     from kgdb.pipeline.retrieve import load_tensor_tables
     from kgdb.training.structural import StructuralTrainConfig, finished, train_structural_model
     from kgdb.training.trainer import seed_everything
@@ -130,12 +127,9 @@ def train_structural(
                                                on_step=on_step, on_epoch=on_epoch)
     except ValueError as exc:
         raise InputError(str(exc), path="--resume") from exc
-    out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS), metadata={"retriever": STRUCTURAL})
-    dump_json(
+    save_relation_model(
+        out, model, STRUCTURAL,
         {
-            "retriever": STRUCTURAL,
-            "model": model_cfg.to_json(),
             "relation_names": rel_names,
             "embedding_model": model_name,
             "embedding_dim": tables.dim,
@@ -150,7 +144,6 @@ def train_structural(
             "metrics": {"best_epoch": result.best_epoch, "val_hit@1": result.best_val_hit1},
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         },
-        out / CONFIG,
     )
     return find_checkpoint(str(out), settings.checkpoints_dir), result
 
@@ -205,22 +198,12 @@ class StructuralRunner:
 
 def load_structural(graph: Graph, settings: Settings, checkpoint: str | None = None) -> StructuralRunner:
     """The named structural checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
-    from safetensors.torch import load_file
-
-    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
-    from kgdb.models.checkpoints import WEIGHTS
     from kgdb.models.structural import StructuralConfig, StructuralReasoner
+    from kgdb.pipeline.relation_paths import load_relation_model
 
-    fingerprint, info = fingerprint_of(graph)
-    ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else checkpoint_for_graph(settings.checkpoints_dir, STRUCTURAL, fingerprint)
-    cfg = ckpt.config
-    if cfg.get("retriever") != STRUCTURAL:
-        raise InputError(f"checkpoint {ckpt.name} holds a {cfg.get('retriever')} model, not the structural reasoner", path="--structural")
-    check_compatible(ckpt, info.get("model") or settings.embedding_model, int(cfg.get("embedding_dim") or 0))
-    state = load_file(str(ckpt.path / WEIGHTS), device="cpu")
-    model = StructuralReasoner(StructuralConfig(**cfg["model"]), state["relation_emb"])
-    model.load_state_dict(state)
-    return StructuralRunner(model, list(cfg["relation_names"]), ckpt)
+    model, ckpt = load_relation_model(graph, settings, checkpoint, STRUCTURAL,
+                                      lambda cfg, rel: StructuralReasoner(StructuralConfig(**cfg), rel), "--structural")
+    return StructuralRunner(model, list(ckpt.config["relation_names"]), ckpt)
 
 
 ABLATIONS = ("planner", "structural", "union", "rethink")

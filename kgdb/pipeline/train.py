@@ -21,7 +21,7 @@ from kgdb.errors import InputError, KgdbError
 from kgdb.models import registry
 from kgdb.models.base import resolve_device
 from kgdb.models.checkpoints import find_checkpoint
-from kgdb.pipeline.relation_paths import PLANNER
+from kgdb.pipeline.relation_paths import PLANNER, save_relation_model
 from kgdb.pipeline.retrieve import load_tensor_tables
 from kgdb.pipeline.splits import LABEL_SOURCES, SHORTEST, prepare_split
 
@@ -206,14 +206,10 @@ def train_planner(
 
     Labels are computed in numpy on the whole graph's triples (one paged read), so they are not
     limited by a fetched subgraph's radius (MetaQA 3-hop). Returns `(Checkpoint, PlannerResult)`."""
-    from safetensors.torch import save_file
-
-    from kgdb.config import dump_json
     from kgdb.cypher.paths import graph_triples
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.data.questions import read_questions
     from kgdb.data.relation_paths import TripleArrays
-    from kgdb.models.checkpoints import CONFIG, WEIGHTS
     from kgdb.models.planner import PathPlanner, PlannerConfig
     from kgdb.training.planner import PlannerTrainConfig, train_planner_model
     from kgdb.training.trainer import seed_everything
@@ -243,12 +239,9 @@ def train_planner(
     model, result = train_planner_model(model, examples["train"], examples["val"], cfg, on_epoch=on_epoch)
     datasets = "+".join(qs.dataset for qs in sets)
     out = settings.checkpoints_dir / (name or f"{PLANNER}-{datasets}")
-    out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS), metadata={"retriever": PLANNER})
-    dump_json(
+    save_relation_model(
+        out, model, PLANNER,
         {
-            "retriever": PLANNER,
-            "model": model_cfg.to_json(),
             "relation_names": rel_names,
             "embedding_model": model_name,
             "embedding_dim": tables.dim,
@@ -263,6 +256,5 @@ def train_planner(
             "metrics": {"best_epoch": result.best_epoch, "val_path_hit@1": result.best_val_hit1},
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         },
-        out / CONFIG,
     )
     return find_checkpoint(str(out), settings.checkpoints_dir), result
