@@ -124,7 +124,18 @@ TRIPLES = [
 ]
 
 
-def test_cold_cosine_ask_imports_no_torch(graph, tmp_path):
+def test_the_torch_free_facts_match_the_registry():
+    from kgdb.models import registry
+    from kgdb.models.builtin import TRAINABLE_BUILTINS
+
+    assert TRAINABLE_BUILTINS == {name for name in ("cosine", "subgraphrag", "rapl") if registry.get(name).trainable}
+
+
+@pytest.mark.parametrize("retriever", [["--retriever", "cosine", "--reasoner", "extractive"], []],
+                         ids=["cosine", "plain-ask-falls-back"])
+def test_cold_ask_imports_no_torch(graph, tmp_path, retriever):
+    """`kgdb ask` with cosine, and plain `kgdb ask` on a graph without a checkpoint (it falls back
+    to cosine and says so), import neither torch nor sentence-transformers."""
     from kgdb_graphs import load
 
     load(graph, TRIPLES)
@@ -137,7 +148,7 @@ def test_cold_cosine_ask_imports_no_torch(graph, tmp_path):
     # The CLI exactly as `kgdb ask` runs it, then what the process imported.
     code = (
         "import sys\nfrom kgdb.cli import main\nsys.argv = ['kgdb', 'ask', 'What is the capital of France?', "
-        "'--retriever', 'cosine', '--reasoner', 'extractive', '--json']\n"
+        f"*{retriever!r}, '--json']\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
         f"print('HEAVY', sorted(m for m in {HEAVY!r} if m in sys.modules))"
     )

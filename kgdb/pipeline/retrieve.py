@@ -24,6 +24,7 @@ from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
 from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint, load_model
+from kgdb.models.builtin import TRAINABLE_BUILTINS
 from kgdb.models.numpy_scoring import numpy_scorer
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
@@ -89,6 +90,9 @@ class RetrievePipeline:
         if self._numpy_score is not None:
             self._init_numpy(retriever, hops, cap)
             return
+        if not checkpoint and retriever in TRAINABLE_BUILTINS:
+            # The typed NoCheckpointError before torch is imported: a cold ask then falls back to cosine in numpy.
+            checkpoint_for_graph(settings.checkpoints_dir, retriever, graph_fingerprint(graph)[0])
         import torch
 
         from kgdb.models import registry
