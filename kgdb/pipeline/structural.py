@@ -27,22 +27,14 @@ def structural_examples(graph: Graph, records, arrays, index, embed, buckets: in
     """Training examples of a split: the subgraph of the labelled relation paths (exact hop count
     when the file states it, best-F1 shortest otherwise) and DISTRACTORS near misses, grounded as
     walks from the gold topics; questions whose answers the subgraph misses are counted, not used."""
-    from kgdb.cypher.linking import strip_mentions
-    from kgdb.cypher.paths import entity_names
     from kgdb.data.path_subgraphs import path_subgraph, random_paths
-    from kgdb.data.relation_paths import shortest_relation_paths
     from kgdb.models.planner import text_features
+    from kgdb.pipeline.train import labelled_questions
     from kgdb.training.structural import StructuralExample
 
     rng = np.random.default_rng(seed)
-    names = {i: n for i, (n, _) in entity_names(graph, [t for q in records for t in q.topics]).items()}
-    texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
-    embs = embed(texts)
     out, counts = [], {"no_path": 0, "no_answer_in_subgraph": 0}
-    for q, text, emb in zip(records, texts, embs):
-        labelled = shortest_relation_paths(
-            arrays, q.topics, q.answers, max_hops=max_hops, exact_hops=q.hop if q.hop and q.hop <= max_hops else None, best_f1=True
-        )
+    for q, text, emb, labelled in labelled_questions(graph, records, arrays, embed, max_hops, best_f1=True):
         if not labelled:
             counts["no_path"] += 1
             continue
@@ -53,7 +45,7 @@ def structural_examples(graph: Graph, records, arrays, index, embed, buckets: in
         if sub is None:
             counts["no_answer_in_subgraph"] += 1
             continue
-        out.append(StructuralExample(q.id, np.asarray(emb, np.float32), text_features(text, buckets), sub.head, sub.relation, sub.tail,
+        out.append(StructuralExample(q.id, emb, text_features(text, buckets), sub.head, sub.relation, sub.tail,
                                      sub.topic, sub.answer))
     return out, counts
 

@@ -157,30 +157,37 @@ def train_retriever(
     return find_checkpoint(str(out), settings.checkpoints_dir), result
 
 
-def planner_examples(
-    graph: Graph, records: list[QuestionRecord], arrays, embed, buckets: int, max_hops: int, relation_index: dict[str, int], best_f1: bool = True
-):
-    """Labelled planner examples of a split: Eq. 2's Γ* per question (exact hop count when the
-    question file states it, else the shortest up to `max_hops`; with `best_f1` only those whose
-    reached entities match the answers best), as decoder tokens."""
+def labelled_questions(graph: Graph, records: list[QuestionRecord], arrays, embed, max_hops: int, best_f1: bool = True):
+    """Per question: (record, text without the topic names, its embedding, Eq. 2's Γ*): the shortest
+    relation paths from a topic to the answers (exact hop count when the question file states it,
+    else up to `max_hops`; with `best_f1` only those whose reached entities match the answers best).
+    The planner and the structural reasoner learn from the same labels."""
     from kgdb.cypher.linking import strip_mentions
     from kgdb.cypher.paths import entity_names
     from kgdb.data.relation_paths import shortest_relation_paths
-    from kgdb.models.planner import text_features, token_of
-    from kgdb.training.planner import PlannerExample
 
     names = {i: n for i, (n, _) in entity_names(graph, [t for q in records for t in q.topics]).items()}
     texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
-    embs = embed(texts)
-    out, counts = [], {"no_path": 0, "paths": 0}
-    for q, text, emb in zip(records, texts, embs):
+    for q, text, emb in zip(records, texts, embed(texts)):
         paths = shortest_relation_paths(
             arrays, q.topics, q.answers, max_hops=max_hops, exact_hops=q.hop if q.hop and q.hop <= max_hops else None, best_f1=best_f1
         )
+        yield q, text, np.asarray(emb, np.float32), paths
+
+
+def planner_examples(
+    graph: Graph, records: list[QuestionRecord], arrays, embed, buckets: int, max_hops: int, relation_index: dict[str, int], best_f1: bool = True
+):
+    """Labelled planner examples of a split (`labelled_questions`), as decoder tokens."""
+    from kgdb.models.planner import text_features, token_of
+    from kgdb.training.planner import PlannerExample
+
+    out, counts = [], {"no_path": 0, "paths": 0}
+    for q, text, emb, paths in labelled_questions(graph, records, arrays, embed, max_hops, best_f1):
         tokens = [tuple(token_of(relation_index[r], d) for r, d in p) for p in paths]
         counts["no_path"] += not tokens
         counts["paths"] += len(tokens)
-        out.append(PlannerExample(q.id, np.asarray(emb, np.float32), text_features(text, buckets), tokens))
+        out.append(PlannerExample(q.id, emb, text_features(text, buckets), tokens))
     return out, counts
 
 
