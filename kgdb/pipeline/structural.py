@@ -71,17 +71,12 @@ def train_structural(
     """Train the structural reasoner on the train split of every question file together (all of
     it), select on their val splits (the first `max_val`), save `<checkpoints_dir>/<name>/`
     (weights + config.json). Returns `(Checkpoint, StructuralResult)`."""
-    from kgdb.cypher.paths import graph_triples
-    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
-    from kgdb.cypher.tables import load_tables
     from kgdb.data.path_subgraphs import EdgesByStep
     from kgdb.data.questions import read_questions
-    from kgdb.data.relation_paths import TripleArrays
-    from kgdb.embeddings import get_embedder
     from kgdb.models.base import resolve_device
     from kgdb.models.structural import StructuralConfig, StructuralReasoner
     from kgdb.pipeline.relation_paths import save_relation_model
-    from kgdb.pipeline.retrieve import load_tensor_tables
+    from kgdb.pipeline.train import relation_vocabulary
     from kgdb.training.structural import StructuralTrainConfig, finished, train_structural_model
     from kgdb.training.trainer import seed_everything
 
@@ -89,13 +84,10 @@ def train_structural(
         torch.set_num_threads(threads)
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
-    fingerprint, _ = fingerprint_of(graph)
-    tables, model_name = load_tensor_tables(graph, settings)
-    rel_names = load_tables(graph, settings.cache_dir).relation_names
-    relation_index = {r: i for i, r in enumerate(rel_names)}
-    arrays = TripleArrays.from_triples(graph_triples(graph), rel_names)
+    vocab = relation_vocabulary(graph, settings)
+    fingerprint, tables, model_name, rel_names = vocab.fingerprint, vocab.tables, vocab.model_name, vocab.relation_names
+    relation_index, arrays, embedder = vocab.relation_index, vocab.arrays, vocab.embedder
     index = EdgesByStep(arrays)
-    embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
     model_cfg = StructuralConfig(steps=steps)
     cfg = StructuralTrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
     datasets = "+".join(qs.dataset for qs in sets)

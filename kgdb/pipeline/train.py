@@ -157,6 +157,36 @@ def train_retriever(
     return find_checkpoint(str(out), settings.checkpoints_dir), result
 
 
+@dataclass
+class RelationVocabulary:
+    """What the relation-path models (planner, structural reasoner) train from: the graph's relation
+    embedding table, its relation names, all its triples as arrays (labels are computed on the whole
+    graph, not a fetched subgraph) and the question encoder."""
+
+    fingerprint: str
+    tables: object  # kgdb.models.base.TensorTables
+    model_name: str
+    relation_names: list[str]
+    relation_index: dict[str, int]
+    arrays: object  # kgdb.data.relation_paths.TripleArrays
+    embedder: object
+
+
+def relation_vocabulary(graph: Graph, settings: Settings) -> RelationVocabulary:
+    from kgdb.cypher.paths import graph_triples
+    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
+    from kgdb.data.relation_paths import TripleArrays
+
+    fingerprint, _ = fingerprint_of(graph)
+    tables, model_name = load_tensor_tables(graph, settings)
+    names = load_tables(graph, settings.cache_dir).relation_names
+    return RelationVocabulary(
+        fingerprint, tables, model_name, names, {r: i for i, r in enumerate(names)},
+        TripleArrays.from_triples(graph_triples(graph), names),
+        get_embedder(model_name, settings.device, settings.embedding_batch_size),
+    )
+
+
 def labelled_questions(graph: Graph, records: list[QuestionRecord], arrays, embed, max_hops: int, best_f1: bool = True):
     """Per question: (record, text without the topic names, its embedding, Eq. 2's Γ*): the shortest
     relation paths from a topic to the answers (exact hop count when the question file states it,
@@ -213,10 +243,7 @@ def train_planner(
 
     Labels are computed in numpy on the whole graph's triples (one paged read), so they are not
     limited by a fetched subgraph's radius (MetaQA 3-hop). Returns `(Checkpoint, PlannerResult)`."""
-    from kgdb.cypher.paths import graph_triples
-    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.data.questions import read_questions
-    from kgdb.data.relation_paths import TripleArrays
     from kgdb.models.planner import PathPlanner, PlannerConfig
     from kgdb.training.planner import PlannerTrainConfig, train_planner_model
     from kgdb.training.trainer import seed_everything
@@ -225,12 +252,9 @@ def train_planner(
         torch.set_num_threads(threads)
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
-    fingerprint, info = fingerprint_of(graph)
-    tables, model_name = load_tensor_tables(graph, settings)
-    rel_names = load_tables(graph, settings.cache_dir).relation_names
-    relation_index = {r: i for i, r in enumerate(rel_names)}
-    arrays = TripleArrays.from_triples(graph_triples(graph), rel_names)
-    embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
+    vocab = relation_vocabulary(graph, settings)
+    fingerprint, tables, model_name, rel_names = vocab.fingerprint, vocab.tables, vocab.model_name, vocab.relation_names
+    relation_index, arrays, embedder = vocab.relation_index, vocab.arrays, vocab.embedder
     model_cfg = PlannerConfig(max_hops=max_hops)
     examples = {}
     for split in ("train", "val"):
