@@ -25,6 +25,7 @@ from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
 from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint, load_model
 from kgdb.models.builtin import TRAINABLE_BUILTINS
+from kgdb.models.default import SHIPPED_FOLDER
 from kgdb.models.numpy_scoring import numpy_scorer
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
@@ -84,15 +85,16 @@ class RetrievePipeline:
         self.graph, self.settings = graph, settings
         self.k, self.write, self.link_top = k, write, link_top
         self.notes: list[str] = []
-        self.checkpoint: Checkpoint | None = None
-        # No checkpoint and a numpy scorer: numpy tables and scores, no torch (see the docstring).
-        self._numpy_score = None if checkpoint else numpy_scorer(retriever)
+        ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else None
+        if ckpt is None and retriever in TRAINABLE_BUILTINS:
+            # The typed NoCheckpointError before torch is imported: a cold ask then falls back without torch.
+            ckpt = checkpoint_for_graph(settings.checkpoints_dir, retriever, graph_fingerprint(graph)[0])
+        self.checkpoint: Checkpoint | None = ckpt
+        # cosine, and cosine-dde with its weights, score one question in numpy: no torch import.
+        self._numpy_score = numpy_scorer(retriever, ckpt.path if ckpt else None)
         if self._numpy_score is not None:
             self._init_numpy(retriever, hops, cap)
             return
-        if not checkpoint and retriever in TRAINABLE_BUILTINS:
-            # The typed NoCheckpointError before torch is imported: a cold ask then falls back to cosine in numpy.
-            checkpoint_for_graph(settings.checkpoints_dir, retriever, graph_fingerprint(graph)[0])
         import torch
 
         from kgdb.models import registry
@@ -106,20 +108,12 @@ class RetrievePipeline:
             torch.set_num_threads(threads)
         self.tables, self.embedding_model = load_tensor_tables(graph, settings)
         self.embedder = get_embedder(self.embedding_model, settings.device, settings.embedding_batch_size)
-        if self.embedder.dim != self.tables.dim:
-            raise KgdbError(
-                f"the graph's vectors have dimension {self.tables.dim} but {self.embedding_model} gives {self.embedder.dim}"
-            )
-        if checkpoint:
-            self.checkpoint = find_checkpoint(checkpoint, settings.checkpoints_dir)
-        elif cls.trainable:
+        self._check_dim()
+        if self.checkpoint is None and cls.trainable:
             self.checkpoint = checkpoint_for_graph(settings.checkpoints_dir, retriever, self.tables.fingerprint)
         self.model: Retriever = self._load_model(retriever)
         self.model.prepare(self.tables)
-        # Unless told otherwise, fetch subgraphs the way the checkpoint's training data was fetched.
-        fetch = (self.checkpoint.config.get("fetch") or {}) if self.checkpoint else {}
-        self.hops = hops or fetch.get("hops") or 2
-        self.cap = cap or fetch.get("cap")
+        self._fetch_settings(hops, cap)
 
     def _init_numpy(self, retriever: str, hops: int | None, cap: int | None) -> None:
         np_tables = load_tables(self.graph, self.settings.cache_dir)
@@ -127,19 +121,28 @@ class RetrievePipeline:
         self.tables, self.embedding_model = np_tables, info.get("model") or self.settings.embedding_model
         self.device = "cpu"
         self.embedder = get_embedder(self.embedding_model, self.settings.device, self.settings.embedding_batch_size)
+        self._check_dim()
+        self._check_checkpoint(retriever)
+        self.model = None
+        self._name = retriever
+        self._fetch_settings(hops, cap)
+
+    def _check_dim(self) -> None:
         if self.embedder.dim != self.tables.dim:
             raise KgdbError(
                 f"the graph's vectors have dimension {self.tables.dim} but {self.embedding_model} gives {self.embedder.dim}"
             )
-        self.model = None
-        self._name = retriever
-        self.hops, self.cap = hops or 2, cap
 
-    def _load_model(self, retriever: str) -> Retriever:
-        from kgdb.models import registry
+    def _fetch_settings(self, hops: int | None, cap: int | None) -> None:
+        # Unless told otherwise, fetch subgraphs the way the checkpoint's training data was fetched.
+        fetch = (self.checkpoint.config.get("fetch") or {}) if self.checkpoint else {}
+        self.hops = hops or fetch.get("hops") or 2
+        self.cap = cap or fetch.get("cap")
 
+    def _check_checkpoint(self, retriever: str) -> None:
+        """Refuse a checkpoint of another retriever or embedding space; note one trained on another graph."""
         if self.checkpoint is None:
-            return registry.build(retriever, embedding_dim=self.tables.dim).to(self.device).eval()
+            return
         cfg = self.checkpoint.config
         if cfg.get("retriever") != retriever:
             raise InputError(
@@ -153,7 +156,15 @@ class RetrievePipeline:
                 f"({cfg.get('dataset', '?')}, fingerprint {trained_on[:12]}), not this one ({self.tables.fingerprint[:12]})"
             )
             self.notes.append(note)
-            log.warning(note)
+            if self.checkpoint.path.parent != SHIPPED_FOLDER:  # a shipped default is meant for other graphs
+                log.warning(note)
+
+    def _load_model(self, retriever: str) -> Retriever:
+        from kgdb.models import registry
+
+        if self.checkpoint is None:
+            return registry.build(retriever, embedding_dim=self.tables.dim).to(self.device).eval()
+        self._check_checkpoint(retriever)
         return load_model(self.checkpoint, self.device)
 
     @property
@@ -277,7 +288,7 @@ class RetrievePipeline:
         """Scores of a (possibly batched) featurised subgraph, split per question."""
         if self.model is None:
             t = self.tables
-            return [self._numpy_score(t.entity, t.relation, sg.head, sg.relation, sg.tail, sg.entity_idx, q) for sg, q in x]
+            return [self._numpy_score(t.entity, t.relation, sg, q) for sg, q in x]
         import torch
 
         with torch.no_grad():
