@@ -53,10 +53,6 @@ def cosine_scores(
     return (triple * np.asarray(question, dtype=np.float32)).sum(axis=1, dtype=np.float32)
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.sqrt((x * x).sum(axis=1, keepdims=True, dtype=np.float32)), np.float32(1e-12))
-
-
 def _mean_in(x: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """PyG mean aggregation over edges src -> dst; nodes without incoming edges get zeros."""
     total = np.zeros_like(x)
@@ -105,10 +101,18 @@ def cosine_dde_scores(weights: dict[str, np.ndarray], config: dict, entity: np.n
                       sg: ScoredSubgraph, question: np.ndarray) -> np.ndarray:
     """`CosineDDE.forward` for one question, from the checkpoint's weights and model config."""
     head, tail = np.asarray(sg.head, dtype=np.int64), np.asarray(sg.tail, dtype=np.int64)
-    z = entity[np.asarray(sg.entity_idx, dtype=np.int64)]
-    zh, zt, zr = z[head], z[tail], relation[np.asarray(sg.relation, dtype=np.int64)]
+    rels, rel = np.unique(np.asarray(sg.relation, dtype=np.int64), return_inverse=True)
+    z, zr = entity[np.asarray(sg.entity_idx, dtype=np.int64)], relation[rels]
     q = np.asarray(question, dtype=np.float32)
-    raw = np.stack([_unit(zh + zr + zt) @ q, _unit(zr) @ q, _unit(zh) @ q, _unit(zt) @ q], axis=1).astype(np.float32)
+    # Dot products with q per node and per relation, gathered per triple: only the triple's norm
+    # needs a [m, d] row sum (the torch module normalises each row; same cosines to float rounding).
+    eq, rq = z @ q, zr @ q
+    en, rn = np.linalg.norm(z, axis=1), np.linalg.norm(zr, axis=1)
+    triple = z[head] + zr[rel] + z[tail]
+    tn = np.sqrt(np.einsum("ij,ij->i", triple, triple))
+    tiny = np.float32(1e-12)
+    raw = np.stack([(eq[head] + rq[rel] + eq[tail]) / np.maximum(tn, tiny), (rq / np.maximum(rn, tiny))[rel],
+                    (eq / np.maximum(en, tiny))[head], (eq / np.maximum(en, tiny))[tail]], axis=1).astype(np.float32)
     cvt = np.asarray(sg.is_cvt, dtype=np.float32)
     sims = np.concatenate([raw, _standardise(raw), np.stack([cvt[head], cvt[tail]], axis=1)], axis=1)
     topic_mask = np.zeros(len(cvt), dtype=bool)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
+from kgdb.blas import blas_threads
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.cypher import fetching
@@ -83,7 +84,7 @@ class RetrievePipeline:
         if k < 1:
             raise InputError(f"must be positive, got {k}", path="--k")
         self.graph, self.settings = graph, settings
-        self.k, self.write, self.link_top = k, write, link_top
+        self.k, self.write, self.link_top, self.threads = k, write, link_top, threads
         self.notes: list[str] = []
         ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else None
         if ckpt is None and retriever in TRAINABLE_BUILTINS:
@@ -288,7 +289,8 @@ class RetrievePipeline:
         """Scores of a (possibly batched) featurised subgraph, split per question."""
         if self.model is None:
             t = self.tables
-            return [self._numpy_score(t.entity, t.relation, sg, q) for sg, q in x]
+            with blas_threads(self.threads or None):
+                return [self._numpy_score(t.entity, t.relation, sg, q) for sg, q in x]
         import torch
 
         with torch.no_grad():
