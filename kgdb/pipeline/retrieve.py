@@ -25,7 +25,7 @@ from kgdb.errors import InputError, KgdbError
 from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint, load_model
 from kgdb.models.builtin import TRAINABLE_BUILTINS
 from kgdb.models.numpy_scoring import numpy_scorer
-from kgdb.pipeline.vectors import EntityVectors, entity_vectors, with_local_entities
+from kgdb.pipeline.vectors import EntityRowCache, EntityVectors, entity_vectors, with_local_entities
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
 from kgdb.subgraph import Subgraph
@@ -100,6 +100,7 @@ class RetrievePipeline:
         elif cls.trainable:
             self.checkpoint = checkpoint_for_graph(settings.checkpoints_dir, retriever, self.vectors.fingerprint)
         self.model: Retriever = self._load_model(retriever)
+        self.rows = EntityRowCache(self.vectors, self.device)  # the entity rows questions touched, projected once
         # Unless told otherwise, fetch subgraphs the way the checkpoint's training data was fetched.
         fetch = (self.checkpoint.config.get("fetch") or {}) if self.checkpoint else {}
         self.hops = hops or fetch.get("hops") or 2
@@ -248,7 +249,7 @@ class RetrievePipeline:
     def _features(self, parts: list[tuple[Subgraph, np.ndarray]]):
         """What `_score` takes for (subgraph, question vector) pairs: one batched `SubgraphTensors`
         (torch), or (subgraph, question, entity rows) triples (numpy). Either way the subgraphs'
-        entities index the compact rows they touch (`EntityVectors.compact`), filled on use."""
+        entities index compact rows (`EntityRowCache`, `EntityVectors.compact`), filled on use."""
         for _, q in parts:
             if np.shape(q) != (self.vectors.dim,):
                 raise KgdbError(
@@ -261,7 +262,9 @@ class RetrievePipeline:
             return [(sg, q, rows) for sg, (_, q) in zip(with_local_entities(subgraphs, local), parts)]
         from kgdb.models.features import batch_tensors, featurise
 
-        tables, local = self.vectors.tensor_tables([sg.entity_idx for sg in subgraphs], self.device)
+        local = self.rows.local([sg.entity_idx for sg in subgraphs])
+        tables = self.rows.tables
+        self.model.prepare(tables)  # projects only the rows new since the last question
         return batch_tensors([featurise(sg, tables, q) for sg, (_, q) in zip(with_local_entities(subgraphs, local), parts)])
 
     def _score(self, x) -> list[np.ndarray]:

@@ -9,7 +9,8 @@ with `--embeddings lazy` scores exactly like an eagerly embedded one (same encod
 each missing vector is written once: the write only sets `embedding` where it is still NULL.
 
 Consumers get compact tables: the distinct rows they touch and their entity indices renumbered
-into those rows (`compact`), so memory follows the question, not the graph.
+into those rows (`compact`, or `EntityRowCache` for a retriever that answers question after
+question), so memory follows the questions, not the graph.
 """
 
 from __future__ import annotations
@@ -89,6 +90,53 @@ class EntityVectors:
         from kgdb.models.base import TensorTables
 
         return TensorTables.from_numpy(np.zeros((0, self.dim), np.float32), self.tables.relation, self.fingerprint, device)
+
+
+class EntityRowCache:
+    """The entity rows a retrieval pipeline has touched so far, as one compact torch table that
+    grows in place: rows are appended to a buffer of doubling capacity, so a retriever's `prepare`
+    (SubgraphRAG's first-layer projections) only projects the new rows and keeps its per-entity
+    cache across questions. At `max_rows` the cache starts over with the current question's rows:
+    memory is bounded whatever the graph size (65,536 rows: 100 MB of vectors, 512 MB of
+    SubgraphRAG projections; the whole WebQSP graph has 19,633 entities)."""
+
+    def __init__(self, vectors: EntityVectors, device: str = "cpu", max_rows: int = 65_536, initial: int = 4_096):
+        import torch
+
+        self.vectors, self.device, self.max_rows = vectors, device, max_rows
+        self.row_of: dict[int, int] = {}
+        self._buffer = torch.empty(min(initial, max_rows), vectors.dim, device=device)
+        self._relation = torch.from_numpy(np.ascontiguousarray(vectors.tables.relation, dtype=np.float32)).to(device)
+        self.tables: "TensorTables" = self._view()
+
+    def local(self, entity_idx: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Each index array renumbered into rows of `self.tables` (added, and filled, where new)."""
+        import torch
+
+        arrays = [np.asarray(a, dtype=np.int64) for a in entity_idx]
+        distinct = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
+        new = [int(i) for i in distinct.tolist() if int(i) not in self.row_of]
+        if len(self.row_of) + len(new) > self.max_rows:  # start over: memory stays bounded
+            self.row_of, new = {}, [int(i) for i in distinct.tolist()]
+            self._buffer = torch.empty(max(len(new), 1), self.vectors.dim, device=self.device)
+        start = len(self.row_of)
+        if start + len(new) > self._buffer.shape[0]:
+            # The new buffer is allocated while the old one is alive, so its address differs and a
+            # prepared model re-projects (see SubgraphRAG.prepare).
+            bigger = torch.empty(max(2 * self._buffer.shape[0], start + len(new)), self.vectors.dim, device=self.device)
+            bigger[:start] = self._buffer[:start]
+            self._buffer = bigger
+        if new:
+            rows = self.vectors.rows(np.asarray(new, dtype=np.int64))
+            self._buffer[start : start + len(new)] = torch.from_numpy(rows).to(self.device)
+            self.row_of.update((i, start + k) for k, i in enumerate(new))
+        self.tables = self._view()
+        return [np.fromiter((self.row_of[int(i)] for i in a.tolist()), dtype=np.int64, count=a.size) for a in arrays]
+
+    def _view(self) -> "TensorTables":
+        from kgdb.models.base import TensorTables
+
+        return TensorTables(self._buffer[: len(self.row_of)], self._relation, self.vectors.fingerprint)
 
 
 def entity_vectors(graph: Graph, settings: Settings, embedder=None) -> tuple[EntityVectors, str]:
