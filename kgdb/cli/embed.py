@@ -47,9 +47,9 @@ def embed(
         seconds = time.perf_counter() - t0
         left = missing_entity_embeddings(graph)
     entity, relation = done.get("entity", 0), done.get("relation", 0)
-    rate = f", {entity / seconds:,.0f} names/s" if entity and seconds else ""
+    rate = f", {entity / seconds:,.0f} names/s on {embedder.device}" if entity and seconds else ""
     say(
-        "wrote {} entity vectors and {} relation vectors in {} s{} (device {}); {} entity names still without a vector{}",
-        f"{entity:,}", f"{relation:,}", f"{seconds:.1f}", rate, embedder.device, f"{left:,}",
+        "wrote {} entity vectors and {} relation vectors in {} s{}; {} entity names still without a vector{}",
+        f"{entity:,}", f"{relation:,}", f"{seconds:.1f}", rate, f"{left:,}",
         "" if all_entities or not left else " (`kgdb embed --all` fills them)",
     )

@@ -9,6 +9,7 @@ keeps a cold `kgdb ask` free of the torch import (seconds).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
@@ -75,6 +76,9 @@ class RetrievePipeline:
         self.k, self.write, self.link_top = k, write, link_top
         self.notes: list[str] = []
         self.checkpoint: Checkpoint | None = None
+        # Featurise + score hold this: the entity row cache grows and the model's projections follow
+        # it, so threads sharing a pipeline (`eval qa --concurrency`) take turns; fetches stay parallel.
+        self._scoring = threading.Lock()
         # No checkpoint and a numpy scorer: numpy tables and scores, no torch (see the docstring).
         self._numpy_score = None if checkpoint else numpy_scorer(retriever)
         if self._numpy_score is not None:
@@ -184,12 +188,13 @@ class RetrievePipeline:
     ) -> Retrieval:
         """One question: topics (given or linked), fetch, score, keep the top K, write back."""
         fetched = self._fetch(question, topics, qid, q_emb)
-        t = time.perf_counter()
-        x = self._features([(fetched.subgraph, fetched.q_emb)])
-        fetched.timings["featurise"] = _ms(t)
-        t = time.perf_counter()
-        scores, fetched.paths = self._score_paths(x)
-        fetched.timings["score"] = _ms(t)
+        with self._scoring:
+            t = time.perf_counter()
+            x = self._features([(fetched.subgraph, fetched.q_emb)])
+            fetched.timings["featurise"] = _ms(t)
+            t = time.perf_counter()
+            scores, fetched.paths = self._score_paths(x)
+            fetched.timings["score"] = _ms(t)
         return self._finish(fetched, scores[0])
 
     def run_batch(self, questions: list[QuestionInput], batch_size: int = 16) -> Iterator[Retrieval | KgdbError]:
@@ -209,12 +214,13 @@ class RetrievePipeline:
                     group.append(exc)
             ok = [f for f in group if isinstance(f, _Fetched)]
             if ok:
-                t = time.perf_counter()
-                x = self._features([(f.subgraph, f.q_emb) for f in ok])
-                featurise_ms = _ms(t) / len(ok)
-                t = time.perf_counter()
-                all_scores, all_paths = self._score_paths(x)
-                score_ms = _ms(t) / len(ok)
+                with self._scoring:
+                    t = time.perf_counter()
+                    x = self._features([(f.subgraph, f.q_emb) for f in ok])
+                    featurise_ms = _ms(t) / len(ok)
+                    t = time.perf_counter()
+                    all_scores, all_paths = self._score_paths(x)
+                    score_ms = _ms(t) / len(ok)
                 for f, scores, paths in zip(ok, all_scores, all_paths):
                     f.timings.update(featurise=featurise_ms, score=score_ms)
                     f.scores, f.paths = scores, [paths]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -41,6 +42,7 @@ class EntityVectors:
     def __init__(self, graph: Graph, tables: EmbeddingTables, embedder):
         self.graph, self.tables, self.embedder = graph, tables, embedder
         self.filled = 0
+        self._lock = threading.Lock()  # threads sharing a pipeline (linking, scoring) fill one at a time
 
     @property
     def fingerprint(self) -> str:
@@ -52,6 +54,10 @@ class EntityVectors:
 
     def rows(self, idx) -> np.ndarray:
         """[len(idx), d] vectors of the entities `idx` (CVT rows zero), filling missing ones first."""
+        with self._lock:
+            return self._rows(idx)
+
+    def _rows(self, idx) -> np.ndarray:
         missing = self.tables.read(idx)
         if len(missing):
             vectors = self.embedder.encode(missing.text)
