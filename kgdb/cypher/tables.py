@@ -188,8 +188,13 @@ def _atomic(path: Path, write) -> None:
 def write_missing_vectors(graph: Graph, idx: list[int], vectors: np.ndarray, batch_size: int = 2_000) -> list[int]:
     """Store entity vectors where the graph still has none (entity_set_missing_embeddings.cypher);
     returns the idx actually written (others were filled meanwhile by another writer)."""
-    written: list[int] = []
     rows = [{"idx": int(i), "embedding": np.asarray(v, dtype=np.float32).tolist()} for i, v in zip(idx, vectors)]
+    return write_missing_rows(graph, rows, batch_size)
+
+
+def write_missing_rows(graph: Graph, rows: list[dict], batch_size: int = 2_000) -> list[int]:
+    """`write_missing_vectors` for rows already shaped as {idx, embedding: list of floats}."""
+    written: list[int] = []
     for batch in graph.iter_batches(rows, batch_size):
         row = graph.single("entity_set_missing_embeddings", rows=batch)
         written.extend(row["written"] if row else [])

@@ -156,9 +156,10 @@ def write_graph(
     lease throughout; `dedupe` first removes duplicate triples an earlier concurrent load left.
     `embeddings` says when entity names are embedded (`EmbeddingMode`; needs `embedder`).
     """
-    embeddings = EmbeddingMode(embeddings)
     from kgdb.cypher.schema import init_schema
     from kgdb.loaders.lease import load_lease, remove_duplicate_triples
+
+    embeddings = EmbeddingMode(embeddings)  # a bad value fails before the lease is taken
 
     # Constraints first: MERGE on Entity.id is only fast with the uniqueness index behind it, and
     # the lease relies on the KgdbMeta.key constraint.
@@ -309,7 +310,7 @@ def embed_missing(
                 raise KgdbError(f"some {kind} nodes have no idx; run the load again to finish it")
             phase = f"{kind} embeddings"
             progress(phase, 0, len(todo))
-            futures = _encode_and_write(graph, embedder, todo, pool, lambda rows: _write_embeddings(graph, kind, rows, batch_size),
+            futures = _encode_and_write(embedder, todo, pool, lambda rows: _write_embeddings(graph, kind, rows, batch_size),
                                         lambda n: progress(phase, n, len(todo)))
             counts[kind] = sum(f.result() for f in futures)
     return counts
@@ -317,7 +318,7 @@ def embed_missing(
 
 def _embed_entities(graph: Graph, embedder: TextEncoder, batch_size: int, progress: ProgressFn, pool, scope) -> int:
     """Entity names without a vector, page by idx page (all of them, or those in `scope`)."""
-    from kgdb.cypher.tables import write_missing_vectors
+    from kgdb.cypher.tables import write_missing_rows
 
     info = graph.single("entity_missing_count") or {}
     total = int(info.get("missing") or 0)
@@ -344,15 +345,15 @@ def _embed_entities(graph: Graph, embedder: TextEncoder, batch_size: int, progre
             progress(phase, min(base + n, total), total)
 
         futures += _encode_and_write(
-            graph, embedder, todo, pool,
-            lambda rows: len(write_missing_vectors(graph, [r["idx"] for r in rows], [r["embedding"] for r in rows], batch_size)),
+            embedder, todo, pool,
+            lambda rows: len(write_missing_rows(graph, rows, batch_size)),
             report,
         )
         seen += len(todo)
     return sum(f.result() for f in futures)
 
 
-def _encode_and_write(graph: Graph, embedder: TextEncoder, todo: list[dict], pool, write, report) -> list[Future]:
+def _encode_and_write(embedder: TextEncoder, todo: list[dict], pool, write, report) -> list[Future]:
     """Encode the texts of `todo` rows ({idx, text}) chunk by chunk, each chunk written by `write` in
     the background while the next one is encoded; the futures give the vectors written."""
     by_text: dict[str, list[int]] = {}
