@@ -7,8 +7,10 @@ Speed: the first layer is linear in the concatenation, so W1 [z_q||z_h||z_r||z_t
 = W_q z_q + (W_h z_h + W_sh s_h) + W_r z_r + (W_t z_t + W_st s_t). Each part is computed once
 per question / entity / relation and gathered per triple, instead of a [m, 4d+20] x [4d+20, 1024]
 matmul (about 16 GFLOP for 5,000 triples at d=384). At inference `prepare(tables)` projects the
-whole entity and relation tables once, so scoring is gathers + adds + ReLU + one mat-vec, done in
-cache-sized chunks of triples. `forward_naive` keeps the textbook form for tests.
+entity and relation tables once, so scoring is gathers + adds + ReLU + one mat-vec, done in
+cache-sized chunks of triples. The entity table may grow between questions (the seam keeps the rows
+its questions touched, `kgdb.pipeline.vectors.EntityRowCache`): `prepare` then projects only the
+new rows. `forward_naive` keeps the textbook form for tests.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class SubgraphRAG(Retriever):
         self.hidden = nn.Linear(4 * d + 2 * self.dde_width, config.hidden)
         self.out = nn.Linear(config.hidden, 1)
         nn.init.normal_(self.cvt_embedding, std=d**-0.5)
-        self._prepared: tuple[int, int] | None = None  # (id(tables), parameter version)
+        # (entity storage, parameter version, rows projected): what `prepare` has projected
+        self._prepared: tuple[int, int, int] | None = None
         self._ent_proj: Tensor | None = None
         self._rel_proj: Tensor | None = None
 
@@ -105,28 +108,48 @@ class SubgraphRAG(Retriever):
     def _version(self) -> int:
         return sum(p._version for p in self.parameters())
 
+    @staticmethod
+    def _storage(tables: TensorTables) -> tuple[int, int]:
+        """(address, capacity in rows) of the memory behind the entity table: a table that grows
+        in place (rows appended to a larger buffer) keeps both, a new table changes the address."""
+        ent = tables.entity
+        row_bytes = max(ent.shape[1] * ent.element_size(), 1)
+        return ent.untyped_storage().data_ptr(), ent.untyped_storage().nbytes() // row_bytes - ent.storage_offset() // max(ent.shape[1], 1)
+
     def _is_prepared(self, tables: TensorTables) -> bool:
-        return self._prepared == (id(tables), self._version())
+        p = self._prepared
+        return p is not None and p[:2] == (self._storage(tables)[0], self._version()) and p[2] >= tables.entity.shape[0]
 
     @torch.no_grad()
     def prepare(self, tables: TensorTables, chunk: int = 8192) -> None:
         """Project every entity (as head and as tail) and every relation once for fast scoring.
 
-        Row N of the entity projections is the shared CVT vector, so CVT nodes are a remapped index.
+        The projection buffers have one row per row of the entity table's memory (its capacity) plus
+        a last row for the shared CVT vector, so CVT nodes are a remapped index; rows appended to the
+        table in place since the last call are the only ones projected.
         """
         if self._is_prepared(tables):
             return
         Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
-        ent = torch.cat([tables.entity, self.cvt_embedding.detach()], dim=0)
-        heads = torch.empty(ent.shape[0], self.cfg.hidden, device=ent.device)
-        tails = torch.empty_like(heads)
-        for start in range(0, ent.shape[0], chunk):
-            part = ent[start : start + chunk]
-            torch.matmul(part, Wh.T, out=heads[start : start + chunk])
-            torch.matmul(part, Wt.T, out=tails[start : start + chunk])
-        self._ent_proj = (heads, tails)
-        self._rel_proj = tables.relation @ Wr.T
-        self._prepared = (id(tables), self._version())
+        ptr, capacity = self._storage(tables)
+        n = tables.entity.shape[0]
+        p = self._prepared
+        start = p[2] if p is not None and p[:2] == (ptr, self._version()) else 0
+        if start == 0:
+            heads = torch.empty(capacity + 1, self.cfg.hidden, device=tables.entity.device)
+            tails = torch.empty_like(heads)
+            cvt = self.cvt_embedding.detach()
+            torch.matmul(cvt, Wh.T, out=heads[capacity:])
+            torch.matmul(cvt, Wt.T, out=tails[capacity:])
+            self._ent_proj = (heads, tails)
+            self._rel_proj = tables.relation @ Wr.T
+        heads, tails = self._ent_proj
+        for lo in range(start, n, chunk):
+            hi = min(lo + chunk, n)
+            part = tables.entity[lo:hi]
+            torch.matmul(part, Wh.T, out=heads[lo:hi])
+            torch.matmul(part, Wt.T, out=tails[lo:hi])
+        self._prepared = (ptr, self._version(), n)
 
     def train(self, mode: bool = True) -> "SubgraphRAG":
         if mode:  # parameters will change: drop the projection cache
