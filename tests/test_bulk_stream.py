@@ -156,3 +156,21 @@ def test_a_malformed_line_stops_the_bulk_load_before_the_server_is_touched(graph
         bulk_load(graph.settings, local_server, open_stream(path), replace=True, log=lambda *_: None)
     assert str(err.value).startswith(f"{path}:3: expected 3 (head, relation, tail) columns")
     assert local_server.pid() == pid
+
+
+@pytest.mark.parametrize("mode", ["eager", "lazy"])
+def test_lazy_bulk_files_carry_relation_vectors_and_no_entity_vectors(tmp_path, mode):
+    from kgdb.embeddings import get_embedder
+
+    (tmp_path / "t.tsv").write_text(TSV, encoding="utf-8")
+    (tmp_path / "names.tsv").write_text(NAMES, encoding="utf-8")
+    stats = LoadStats()
+    files = write_import_files(tmp_path / "import", open_stream(tmp_path / "t.tsv", names=tmp_path / "names.tsv"),
+                               get_embedder(), stats, embeddings=mode)
+    entities = read_import_file(files.entities)[1:]
+    with_vector = {row[0] for row in entities if row[3]}
+    named = {row[0] for row in entities if "CVT" not in row[4]}
+    assert with_vector == (named if mode == "eager" else set()) and named
+    assert stats.entity_embeddings == len(with_vector)
+    relations = read_import_file(files.relations)[1:]
+    assert all(len(row[3].split(";")) == 384 for row in relations) and stats.relation_embeddings == len(relations)

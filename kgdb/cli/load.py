@@ -14,8 +14,8 @@ from rich.table import Table
 
 from kgdb.cli import app
 from kgdb.cli.common import console, open_graph, progress, say, settings_from
+from kgdb.config import EMBEDDINGS_HELP, EmbeddingMode
 from kgdb.errors import InputError
-from kgdb.loaders.embedding_mode import AUTO_EAGER_ENTITIES, Embeddings
 
 load_app = typer.Typer(help="Load knowledge graphs and question sets into Neo4j.", no_args_is_help=True)
 app.add_typer(load_app, name="load")
@@ -62,10 +62,7 @@ def freebase_subset(
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip malformed lines (counted and reported) instead of stopping."),
     batch_size: int = typer.Option(20_000, "--batch-size", min=1, help="Rows per write transaction (Bolt path)."),
     no_embed: bool = typer.Option(False, "--no-embed", help="Skip the embedding phase (run the load again later to add them)."),
-    embeddings: Embeddings = typer.Option(
-        Embeddings.eager, "--embeddings", help="Entity name vectors: all at load (eager), none at load, filled on "
-        f"first use (lazy), or eager up to {AUTO_EAGER_ENTITIES:,} entities and lazy above (auto). "
-        "Relation texts are always embedded."),
+    embeddings: EmbeddingMode = typer.Option(EmbeddingMode.auto, "--embeddings", help=EMBEDDINGS_HELP),
     break_lease: bool = typer.Option(False, "--break-lease", help="Remove the load lease a killed load on another "
                                      "machine left behind (only when no other load is running)."),
     dedupe: bool = typer.Option(False, "--dedupe", help="First delete duplicate (head, relation, tail) relationships "
@@ -78,8 +75,8 @@ def freebase_subset(
     settings = settings_from(ctx)
     if bulk:
         return _bulk(ctx, source, names, dataset, relation_prefix, mids, replace, skip_bad, no_embed, embeddings)
-    if embeddings is not Embeddings.eager:
-        raise InputError("--embeddings lazy/auto needs --bulk on this version", path="--embeddings")
+    if embeddings is EmbeddingMode.lazy:  # the Bolt path's lazy mode comes with the lazy-embeddings branch
+        raise InputError("--embeddings lazy needs --bulk on this version", path="--embeddings")
     graph = open_graph(ctx)  # a wrong password fails before a long read
     try:
         seconds: dict[str, float] = {}

@@ -13,11 +13,10 @@ import time
 from typing import AbstractSet, Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
-from kgdb.config import Settings, mask_uri
+from kgdb.config import EmbeddingMode, Settings, mask_uri
 from kgdb.cypher import Graph
 from kgdb.errors import KgdbError
 from kgdb.loaders.badlines import BadLines
-from kgdb.loaders.embedding_mode import Embeddings, embeds_entities
 from kgdb.loaders.import_files import write_import_files
 from kgdb.loaders.source import SourceStream
 from kgdb.loaders.writer import LoadStats, ProgressFn, TextEncoder, Triple, _noop
@@ -56,7 +55,7 @@ def bulk_load(
     *,
     literals: AbstractSet[str] = frozenset(),
     embedder: TextEncoder | None = None,
-    embeddings: Embeddings | str = Embeddings.eager,
+    embeddings: EmbeddingMode | str = EmbeddingMode.eager,
     replace: bool = False,
     progress: ProgressFn = _noop,
     log: Callable[[str], None] = print,
@@ -80,8 +79,7 @@ def bulk_load(
             )
     stream = triples if isinstance(triples, SourceStream) else list_stream(triples, names or {}, literals)
     stats = LoadStats()
-    files = write_import_files(server.home / "import" / "kgdb-bulk", stream, embedder, stats, progress,
-                               embed_entities=lambda entities: embeds_entities(embeddings, entities))
+    files = write_import_files(server.home / "import" / "kgdb-bulk", stream, embedder, stats, progress, embeddings)
 
     t0 = time.perf_counter()
     if server.running():

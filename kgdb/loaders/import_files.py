@@ -33,13 +33,15 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import numpy as np
 
+from kgdb.config import EmbeddingMode, resolve_embedding_mode
 from kgdb.errors import KgdbError
 from kgdb.loaders.source import SourceStream
 from kgdb.loaders.writer import (
+    ENCODE_CHUNK,
     LITERAL,
     LoadStats,
     ProgressFn,
@@ -55,9 +57,9 @@ ESC = "\x02"
 _NEEDS_ESCAPE = re.compile("[\x00-\x0a]")
 _ESCAPES = {i: ESC + chr(0x10 + i) for i in range(0x0B)}
 _ESCAPED = re.compile("\x02(.)", re.S)
-# Lines per write call while reading; entities per embedding chunk (eager): bounds the memory.
+# Lines per write call while reading; entities per write without embeddings: bound the memory.
 WRITE_CHUNK = 100_000
-ENTITY_CHUNK = 20_000
+ENTITY_CHUNK = 50_000
 SORT_MEMORY_MB = 1024  # split between the two sorts that run at once; sort spills the rest to disk
 
 
@@ -271,24 +273,47 @@ def _vector_text(vec: np.ndarray | None) -> str:
     return "" if vec is None else ";".join(np.char.mod("%.8g", vec))
 
 
+def entity_rows(folder: Path, stream: SourceStream) -> Iterator[tuple[str, str, list[str]]]:
+    """(escaped id, escaped name, labels) of every entity in id order (its idx), named and labelled
+    as the Bolt path does it (`kgdb.loaders.writer.entity_rows`), from the sorted key files."""
+    literals = _Sorted(folder / "literals.sorted")
+    names = _Sorted(folder / "names.sorted", with_value=True)
+    for eid, is_head in entity_ids(folder):
+        plain = unescape(eid)
+        in_literals = literals.at(eid)
+        given = names.values(eid)
+        # Names files: the last line wins, for every entity. N-Triples: the first English name,
+        # for heads and non-literal tails only (the readers' policy, see SourceStream).
+        if stream.inline_names:
+            name = given[0] if given and (is_head or not in_literals) else None
+        else:
+            name = given[-1] if given else None
+        literal = in_literals or (not is_head and bool(LITERAL.match(plain)))
+        yield eid, name if name is not None else eid, entity_labels(plain, name is not None, literal)
+
+
+def names_to_embed(folder: Path, stream: SourceStream) -> int:
+    """Entities that are not CVT nodes (what eager embedding would encode): one pass, no writes."""
+    return sum("CVT" not in labels for _, _, labels in entity_rows(folder, stream))
+
+
 def write_entities(
     folder: Path, stream: SourceStream, embedder: TextEncoder | None, stats: LoadStats, total: int,
     progress: ProgressFn = _noop,
 ) -> Path:
-    """Phase 4: one row per entity in id order (its idx), labels and names as the Bolt path gives them."""
-    literals = _Sorted(folder / "literals.sorted")
-    names = _Sorted(folder / "names.sorted", with_value=True)
+    """Phase 4: entities.csv, one row per entity in id order, with name vectors when `embedder`."""
     path = folder / "entities.csv"
     phase = "entities + embeddings" if embedder else "entities"
     with path.open("w", encoding="utf-8", newline="\n") as out:
         out.write(SEP.join(["id:ID(Entity)", "name", "idx:long", "embedding:float[]", ":LABEL"]) + "\n")
         rows: list[tuple[str, str, list[str]]] = []
+        per_flush = ENCODE_CHUNK if embedder is not None else ENTITY_CHUNK  # embedding: progress every encode call
 
         def flush() -> None:
             vecs: dict[str, np.ndarray] = {}
             if embedder is not None:
-                for chunk, vectors in iter_encoded(embedder, [unescape(name) for _, name, labels in rows if "CVT" not in labels]):
-                    vecs.update(zip(chunk, vectors))
+                for texts, vectors in iter_encoded(embedder, [unescape(name) for _, name, labels in rows if "CVT" not in labels]):
+                    vecs.update(zip(texts, vectors))
             lines = []
             for eid, name, labels in rows:
                 vec = vecs.get(unescape(name)) if embedder is not None and "CVT" not in labels else None
@@ -301,20 +326,9 @@ def write_entities(
             rows.clear()
             progress(phase, stats.entities, total)
 
-        for eid, is_head in entity_ids(folder):
-            plain = unescape(eid)
-            in_literals = literals.at(eid)
-            given = names.values(eid)
-            # Names files: the last line wins, for every entity. N-Triples: the first English name,
-            # for heads and non-literal tails only (the readers' policy, see SourceStream).
-            if stream.inline_names:
-                name = given[0] if given and (is_head or not in_literals) else None
-            else:
-                name = given[-1] if given else None
-            literal = in_literals or (not is_head and bool(LITERAL.match(plain)))
-            plain_name = unescape(name) if name is not None else None
-            rows.append((eid, name if name is not None else eid, entity_labels(plain, plain_name is not None, literal)))
-            if len(rows) >= ENTITY_CHUNK:
+        for row in entity_rows(folder, stream):
+            rows.append(row)
+            if len(rows) >= per_flush:
                 flush()
         flush()
     return path
@@ -344,12 +358,12 @@ def write_import_files(
     embedder: TextEncoder | None,
     stats: LoadStats,
     progress: ProgressFn = _noop,
-    embed_entities: Callable[[int], bool] = lambda entities: True,
+    embeddings: EmbeddingMode | str = EmbeddingMode.eager,
 ) -> BulkFiles:
     """All import files of `stream` under `folder` (replaced); `stats` gets the counts and seconds.
 
-    Relation texts are embedded when there is an `embedder`; entity names too when
-    `embed_entities(number of entities)` says so (not for lazy embeddings)."""
+    Relation texts are embedded when there is an `embedder`; entity names too when `embeddings`
+    is eager, or auto with few enough names (`kgdb.config.resolve_embedding_mode`)."""
     entity_embedder = embedder
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -369,11 +383,15 @@ def write_import_files(
 
     t0 = time.perf_counter()
     total = count_entities(folder)
-    if not embed_entities(total):
-        entity_embedder = None
+    if embedder is not None and EmbeddingMode(embeddings) is not EmbeddingMode.eager:
+        todo = names_to_embed(folder, stream) if EmbeddingMode(embeddings) is EmbeddingMode.auto else 0
+        if resolve_embedding_mode(embeddings, todo) is EmbeddingMode.lazy:
+            entity_embedder = None
     entities = write_entities(folder, stream, entity_embedder, stats, total, progress)
-    relations_csv = write_relations(folder, sorted(relations), embedder, stats)
     stats.seconds["entities" + (" + embeddings" if entity_embedder else "")] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    relations_csv = write_relations(folder, sorted(relations), embedder, stats)
+    stats.seconds["relations" + (" + embeddings" if embedder else "")] = time.perf_counter() - t0
     for name in ("heads", "tails", "literals", "names"):
         (folder / f"{name}.sorted").unlink()
     unquoted = folder / "triples.unquoted"
