@@ -38,8 +38,8 @@ NT = "\n".join([
     '<http://rdf.freebase.com/ns/m.0obama> <http://rdf.freebase.com/ns/people.person.spouse_s> <http://rdf.freebase.com/ns/m.0marriage> .',
     '<http://rdf.freebase.com/ns/m.0marriage> <http://rdf.freebase.com/ns/people.marriage.spouse> <http://rdf.freebase.com/ns/m.0michelle> .',
     '<http://rdf.freebase.com/ns/m.0michelle> <http://rdf.freebase.com/ns/type.object.name> "Michelle Obama"@en .',
-    '<http://rdf.freebase.com/ns/m.0obama> <http://rdf.freebase.com/ns/common.topic.description> "line one\\nline two, \\"quoted\\"\\ttab"@en .',
-    '<http://rdf.freebase.com/ns/m.0obama> <http://rdf.freebase.com/ns/common.topic.description> "line one\\nline two, \\"quoted\\"\\ttab"@en .',
+    '<http://rdf.freebase.com/ns/m.0obama> <http://rdf.freebase.com/ns/common.topic.description> "line one\\nline two, \\"quoted\\"\\ttab\\rcr"@en .',
+    '<http://rdf.freebase.com/ns/m.0obama> <http://rdf.freebase.com/ns/common.topic.description> "line one\\nline two, \\"quoted\\"\\ttab\\rcr"@en .',
     '<http://rdf.freebase.com/ns/m.0obama> <http://rdf.freebase.com/ns/common.topic.alias> "Barry"@en .',
     '<http://rdf.freebase.com/ns/m.0obama> <http://rdf.freebase.com/ns/common.topic.alias> "Obama"@de .',
 ]) + "\n"
@@ -69,7 +69,9 @@ def source(request, tmp_path) -> tuple[Path, dict]:
 
 def read_import_file(path: Path) -> list[list[str]]:
     """Records of a neo4j-admin file as written: SEP-delimited, fields quoted with ESC (doubled inside)."""
-    text, records, fields, i = path.read_text(encoding="utf-8"), [], [], 0
+    with path.open(encoding="utf-8", newline="") as fh:  # keep \r inside values as it is
+        text = fh.read()
+    records, fields, i = [], [], 0
     field = ""
     while i < len(text):
         c = text[i]

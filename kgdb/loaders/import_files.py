@@ -16,7 +16,7 @@ Files, in the import folder (removed by the next import), one record per line:
   heads.sorted   h                   distinct heads, cut from triples.sorted (already in order)
 Entities are the merge of heads, tails, literals and names in id order (one pass, no lookups).
 
-Encoding: SEP is U+0001; the characters U+0000..U+000A inside a value are written as U+0002
+Encoding: SEP is U+0001; the characters U+0000..U+000D inside a value are written as U+0002
 followed by the character + 0x10. That keeps byte order equal to the order of the original
 strings (SEP sorts below every value character, so a prefix sorts first), keeps one record per
 line, and lets neo4j-admin read the files as they are: delimiter U+0001, quote character U+0002,
@@ -54,8 +54,8 @@ from kgdb.loaders.writer import (
 
 SEP = "\x01"
 ESC = "\x02"
-_NEEDS_ESCAPE = re.compile("[\x00-\x0a]")
-_ESCAPES = {i: ESC + chr(0x10 + i) for i in range(0x0B)}
+_NEEDS_ESCAPE = re.compile("[\x00-\x0d]")  # SEP, ESC, line ends (\n, \r, \v, \f) and everything below them
+_ESCAPES = {i: ESC + chr(0x10 + i) for i in range(0x0E)}
 _ESCAPED = re.compile("\x02(.)", re.S)
 # Lines per write call while reading; entities per write without embeddings: bound the memory.
 WRITE_CHUNK = 100_000
