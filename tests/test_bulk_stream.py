@@ -176,3 +176,16 @@ def test_lazy_bulk_files_carry_relation_vectors_and_no_entity_vectors(tmp_path, 
     assert stats.entity_embeddings == len(with_vector)
     relations = read_import_file(files.relations)[1:]
     assert all(len(row[3].split(";")) == 384 for row in relations) and stats.relation_embeddings == len(relations)
+
+
+def test_neo4j_admin_import_output_becomes_one_progress_bar_and_stage_lines():
+    from kgdb.loaders.bulk import ImportOutput
+
+    text = (Path(__file__).parent / "fixtures" / "neo4j_admin_import.out").read_text(encoding="utf-8")  # a real run's output
+    bar, lines = [], []
+    out = ImportOutput(lambda phase, done, total: bar.append((phase, done, total)), lines.append)
+    for start in range(0, len(text), 97):  # arbitrary chunks, as the pipe delivers them
+        out(text[start: start + 97])
+    assert bar[-1] == ("import", 400, 400) and [d for _, d, _ in bar] == sorted(d for _, d, _ in bar)
+    assert any("(2/4) Relationship import" in line for line in lines) and any("IMPORT DONE" in line for line in lines)
+    assert not any("Estimated" in line or "..." in line for line in lines)

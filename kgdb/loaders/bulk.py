@@ -9,6 +9,7 @@ REPLACES the whole database; a non-empty database is refused unless `replace=Tru
 
 from __future__ import annotations
 
+import re
 import time
 from typing import AbstractSet, Callable, Mapping, Sequence
 from urllib.parse import urlparse
@@ -36,6 +37,35 @@ def check_local(settings: Settings, server: LocalServer) -> None:
         )
     if not server.jars_installed():
         raise KgdbError(f"no Neo4j installed in {server.home}: run `kgdb neo4j install` first")
+
+
+class ImportOutput:
+    """neo4j-admin import's output as progress: each stage's name is logged as it starts (nodes,
+    relationships, indexes, counts ...), its dotted progress lines move the `import` bar."""
+
+    _PERCENT = re.compile(r"^[.\s-]+(\d+)%")
+    _STAGE = re.compile(r"^\((\d+)/(\d+)\)")
+
+    def __init__(self, progress: ProgressFn, log: Callable[[str], None]):
+        self.progress, self.log = progress, log
+        self.pending = ""
+        self.started = False
+        self.stage, self.stages = 1, 1  # from the "(2/4) Relationship import" headings
+
+    def __call__(self, chunk: str) -> None:
+        self.pending += chunk
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            pct = self._PERCENT.match(line)
+            stage = self._STAGE.match(line)
+            if pct:
+                self.progress("import", (self.stage - 1) * 100 + int(pct.group(1)), self.stages * 100)
+            elif line.startswith("Import starting"):
+                self.started = True
+            elif self.started and line.strip() and not line[0].isspace():
+                if stage:
+                    self.stage, self.stages = int(stage.group(1)), int(stage.group(2))
+                self.log(f"neo4j-admin import: {line.strip()}")
 
 
 def list_stream(triples: Sequence[Triple], names: Mapping[str, str], literals: AbstractSet[str]) -> SourceStream:
@@ -91,6 +121,7 @@ def bulk_load(
             "database", "import", "full", settings.neo4j_database,
             "--overwrite-destination=true", "--id-type=string", "--multiline-fields=true",
             f"--report-file={files.folder / 'import.report'}", *files.import_args(),
+            on_output=ImportOutput(progress, log),
         )
     finally:
         stats.seconds["import"] = time.perf_counter() - t0
