@@ -217,9 +217,12 @@ def plot(results: list[dict], path: Path) -> None:
             right.plot(x, [r["p95_ms"] for r in rows], "s--", label=f"p95 ({mode})")
     left.set(xscale="log", xlabel="triples", ylabel="minutes", title="Bulk load (2 shared cores)")
     right.set(xscale="log", xlabel="triples", ylabel="ms", title="Retrieval latency, cosine, warm")
+    if not right.lines:
+        right.text(0.5, 0.5, "not measured", ha="center", va="center", transform=right.transAxes)
     for ax in (left, right):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.lines:
+            ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
