@@ -17,6 +17,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from typing import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,13 +258,23 @@ class LocalServer:
         env = {k: v for k, v in os.environ.items() if k not in _SECRET_ENV}
         return {**env, "NEO4J_HOME": str(self.home), "NEO4J_CONF": str(self.conf_dir)}
 
-    def admin(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        """Run neo4j-admin in-process (AdminTool), e.g. `database import full ...`."""
+    def admin(self, *args: str, check: bool = True, on_output: Callable[[str], None] | None = None) -> subprocess.CompletedProcess:
+        """Run neo4j-admin in-process (AdminTool), e.g. `database import full ...`.
+
+        `on_output` gets its output as it comes (an import prints its progress for minutes)."""
         java = require_tool("java", "install Java 17 or 21")
-        proc = subprocess.run(
-            [java, "-Xmx1g", "-cp", f"{self.lib}/*", ADMIN_TOOL, *args],
-            cwd=self.home, env=self._env(), capture_output=True, text=True,
-        )
+        cmd = [java, "-Xmx1g", "-cp", f"{self.lib}/*", ADMIN_TOOL, *args]
+        if on_output is None:
+            proc = subprocess.run(cmd, cwd=self.home, env=self._env(), capture_output=True, text=True)
+        else:
+            with subprocess.Popen(cmd, cwd=self.home, env=self._env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, bufsize=1) as popen:
+                assert popen.stdout is not None
+                out = []
+                while chunk := popen.stdout.read(256):
+                    out.append(chunk)
+                    on_output(chunk)
+            proc = subprocess.CompletedProcess(cmd, popen.returncode, "".join(out), "")
         if check and proc.returncode != 0:
             raise KgdbError(f"neo4j-admin {' '.join(args[:3])} failed:\n{(proc.stdout + proc.stderr).strip()[-2000:]}")
         return proc

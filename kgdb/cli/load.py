@@ -69,10 +69,12 @@ def freebase_subset(
 ) -> None:
     """Load a Freebase subset: entities, relationships, dense idx and name embeddings (idempotent, resumable)."""
     from kgdb.cypher.schema import counts
-    from kgdb.loaders.sources import DEFAULT_QUESTIONS, open_source
+    from kgdb.loaders.sources import open_source
 
     settings = settings_from(ctx)
-    graph = None if bulk else open_graph(ctx)  # a wrong password fails before a long read
+    if bulk:
+        return _bulk(ctx, source, names, dataset, relation_prefix, mids, replace, skip_bad, no_embed, embeddings)
+    graph = open_graph(ctx)  # a wrong password fails before a long read
     try:
         seconds: dict[str, float] = {}
         with phase_progress() as (_, report):
@@ -84,39 +86,20 @@ def freebase_subset(
             )
             seconds["read"] = time.perf_counter() - t0
         say("Read {} triples from {}", f"{len(src.triples):,}", src.description)
-        if src.bad.normalised:
-            say("normalised {} value(s) (byte-order mark, surrounding whitespace, Unicode NFC)", f"{src.bad.normalised:,}")
-        if src.bad.count:
-            say("[yellow]skipped {} bad line(s)[/], e.g.:", f"{src.bad.count:,}")
-            for example in src.bad.examples:
-                console.print(f"  {example}", highlight=False, markup=False)
+        _report_bad(src)
         embedder = _embedder(settings, no_embed)
         with phase_progress() as (_, report):
-            if bulk:
-                from kgdb.loaders.bulk import bulk_load
-                from kgdb.server import server_from_settings
+            from kgdb.loaders.writer import write_graph
 
-                stats = bulk_load(
-                    settings, server_from_settings(settings), src.triples, src.names, literals=src.literals,
-                    embedder=embedder, replace=replace, progress=report, log=lambda msg: say("{}", msg),
-                )
-                graph = open_graph(ctx)
-            else:
-                from kgdb.loaders.writer import write_graph
-
-                stats = write_graph(
-                    graph, src.triples, src.names, embedder=embedder, batch_size=batch_size,
-                    progress=report, literals=src.literals, break_lease=break_lease, dedupe=dedupe,
-                    log=lambda msg: say("{}", msg), embeddings=embeddings,
-                )
-            qstats = None
-            if source is None and dataset is None:
-                from kgdb.loaders.questions import read_question_file, write_questions
-
-                qstats = write_questions(graph, read_question_file(DEFAULT_QUESTIONS), progress=report)
+            stats = write_graph(
+                graph, src.triples, src.names, embedder=embedder, batch_size=batch_size,
+                progress=report, literals=src.literals, break_lease=break_lease, dedupe=dedupe,
+                log=lambda msg: say("{}", msg), embeddings=embeddings,
+            )
+            qstats = _default_questions(graph, source, dataset, report)
         stats.bad_lines = src.bad.count
         stats.seconds = {**seconds, **stats.seconds}
-        _summary(stats, src, counts(graph), bulk)
+        _summary(stats, src, counts(graph), bulk=False)
         if qstats:
             console.print(f"Loaded {qstats.questions} example questions ({qstats.linked} topic links).")
         if stats.embeddings == EmbeddingMode.lazy and stats.entity_embeddings_left:
@@ -128,8 +111,54 @@ def freebase_subset(
             )
         _browser_hint(settings)
     finally:
-        if graph is not None:
-            graph.close()
+        graph.close()
+
+
+def _report_bad(src) -> None:
+    if src.bad.normalised:
+        say("normalised {} value(s) (byte-order mark, surrounding whitespace, Unicode NFC)", f"{src.bad.normalised:,}")
+    if src.bad.count:
+        say("[yellow]skipped {} bad line(s)[/], e.g.:", f"{src.bad.count:,}")
+        for example in src.bad.examples:
+            console.print(f"  {example}", highlight=False, markup=False)
+
+
+def _default_questions(graph, source, dataset, report):
+    """The example questions of the default subset (loaded with it)."""
+    if source is not None or dataset is not None:
+        return None
+    from kgdb.loaders.questions import read_question_file, write_questions
+    from kgdb.loaders.sources import DEFAULT_QUESTIONS
+
+    return write_questions(graph, read_question_file(DEFAULT_QUESTIONS), progress=report)
+
+
+def _bulk(ctx, source, names, dataset, relation_prefix, mids, replace, skip_bad, no_embed, embeddings) -> None:
+    """--bulk: the source is streamed into neo4j-admin import files (bounded memory), never held whole."""
+    from kgdb.cypher.schema import counts
+    from kgdb.loaders.bulk import bulk_load
+    from kgdb.loaders.sources import open_stream
+    from kgdb.server import server_from_settings
+
+    settings = settings_from(ctx)
+    embedder = _embedder(settings, no_embed)
+    with phase_progress() as (_, report):
+        stream = open_stream(
+            source, names=names, dataset=dataset, relation_prefixes=relation_prefix, mids_file=mids,
+            skip_bad=skip_bad, cache_dir=settings.cache_dir, progress=lambda done, total: report("reading", done, total),
+        )
+        stats = bulk_load(settings, server_from_settings(settings), stream, embedder=embedder, embeddings=embeddings,
+                          replace=replace, progress=report, log=lambda msg: say("{}", msg))
+    say("Read {} triples from {}", f"{stats.triples_in:,}", stream.description)
+    _report_bad(stream)
+    with open_graph(ctx) as graph:
+        with phase_progress() as (_, report):
+            qstats = _default_questions(graph, source, dataset, report)
+        stats.bad_lines = stream.bad.count
+        _summary(stats, stream, counts(graph), bulk=True)
+    if qstats:
+        console.print(f"Loaded {qstats.questions} example questions ({qstats.linked} topic links).")
+    _browser_hint(settings)
 
 
 def _browser_hint(settings) -> None:

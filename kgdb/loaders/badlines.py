@@ -15,6 +15,7 @@ BOM = "\ufeff"
 # Neo4j caps at ~8 KB; a longer value fails deep inside a write transaction and leaves entities
 # without their relationships. Half the cap leaves room for Neo4j's own key overhead.
 MAX_KEY_BYTES = 4_000
+RELATIONS_CACHED = 100_000
 
 
 def normalise_text(value: str) -> str:
@@ -23,6 +24,8 @@ def normalise_text(value: str) -> str:
     Without it `\\ufeffBarack Obama`, ` Barack Obama ` and the NFD spelling of a name would be
     separate entities beside `Barack Obama`.
     """
+    if value.isascii():  # no BOM, already NFC: the common case, kept cheap for 50M-line sources
+        return value.strip()
     out = value.strip().lstrip(BOM).strip()
     return out if out.isascii() else unicodedata.normalize("NFC", out)
 
@@ -38,6 +41,9 @@ class BadLines:
     count: int = 0
     examples: list[str] = field(default_factory=list)
     normalised: int = 0
+    # Relation names already accepted: a source repeats a few thousand of them millions of times,
+    # and the per-character check is most of the reading time. Capped, so it stays small.
+    _relations_ok: set[str] = field(default_factory=set, repr=False)
 
     def __call__(self, message: str, path: Path | str, line: int | None) -> None:
         if not self.skip:
@@ -59,9 +65,12 @@ class BadLines:
         if "\x00" in value:
             self(f"{what} contains a NUL character", path, line)
             return False
-        if not self.text_ok(value, what, path, line):
+        if value.isascii():
+            size = len(value)
+        elif not self.text_ok(value, what, path, line):
             return False
-        size = len(value.encode("utf-8"))
+        else:
+            size = len(value.encode("utf-8"))
         if size > MAX_KEY_BYTES:
             self(f"{what} is {size:,} bytes long; Neo4j cannot index values over {MAX_KEY_BYTES:,} bytes", path, line)
             return False
@@ -80,6 +89,8 @@ class BadLines:
     def relation_ok(self, value: str, path: Path | str, line: int | None) -> bool:
         from kgdb.loaders.writer import RESERVED_TYPES
 
+        if value in self._relations_ok:
+            return True
         if not self.key_ok(value, "relation name", path, line):
             return False
         if any(unicodedata.category(c) == "Cc" for c in value):
@@ -88,6 +99,8 @@ class BadLines:
         if value in RESERVED_TYPES:
             self(f"relation name {value} is reserved for kgdb's own relationships; rename it", path, line)
             return False
+        if len(self._relations_ok) < RELATIONS_CACHED:
+            self._relations_ok.add(value)
         return True
 
     def triple_ok(self, h: str, r: str, t: str, path: Path | str, line: int | None) -> bool:

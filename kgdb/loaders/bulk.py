@@ -1,47 +1,29 @@
-"""`load --bulk`: CSVs + `neo4j-admin database import full` against the local server.
+"""`load --bulk`: import files + `neo4j-admin database import full` against the local server.
 
 The fastest path Neo4j offers, for large sources. Everything the Bolt path computes (labels,
-dense idx, name embeddings as float arrays) goes into the CSVs, so after the import the server is
+dense idx, name embeddings as float arrays) goes into the files, which `kgdb.loaders.import_files`
+streams from the source with bounded memory, so after the import the server is
 restarted and only the schema (constraints, full-text and vector indexes) is built. The import
 REPLACES the whole database; a non-empty database is refused unless `replace=True`.
 """
 
 from __future__ import annotations
 
-import csv
-import shutil
+import re
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import AbstractSet, Callable, Mapping, Sequence
 from urllib.parse import urlparse
 
-import numpy as np
-
-from kgdb.config import Settings, mask_uri
+from kgdb.config import EmbeddingMode, Settings, mask_uri
 from kgdb.cypher import Graph
 from kgdb.errors import KgdbError
-from kgdb.loaders.writer import (
-    LoadStats,
-    ProgressFn,
-    TextEncoder,
-    Triple,
-    _noop,
-    check_relations,
-    entity_rows,
-    iter_encoded,
-)
+from kgdb.loaders.badlines import BadLines
+from kgdb.loaders.import_files import write_import_files
+from kgdb.loaders.source import SourceStream
+from kgdb.loaders.writer import LoadStats, ProgressFn, TextEncoder, Triple, _noop
 from kgdb.server import LocalServer
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
-
-
-@dataclass(frozen=True)
-class BulkFiles:
-    folder: Path
-    entities: Path
-    relations: Path
-    triples: Path
 
 
 def check_local(settings: Settings, server: LocalServer) -> None:
@@ -57,86 +39,59 @@ def check_local(settings: Settings, server: LocalServer) -> None:
         raise KgdbError(f"no Neo4j installed in {server.home}: run `kgdb neo4j install` first")
 
 
-def _vector_text(vec: np.ndarray | None) -> str:
-    return "" if vec is None else ";".join(np.char.mod("%.8g", vec))
+class ImportOutput:
+    """neo4j-admin import's output as progress: each stage's name is logged as it starts (nodes,
+    relationships, indexes, counts ...), its dotted progress lines move the `import` bar."""
+
+    _PERCENT = re.compile(r"^[.\s-]+(\d+)%")
+    _STAGE = re.compile(r"^\((\d+)/(\d+)\)")
+
+    def __init__(self, progress: ProgressFn, log: Callable[[str], None]):
+        self.progress, self.log = progress, log
+        self.pending = ""
+        self.started = False
+        self.stage, self.stages = 1, 1  # from the "(2/4) Relationship import" headings
+
+    def __call__(self, chunk: str) -> None:
+        self.pending += chunk
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            pct = self._PERCENT.match(line)
+            stage = self._STAGE.match(line)
+            if pct:
+                self.progress("import", (self.stage - 1) * 100 + int(pct.group(1)), self.stages * 100)
+            elif line.startswith("Import starting"):
+                self.started = True
+            elif self.started and line.strip() and not line[0].isspace():
+                if stage:
+                    self.stage, self.stages = int(stage.group(1)), int(stage.group(2))
+                self.log(f"neo4j-admin import: {line.strip()}")
 
 
-def _embed(embedder: TextEncoder | None, texts: list[str], phase: str, progress: ProgressFn) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    if embedder is None:
-        return out
-    distinct = len(set(texts))
-    progress(phase, 0, distinct)
-    for chunk, vectors in iter_encoded(embedder, texts):
-        out.update(zip(chunk, vectors))
-        progress(phase, len(out), distinct)
-    return out
-
-
-def write_csvs(
-    folder: Path,
-    triples: Sequence[Triple],
-    names: Mapping[str, str],
-    literals: AbstractSet[str],
-    embedder: TextEncoder | None,
-    stats: LoadStats,
-    progress: ProgressFn = _noop,
-) -> BulkFiles:
-    """The node and relationship CSVs of neo4j-admin import (header row, RFC 4180 quoting)."""
-    from kgdb.embeddings import relation_text
-
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    files = BulkFiles(folder, folder / "entities.csv", folder / "relations.csv", folder / "triples.csv")
-    rows = entity_rows(triples, names, literals)
-    relations = sorted({r for _, r, _ in triples})
-    check_relations(relations)
-    stats.entities, stats.relation_types = len(rows), len(relations)
-    stats.cvt = sum("CVT" in r.labels for r in rows)
-    stats.literals = sum("Literal" in r.labels for r in rows)
-
-    t0 = time.perf_counter()
-    entity_vecs = _embed(embedder, [r.name for r in rows if "CVT" not in r.labels], "entity embeddings", progress)
-    relation_vecs = _embed(embedder, [relation_text(r) for r in relations], "relation embeddings", progress)
-    stats.entity_embeddings = sum("CVT" not in r.labels for r in rows) if embedder else 0
-    stats.relation_embeddings = len(relations) if embedder else 0
-    if embedder is not None:
-        stats.seconds["embeddings"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    with files.entities.open("w", encoding="utf-8", newline="") as fh:
-        out = csv.writer(fh)
-        out.writerow(["id:ID(Entity)", "name", "idx:long", "embedding:float[]", ":LABEL"])
-        for idx, r in enumerate(rows):
-            vec = None if "CVT" in r.labels else entity_vecs.get(r.name)
-            out.writerow([r.id, r.name, idx, _vector_text(vec), ";".join(r.labels)])
-    with files.relations.open("w", encoding="utf-8", newline="") as fh:
-        out = csv.writer(fh)
-        out.writerow(["name:ID(Relation)", "text", "idx:long", "embedding:float[]", ":LABEL"])
-        for idx, r in enumerate(relations):
-            text = relation_text(r)
-            out.writerow([r, text, idx, _vector_text(relation_vecs.get(text)), "Relation"])
-    with files.triples.open("w", encoding="utf-8", newline="") as fh:
-        out = csv.writer(fh)
-        out.writerow([":START_ID(Entity)", ":END_ID(Entity)", ":TYPE"])
-        out.writerows((h, t, r) for h, r, t in triples)
-    stats.seconds["csv"] = time.perf_counter() - t0
-    return files
+def list_stream(triples: Sequence[Triple], names: Mapping[str, str], literals: AbstractSet[str]) -> SourceStream:
+    """In-memory triples as a stream (the Python API and the tests)."""
+    return SourceStream(
+        description="triples", bad=BadLines(),
+        records=lambda: ((h, r, t, t in literals) for h, r, t in triples),
+        names=(lambda: iter(names.items())) if names else None,
+    )
 
 
 def bulk_load(
     settings: Settings,
     server: LocalServer,
-    triples: Sequence[Triple],
+    triples: Sequence[Triple] | SourceStream,
     names: Mapping[str, str] | None = None,
     *,
     literals: AbstractSet[str] = frozenset(),
     embedder: TextEncoder | None = None,
+    embeddings: EmbeddingMode | str = EmbeddingMode.eager,
     replace: bool = False,
     progress: ProgressFn = _noop,
     log: Callable[[str], None] = print,
 ) -> LoadStats:
-    """Replace the local database with `triples` via neo4j-admin import, then build the schema."""
+    """Replace the local database with `triples` (a list, or a source streamed with bounded
+    memory) via neo4j-admin import, then build the schema."""
     from kgdb.cypher.schema import init_schema
 
     from kgdb.loaders.lease import acquire, release
@@ -152,10 +107,9 @@ def bulk_load(
                 f"--bulk replaces the whole database, which holds {nodes:,} nodes: pass --replace to confirm, "
                 "or load over Bolt (without --bulk) to add to it"
             )
+    stream = triples if isinstance(triples, SourceStream) else list_stream(triples, names or {}, literals)
     stats = LoadStats()
-    unique = sorted(set(triples))
-    stats.triples_in = stats.triples_created = len(unique)
-    files = write_csvs(server.home / "import" / "kgdb-bulk", unique, names or {}, literals, embedder, stats, progress)
+    files = write_import_files(server.home / "import" / "kgdb-bulk", stream, embedder, stats, progress, embeddings)
 
     t0 = time.perf_counter()
     if server.running():
@@ -165,9 +119,9 @@ def bulk_load(
     try:
         server.admin(
             "database", "import", "full", settings.neo4j_database,
-            "--overwrite-destination=true", "--id-type=string", "--array-delimiter=;",
-            "--multiline-fields=true", f"--report-file={files.folder / 'import.report'}",
-            f"--nodes={files.entities}", f"--nodes={files.relations}", f"--relationships={files.triples}",
+            "--overwrite-destination=true", "--id-type=string", "--multiline-fields=true",
+            f"--report-file={files.folder / 'import.report'}", *files.import_args(),
+            on_output=ImportOutput(progress, log),
         )
     finally:
         stats.seconds["import"] = time.perf_counter() - t0

@@ -5,7 +5,7 @@ The `http://rdf.freebase.com/ns/` prefix is stripped, so `<…/ns/m.0abc>` becom
 become display names, not triples. Literal objects (dates, numbers, strings) become `:Literal`
 entities whose id is the value. Filters cut a subset from the full dump: `relation_prefixes`
 keeps triples whose relation starts with one of them, `mids` keeps triples touching one of them.
-Two passes: triples first, then the names of the entities the kept triples use.
+Two passes: triples first, then the names (given to the entities the kept triples use).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 from kgdb.errors import InputError
 from kgdb.loaders.badlines import BadLines, decode_line, normalise_text
-from kgdb.loaders.source import TripleSource
+from kgdb.loaders.source import Record, SourceStream, TripleSource, collect
 from kgdb.ids import normalise_mid
 
 NS = "http://rdf.freebase.com/ns/"
@@ -76,6 +76,62 @@ def _statements(path: Path, bad: BadLines, progress: ProgressFn | None) -> Itera
         progress(total, total)
 
 
+def stream_ntriples(
+    path: Path,
+    relation_prefixes: list[str] | None = None,
+    mids: set[str] | None = None,
+    bad: BadLines | None = None,
+    progress: ProgressFn | None = None,
+    language: str = "en",
+) -> SourceStream:
+    """Pass one yields the triples; pass two (`names()`) the English names of all subjects."""
+    if not path.is_file():
+        raise InputError("file not found", path=path)
+    prefixes = tuple(relation_prefixes or ())
+    stream = SourceStream(description=str(path), bad=bad or BadLines(), inline_names=True)
+
+    def records() -> Iterator[Record]:
+        bad = stream.bad
+        for line_no, s, p, o in _statements(path, bad, progress):
+            stream.lines = line_no
+            if p == NAME_PREDICATE or p.startswith(("http:", "https:")) or (prefixes and not p.startswith(prefixes)):
+                stream.filtered += p != NAME_PREDICATE
+                continue
+            if o.startswith('"'):
+                lit = _LITERAL.match(o)
+                if lit is None or (lit.group(2) and lit.group(2).split("-")[0].lower() != language):
+                    stream.filtered += 1
+                    continue
+                tail = _unescape(lit.group(1))
+                if not tail.strip():
+                    stream.filtered += 1
+                    continue
+                is_literal = True
+            else:
+                tail = _iri(o) if o.startswith("<") else o
+                is_literal = False
+            s, p, tail = bad.clean(s), bad.clean(p), bad.clean(tail)
+            if mids is not None and s not in mids and tail not in mids:
+                stream.filtered += 1
+                continue
+            if not bad.triple_ok(s, p, tail, path, line_no):
+                continue
+            yield s, p, tail, is_literal
+
+    def names() -> Iterator[tuple[str, str]]:
+        for _, s, p, o in _statements(path, BadLines(skip=True), None):
+            if p != NAME_PREDICATE:
+                continue
+            lit = _LITERAL.match(o)
+            if lit and lit.group(2) and lit.group(2).split("-")[0].lower() == language:
+                name = stream.bad.clean(_unescape(lit.group(1)))
+                if name and BadLines(skip=True).text_ok(name, "name", path, None):
+                    yield normalise_text(s), name
+
+    stream.records, stream.names = records, names
+    return stream
+
+
 def read_ntriples(
     path: Path,
     relation_prefixes: list[str] | None = None,
@@ -84,50 +140,7 @@ def read_ntriples(
     progress: ProgressFn | None = None,
     language: str = "en",
 ) -> TripleSource:
-    if not path.is_file():
-        raise InputError("file not found", path=path)
-    bad = bad or BadLines()
-    prefixes = tuple(relation_prefixes or ())
-    source = TripleSource(description=str(path), triples=[], bad=bad)
-    for line_no, s, p, o in _statements(path, bad, progress):
-        source.lines = line_no
-        if p == NAME_PREDICATE or p.startswith(("http:", "https:")) or (prefixes and not p.startswith(prefixes)):
-            source.filtered += p != NAME_PREDICATE
-            continue
-        if o.startswith('"'):
-            lit = _LITERAL.match(o)
-            if lit is None or (lit.group(2) and lit.group(2).split("-")[0].lower() != language):
-                source.filtered += 1
-                continue
-            tail = _unescape(lit.group(1))
-            if not tail.strip():
-                source.filtered += 1
-                continue
-            is_literal = True
-        else:
-            tail = _iri(o) if o.startswith("<") else o
-            is_literal = False
-        s, p, tail = bad.clean(s), bad.clean(p), bad.clean(tail)
-        if mids is not None and s not in mids and tail not in mids:
-            source.filtered += 1
-            continue
-        if not bad.triple_ok(s, p, tail, path, line_no):
-            continue
-        source.triples.append((s, p, tail))
-        if is_literal:
-            source.literals.add(tail)
-    wanted = {h for h, _, _ in source.triples} | {t for _, _, t in source.triples if t not in source.literals}
-    for _, s, p, o in _statements(path, BadLines(skip=True), None):
-        if p != NAME_PREDICATE:
-            continue
-        s = normalise_text(s)
-        if s in wanted and s not in source.names:
-            lit = _LITERAL.match(o)
-            if lit and lit.group(2) and lit.group(2).split("-")[0].lower() == language:
-                name = bad.clean(_unescape(lit.group(1)))
-                if name and BadLines(skip=True).text_ok(name, "name", path, None):
-                    source.names[s] = name
-    return source
+    return collect(stream_ntriples(path, relation_prefixes, mids, bad, progress, language))
 
 
 def read_mids(path: Path) -> set[str]:

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from kgdb.errors import InputError, KgdbError
 from kgdb.loaders.badlines import BadLines, decode_line
-from kgdb.loaders.source import TripleSource
+from kgdb.loaders.source import Record, SourceStream, TripleSource, collect
 from kgdb.ids import normalise_mid, normalise_relation
 
 ROG_SUFFIXES = (".parquet", ".jsonl", ".json")
@@ -25,12 +25,17 @@ def rog_rows(path: Path, bad: BadLines) -> Iterator[tuple[int, dict[str, Any]]]:
     if path.suffix.lower() == ".parquet":
         import pyarrow.parquet as pq
 
-        try:
-            table = pq.read_table(path)
+        try:  # row groups streamed in batches: a large file is never held whole
+            batches = pq.ParquetFile(path).iter_batches(batch_size=1024)
+            row_no = 0
+            for batch in batches:
+                for record in batch.to_pylist():
+                    row_no += 1
+                    yield row_no, record
+        except (InputError, KgdbError):
+            raise
         except Exception as exc:  # pyarrow raises several types for corrupt or non-parquet files
             raise InputError(f"not a readable parquet file ({exc})", path=path) from exc
-        for row_no, record in enumerate(table.to_pylist(), 1):
-            yield row_no, record
         return
     with path.open("rb") as fh:
         for line_no, raw in enumerate(fh, 1):
@@ -51,29 +56,37 @@ def rog_rows(path: Path, bad: BadLines) -> Iterator[tuple[int, dict[str, Any]]]:
             yield line_no, record
 
 
-def read_rog(paths: list[Path], bad: BadLines | None = None) -> TripleSource:
-    bad = bad or BadLines()
-    source = TripleSource(description=", ".join(str(p) for p in paths), triples=[], bad=bad)
-    for path in paths:
-        for line_no, record in rog_rows(path, bad):
-            source.lines += 1
-            graph = record.get("graph")
-            if graph is None:
-                bad("record has no `graph` column (expected RoG columns id, question, answer, q_entity, a_entity, graph)", path, line_no)
-                continue
-            if not isinstance(graph, (list, tuple)):
-                bad("`graph` must be a list of [head, relation, tail]", path, line_no)
-                continue
-            for triple in graph:
-                fields = [str(x) if x is not None else "" for x in triple] if isinstance(triple, (list, tuple)) else []
-                if len(fields) != 3 or not all(f.strip() for f in fields):
-                    bad(f"graph entry {triple!r} is not a [head, relation, tail] of non-empty strings", path, line_no)
+def stream_rog(paths: list[Path], bad: BadLines | None = None) -> SourceStream:
+    stream = SourceStream(description=", ".join(str(p) for p in paths), bad=bad or BadLines())
+
+    def records() -> Iterator[Record]:
+        bad = stream.bad
+        for path in paths:
+            for line_no, record in rog_rows(path, bad):
+                stream.lines += 1
+                graph = record.get("graph")
+                if graph is None:
+                    bad("record has no `graph` column (expected RoG columns id, question, answer, q_entity, a_entity, graph)", path, line_no)
                     continue
-                h, r, t = (bad.clean(f) for f in fields)
-                h, r, t = normalise_mid(h), normalise_relation(r), normalise_mid(t)
-                if bad.triple_ok(h, r, t, path, line_no):
-                    source.triples.append((h, r, t))
-    return source
+                if not isinstance(graph, (list, tuple)):
+                    bad("`graph` must be a list of [head, relation, tail]", path, line_no)
+                    continue
+                for triple in graph:
+                    fields = [str(x) if x is not None else "" for x in triple] if isinstance(triple, (list, tuple)) else []
+                    if len(fields) != 3 or not all(f.strip() for f in fields):
+                        bad(f"graph entry {triple!r} is not a [head, relation, tail] of non-empty strings", path, line_no)
+                        continue
+                    h, r, t = (bad.clean(f) for f in fields)
+                    h, r, t = normalise_mid(h), normalise_relation(r), normalise_mid(t)
+                    if bad.triple_ok(h, r, t, path, line_no):
+                        yield h, r, t, False
+
+    stream.records = records
+    return stream
+
+
+def read_rog(paths: list[Path], bad: BadLines | None = None) -> TripleSource:
+    return collect(stream_rog(paths, bad))
 
 
 def rog_files(folder: Path) -> list[Path]:

@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 from kgdb.errors import InputError
 from kgdb.loaders.badlines import BadLines, decode_line
-from kgdb.loaders.source import TripleSource
+from kgdb.loaders.source import Record, SourceStream, TripleSource, collect
 from kgdb.ids import normalise_mid, normalise_relation
 
 TRIPLE_SUFFIXES = (".tsv", ".csv", ".txt")
@@ -65,37 +65,51 @@ def _check_fields(fields: list[str], want: int, what: str, path: Path, line_no: 
     return True
 
 
-def read_names(path: Path, bad: BadLines) -> dict[str, str]:
-    """`mid<TAB>name` lines (CSV when the file ends in .csv) -> {normalised mid: name}."""
-    names: dict[str, str] = {}
+def name_records(path: Path, bad: BadLines) -> Iterator[tuple[str, str]]:
+    """(normalised mid, name) of every `mid<TAB>name` line (CSV when the file ends in .csv)."""
     for line_no, fields in _records(path, bad):
         if _check_fields(fields, 2, "(id, name)", path, line_no, bad) and bad.text_ok(fields[1], "name", path, line_no):
-            names[normalise_mid(fields[0])] = fields[1]
-    return names
+            yield normalise_mid(fields[0]), fields[1]
+
+
+def read_names(path: Path, bad: BadLines) -> dict[str, str]:
+    """{normalised mid: name}; a later line for the same mid wins."""
+    return dict(name_records(path, bad))
+
+
+def stream_triple_file(
+    path: Path, names_path: Path | None = None, bad: BadLines | None = None, progress: ProgressFn | None = None
+) -> SourceStream:
+    stream = SourceStream(description=str(path), bad=bad or BadLines())
+
+    def records() -> Iterator[Record]:
+        first = True
+        for line_no, fields in _records(path, stream.bad, progress):
+            stream.lines = line_no
+            if first and len(fields) == 3 and {f.strip().lower() for f in fields} in _HEADERS:
+                first = False
+                continue
+            first = False
+            if _check_fields(fields, 3, "(head, relation, tail)", path, line_no, stream.bad):
+                h, r, t = fields
+                relation = normalise_relation(r)
+                if not relation:
+                    stream.bad(f"relation {r!r} is empty after normalisation", path, line_no)
+                    continue
+                h, t = normalise_mid(h), normalise_mid(t)
+                if stream.bad.triple_ok(h, relation, t, path, line_no):
+                    yield h, relation, t, False
+
+    stream.records = records
+    if names_path is not None:
+        if not names_path.is_file():  # before a long read, not after it
+            raise InputError("file not found", path=names_path)
+        stream.names = lambda: name_records(names_path, stream.bad)
+        stream.description += f" + names {names_path}"
+    return stream
 
 
 def read_triple_file(
     path: Path, names_path: Path | None = None, bad: BadLines | None = None, progress: ProgressFn | None = None
 ) -> TripleSource:
-    bad = bad or BadLines()
-    source = TripleSource(description=str(path), triples=[], bad=bad)
-    first = True
-    for line_no, fields in _records(path, bad, progress):
-        source.lines = line_no
-        if first and len(fields) == 3 and {f.strip().lower() for f in fields} in _HEADERS:
-            first = False
-            continue
-        first = False
-        if _check_fields(fields, 3, "(head, relation, tail)", path, line_no, bad):
-            h, r, t = fields
-            relation = normalise_relation(r)
-            if not relation:
-                bad(f"relation {r!r} is empty after normalisation", path, line_no)
-                continue
-            h, t = normalise_mid(h), normalise_mid(t)
-            if bad.triple_ok(h, relation, t, path, line_no):
-                source.triples.append((h, relation, t))
-    if names_path is not None:
-        source.names = read_names(names_path, bad)
-        source.description += f" + names {names_path}"
-    return source
+    return collect(stream_triple_file(path, names_path, bad, progress))

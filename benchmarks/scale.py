@@ -1,0 +1,295 @@
+"""Loading and retrieval at scale: synthetic Freebase-shaped graphs of 1M, 10M, 50M triples.
+
+For each size: generate the graph with benchmarks/synth.py (streamed, fixed seed; reused when the
+folder already holds that size and seed), bulk-load it into the local server of KGDB_NEO4J_HOME
+(`kgdb load freebase-subset … --bulk --replace --embeddings MODE`, which replaces the database),
+ask one planted question with `kgdb ask`, then time retrieval on planted questions in-process.
+
+    KGDB_NEO4J_HOME=/root/kgdb-servers/scale KGDB_NEO4J_BOLT_PORT=7704 KGDB_NEO4J_HTTP_PORT=7404 \\
+    KGDB_NEO4J_HEAP=2g KGDB_NEO4J_PAGECACHE=2g KGDB_NEO4J_URI=bolt://localhost:7704 \\
+    .venv/bin/python benchmarks/scale.py --sizes 1M,10M,50M --data /work/scale-data --out benchmarks/out/scale
+
+Figures per size:
+- load s: wall time of the load command (read, sort, import, restart, schema) plus the first
+  `kgdb ask` on a planted question, i.e. until the graph answers (ask s is that first ask alone);
+- import tr/s: distinct triples / seconds of the `neo4j-admin import` step;
+- py RSS: peak resident memory of the load's Python process, sampled with psutil every 0.2 s
+  (tree RSS: the same sampling summed over its process tree: the `sort`s and neo4j-admin's JVM);
+- store: `du` of the server's data folder after the load;
+- p50 / p95: retrieval latency (link + fetch + featurise + score; the question embedding is
+  batched beforehand and not counted) over `--questions` planted questions, warm (a first pass
+  over the same questions is not timed), cosine retriever, no write-back;
+- R@100: answer recall@100 on those questions (gold answers among the heads and tails of the
+  top 100 triples), averaged.
+Results accumulate in OUT/results.json (one entry per size and embeddings mode), so sizes can be
+run separately; the table and OUT/scale.png show all of them. `uptime`'s load average is printed
+with each size: the machine is shared, and the timings depend on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+# (header, result key, format); every cell is right-aligned to its header's width or more.
+COLUMNS = [("size", "triples", "{:>5}"), ("emb", "embeddings", "{:>5}"), ("load s", "load_s", "{:>7.0f}"),
+           ("ask s", "ask_s", "{:>6.1f}"), ("import s", "import_s", "{:>8.0f}"), ("import tr/s", "import_tps", "{:>11,.0f}"),
+           ("py RSS MB", "py_rss_mb", "{:>9,.0f}"), ("tree RSS MB", "tree_rss_mb", "{:>11,.0f}"),
+           ("store MB", "store_mb", "{:>8,.0f}"), ("p50 ms", "p50_ms", "{:>6.1f}"), ("p95 ms", "p95_ms", "{:>6.1f}"),
+           ("R@100", "recall_100", "{:>5.3f}"), ("load avg 1 min", "load_avg", "{:>14}")]
+
+
+def parse_size(text: str) -> int:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmM]?)", text.strip())
+    if m is None:
+        raise SystemExit(f"--sizes: cannot read {text!r} (examples: 500k, 1M, 10M)")
+    return int(float(m.group(1)) * {"": 1, "k": 1_000, "m": 1_000_000}[m.group(2).lower()])
+
+
+def label(n: int) -> str:
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1_000}k" if n % 1_000 == 0 else str(n)
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+def generate(n: int, seed: int, data: Path) -> tuple[Path, float]:
+    """The synthetic graph of n triples (reused when stats.json says it is that size and seed)."""
+    folder = data / f"synth-{label(n)}-seed{seed}"
+    stats = folder / "stats.json"
+    if stats.is_file():
+        info = json.loads(stats.read_text())
+        if info.get("seed") == seed and info.get("triples") == n:
+            print(f"[{label(n)}] reusing {folder}", flush=True)
+            return folder, 0.0
+    t = time.perf_counter()
+    print(f"[{label(n)}] generating {n:,} triples into {folder} ...", flush=True)
+    subprocess.run([sys.executable, str(HERE / "synth.py"), "--triples", str(n), "--seed", str(seed), "--out", str(folder)],
+                   check=True, stdout=subprocess.DEVNULL)
+    return folder, time.perf_counter() - t
+
+
+class RssSampler:
+    """Peak RSS of one process and of its whole tree, sampled every `every` seconds."""
+
+    def __init__(self, pid: int, every: float = 0.2):
+        import psutil
+
+        self.proc = psutil.Process(pid)
+        self.every, self.peak, self.peak_tree = every, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            try:
+                own = self.proc.memory_info().rss
+                tree = own
+                for child in self.proc.children(recursive=True):
+                    try:
+                        tree += child.memory_info().rss
+                    except psutil.Error:
+                        pass
+                self.peak, self.peak_tree = max(self.peak, own), max(self.peak_tree, tree)
+            except psutil.Error:
+                return
+            self._stop.wait(self.every)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def kgdb_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kgdb", *args]
+
+
+def summary_value(text: str, row: str) -> float | None:
+    m = re.search(rf"{re.escape(row)}\s*│\s*([\d,.]+)", text)
+    return float(m.group(1).replace(",", "")) if m else None
+
+
+def bulk_load(folder: Path, embeddings: str, log: Path) -> dict:
+    env = {**os.environ, "COLUMNS": "200"}
+    cmd = kgdb_cmd("load", "freebase-subset", str(folder / "triples.tsv"), "--names", str(folder / "names.tsv"),
+                   "--bulk", "--replace", "--embeddings", embeddings)
+    t = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        sampler = RssSampler(proc.pid)
+        rc = proc.wait()
+        sampler.stop()
+    wall = time.perf_counter() - t
+    text = log.read_text(errors="replace")
+    if rc:
+        raise SystemExit(f"the load failed (exit {rc}); see {log}:\n{text[-2000:]}")
+    triples = summary_value(text, "triples (distinct)")
+    import_s = summary_value(text, "seconds: import")
+    return {"load_cmd_s": wall, "distinct_triples": triples, "import_s": import_s,
+            "import_tps": triples / import_s if triples and import_s else None,
+            "py_rss_mb": sampler.peak / 2**20, "tree_rss_mb": sampler.peak_tree / 2**20,
+            "phases": {m.group(1): float(m.group(2)) for m in re.finditer(r"seconds: ([\w +]+?)\s*│\s*([\d.]+)", text)}}
+
+
+def first_ask(question: dict, log: Path) -> dict:
+    t = time.perf_counter()
+    out = subprocess.run(kgdb_cmd("ask", question["question"]), capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    secs = time.perf_counter() - t
+    log.write_text(out.stdout + out.stderr)
+    answered = out.returncode == 0 and any(a in out.stdout for a in question["answer"])
+    return {"ask_s": secs, "ask_rc": out.returncode, "ask_found_answer": answered}
+
+
+def store_mb(home: Path) -> float:
+    out = subprocess.run(["du", "-sb", str(home / "data")], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[0]) / 2**20
+
+
+def retrieval(questions: list[dict], k: int, hops: int | None) -> dict:
+    """Warm latency and answer recall@k of the cosine retriever on planted questions."""
+    from kgdb.config import load_settings
+    from kgdb.cypher import Graph
+    from kgdb.models.metrics import answer_recall_at
+    from kgdb.pipeline import RetrievePipeline
+
+    settings = load_settings()
+    with Graph.connect(settings) as graph:
+        pipe = RetrievePipeline(graph, settings, "cosine", None, k=k, hops=hops, write=False)
+        embs = pipe.embed([q["question"] for q in questions])
+        for q, emb in zip(questions, embs):  # warm-up pass: caches, JIT, page cache
+            pipe.retrieve(q["question"], None, q_emb=emb)
+        total, recalls, linked = [], [], 0
+        for q, emb in zip(questions, embs):
+            res = pipe.retrieve(q["question"], None, q_emb=emb)
+            total.append(sum(res.timings.get(s, 0.0) for s in ("link", "fetch", "featurise", "score")))
+            linked += set(q["q_entity"]) <= set(res.topics)
+            sg = res.subgraph
+            if sg is None or not sg.num_triples:
+                recalls.append(0.0)
+                continue
+            local = {e: i for i, e in enumerate(sg.entity_ids)}
+            answers = np.array([local[a] for a in q["a_entity"] if a in local], dtype=np.int64)
+            order = np.array([t.index for t in res.triples], dtype=np.int64)
+            recalls.append(answer_recall_at(order, np.asarray(sg.head), np.asarray(sg.tail), answers, len(q["a_entity"]), k) or 0.0)
+    return {"p50_ms": float(np.percentile(total, 50)), "p95_ms": float(np.percentile(total, 95)),
+            f"recall_{k}": float(np.mean(recalls)), "topics_linked": linked / len(questions), "questions": len(questions)}
+
+
+def table(results: list[dict]) -> str:
+    lines = [" ".join(name for name, _, _ in COLUMNS)]
+    for r in results:
+        cells = []
+        for name, key, fmt in COLUMNS:
+            value = label(r[key]) if key == "triples" else r.get(key)
+            cells.append(fmt.format(value).rjust(len(name)) if value is not None else "-".rjust(len(name)))
+        lines.append(" ".join(cells))
+    return "\n".join(lines)
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for mode in sorted({r["embeddings"] for r in results}):
+        rows = sorted((r for r in results if r["embeddings"] == mode), key=lambda r: r["triples"])
+        x = [r["triples"] for r in rows]
+        left.plot(x, [r["load_s"] / 60 for r in rows], "o-", label=f"load until ask answers ({mode})")
+        left.plot(x, [r["import_s"] / 60 for r in rows], "s--", label=f"neo4j-admin import ({mode})")
+        if all(r.get("p50_ms") is not None for r in rows):
+            right.plot(x, [r["p50_ms"] for r in rows], "o-", label=f"p50 ({mode})")
+            right.plot(x, [r["p95_ms"] for r in rows], "s--", label=f"p95 ({mode})")
+    left.set(xscale="log", xlabel="triples", ylabel="minutes", title="Bulk load (2 shared cores)")
+    right.set(xscale="log", xlabel="triples", ylabel="ms", title="Retrieval latency, cosine, warm")
+    if not right.lines:
+        right.text(0.5, 0.5, "not measured", ha="center", va="center", transform=right.transAxes)
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1M,10M,50M", help="comma-separated triple counts (500k, 1M, 10M, ...)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", type=Path, required=True, help="folder for the generated graphs (large: ~65 bytes per triple)")
+    ap.add_argument("--out", type=Path, default=HERE / "out" / "scale", help="results.json, scale.png and the logs")
+    ap.add_argument("--embeddings", choices=["eager", "lazy", "auto"], default="lazy", help="entity embeddings of the load")
+    ap.add_argument("--questions", type=int, default=200, help="planted questions timed per size (1, 2, 3 hops in turn)")
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--hops", type=int, default=None, help="fetch depth (default: the pipeline's)")
+    ap.add_argument("--no-retrieval", action="store_true", help="loads only (retrieval needs entity vectors, or lazy filling)")
+    ap.add_argument("--retrieval-only", action="store_true",
+                    help="time retrieval on the graph the server holds now (loaded by an earlier run of this size)")
+    args = ap.parse_args()
+
+    from kgdb.config import load_settings
+
+    home = load_settings().neo4j_home
+    if not os.environ.get("KGDB_NEO4J_HOME"):
+        raise SystemExit("set KGDB_NEO4J_HOME (and the ports) to a server of its own: every size replaces its database")
+    args.out.mkdir(parents=True, exist_ok=True)
+    store = args.out / "results.json"
+    results: list[dict] = json.loads(store.read_text()) if store.is_file() else []
+    for n in (parse_size(s) for s in args.sizes.split(",")):
+        if args.retrieval_only:
+            folder = args.data / f"synth-{label(n)}-seed{args.seed}"
+            questions = [json.loads(line) for line in (folder / "questions.jsonl").open(encoding="utf-8")][: args.questions]
+            row = next(r for r in results if (r["triples"], r["embeddings"]) == (n, args.embeddings))
+            before = load_average()
+            row.update(retrieval(questions, args.k, args.hops))
+            row["load_avg"] = f"{row.get('load_avg', '')}; retrieval {before:.1f} -> {load_average():.1f}"
+            print(f"[{label(n)}] retrieval p50 {row['p50_ms']:.1f} ms, p95 {row['p95_ms']:.1f} ms, "
+                  f"answer recall@{args.k} {row[f'recall_{args.k}']:.3f} ({len(questions)} questions)", flush=True)
+            store.write_text(json.dumps(results, indent=1))
+            continue
+        folder, gen_s = generate(n, args.seed, args.data)
+        before = load_average()
+        print(f"[{label(n)}] bulk load (--embeddings {args.embeddings}), load average {before:.1f} ...", flush=True)
+        load = bulk_load(folder, args.embeddings, args.out / f"load-{label(n)}-{args.embeddings}.log")
+        questions = [json.loads(line) for line in (folder / "questions.jsonl").open(encoding="utf-8")][: args.questions]
+        ask = first_ask(questions[0], args.out / f"ask-{label(n)}-{args.embeddings}.log")
+        row = {"triples": n, "seed": args.seed, "embeddings": args.embeddings, "generate_s": gen_s, **load, **ask,
+               "load_s": load["load_cmd_s"] + ask["ask_s"], "store_mb": store_mb(home)}
+        print(f"[{label(n)}] loaded in {row['load_s']:.0f} s (import {load['import_s']} s), peak Python RSS "
+              f"{load['py_rss_mb']:,.0f} MB; first ask {ask['ask_s']:.1f} s (answer found: {ask['ask_found_answer']})", flush=True)
+        row["load_avg"] = f"{before:.1f} -> {load_average():.1f}"  # at the start -> at the end
+        results = [r for r in results if (r["triples"], r["embeddings"]) != (n, args.embeddings)] + [row]
+        results.sort(key=lambda r: (r["embeddings"], r["triples"]))
+        store.write_text(json.dumps(results, indent=1))  # the load's figures are kept even if retrieval is cut short
+        if not args.no_retrieval:
+            row.update(retrieval(questions, args.k, args.hops))
+            print(f"[{label(n)}] retrieval p50 {row['p50_ms']:.1f} ms, p95 {row['p95_ms']:.1f} ms, "
+                  f"answer recall@{args.k} {row[f'recall_{args.k}']:.3f}", flush=True)
+            row["load_avg"] += f"; retrieval -> {load_average():.1f}"
+            store.write_text(json.dumps(results, indent=1))
+    print(table(results))
+    try:
+        plot(results, args.out / "scale.png")
+        print(f"plot: {args.out / 'scale.png'}")
+    except ImportError:  # matplotlib is the optional `bench` extra
+        print("no plot: pip install -e '.[bench]' (matplotlib)")
+
+
+if __name__ == "__main__":
+    main()
