@@ -174,6 +174,7 @@ def test_lazy_bulk_files_carry_relation_vectors_and_no_entity_vectors(tmp_path, 
     named = {row[0] for row in entities if "CVT" not in row[4]}
     assert with_vector == (named if mode == "eager" else set()) and named
     assert stats.entity_embeddings == len(with_vector)
+    assert (stats.embeddings, stats.entity_embeddings_left) == ((mode, 0) if mode == "eager" else (mode, len(named)))
     relations = read_import_file(files.relations)[1:]
     assert all(len(row[3].split(";")) == 384 for row in relations) and stats.relation_embeddings == len(relations)
 
