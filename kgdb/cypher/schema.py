@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from kgdb.cypher import Graph, statements
-from kgdb.errors import KgdbError
+from kgdb.errors import DatabaseError, KgdbError
+
+# `IF NOT EXISTS` is checked when a transaction starts: two loads creating the schema at the same
+# moment both pass it, and the second commit fails with this code although the index it wanted exists.
+CREATED_CONCURRENTLY = "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists"
 
 
 def init_schema(graph: Graph, model: str | None, dim: int | None) -> list[str]:
@@ -21,7 +25,11 @@ def init_schema(graph: Graph, model: str | None, dim: int | None) -> list[str]:
     for text in statements("schema"):
         if dim is None and "VECTOR INDEX" in text:
             continue
-        graph.run_text(text, _name="schema", dim=dim)
+        try:
+            graph.run_text(text, _name="schema", dim=dim)
+        except DatabaseError as exc:
+            if getattr(exc.__cause__, "code", None) != CREATED_CONCURRENTLY:
+                raise
         done.append(text.split("IF NOT EXISTS")[0].strip().splitlines()[-1])
     graph.run_text("CALL db.awaitIndexes(300)", _name="await_indexes")
     return done
