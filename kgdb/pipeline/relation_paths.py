@@ -120,7 +120,7 @@ class RelationPathRetriever:
     def gather(self, question: str, topics: list[str] | None = None, q_emb: np.ndarray | None = None) -> "Gathered":
         """Link, plan, ground, and (with a structural reasoner) reason over the grounded triples and
         trace its paths back: every candidate path of both modules with its S1 and S2, unfiltered."""
-        from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_path
+        from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_paths, why_empty
 
         if not question or not question.strip():
             raise InputError("the question is empty", path="QUESTION")
@@ -142,17 +142,19 @@ class RelationPathRetriever:
         t = time.perf_counter()
         grounded: list[tuple[PlannedPath, str, list[tuple]]] = []
         notes: list[str] = []
-        for plan in plans:
-            for anchor in found.ids:
-                try:
-                    grounding = ground_relation_path(
-                        self.graph, anchor, list(plan.relations), cap=self.ground_cap, directions=list(plan.directions) or None,
-                        walks=self.walks,
-                    )
-                except UnknownRelationError as exc:
-                    notes.append(f"planned path skipped: {exc}")
-                    break
-                grounded += [(plan, anchor, triples) for triples in grounding]
+        jobs = [(plan, anchor) for plan in plans for anchor in found.ids]
+        groundings = ground_relation_paths(
+            self.graph, [(anchor, list(plan.relations), list(plan.directions) or None) for plan, anchor in jobs], cap=self.ground_cap, walks=self.walks,
+        )
+        for (plan, anchor), grounding in zip(jobs, groundings):
+            grounded += [(plan, anchor, triples) for triples in grounding]
+        reached = {plan for plan, _, _ in grounded}
+        for plan in [p for p in dict.fromkeys(plan for plan, _ in jobs) if p not in reached]:
+            exc = why_empty(self.graph, found.ids[0], list(plan.relations))
+            if isinstance(exc, UnknownRelationError):
+                notes.append(f"planned path skipped: {exc}")
+            elif exc is not None:
+                raise exc
         timings["ground"] = _ms(t)
         ids = [e for _, anchor, triples in grounded for e in _walk(anchor, triples)[0]] + found.ids
         info = entity_names(self.graph, ids)
@@ -322,24 +324,31 @@ class TrainedPathPlanner:
 
     def _allowed(self, graph: Graph, topics: list[str]):
         """Graph-constrained decoding: after a prefix, only the (relation, direction) steps that leave
-        the entities the prefix reaches (one `relations_around` and one `relation_step` per prefix)."""
-        from kgdb.cypher.paths import relation_step, relations_around
+        the entities the prefix reaches; one `beam_step.cypher` call per decoding step answers the
+        whole beam (one query per prefix made the planner most of the latency)."""
+        from kgdb.cypher.paths import beam_step
         from kgdb.models.planner import step_of, token_of
 
-        reached: dict[tuple[int, ...], list[str]] = {(): list(topics)}
+        reached: dict[tuple[int, ...], tuple[list[str], list[int]]] = {}
 
-        def ends_of(prefix: tuple[int, ...]) -> list[str]:
-            if prefix not in reached:
-                before = ends_of(prefix[:-1])
-                r, d = step_of(prefix[-1])
-                reached[prefix] = relation_step(graph, before, self.relation_names[r], d, cap=self.frontier_cap) if before else []
-            return reached[prefix]
-
-        def allowed(prefix: tuple[int, ...]) -> list[int]:
-            ends = ends_of(prefix)
-            if not ends:
-                return []
-            return [token_of(self.relation_index[r], d) for r, d in relations_around(graph, ends) if r in self.relation_index]
+        def allowed(prefixes: list[tuple[int, ...]]) -> list[list[int]]:
+            new = [p for p in dict.fromkeys(prefixes) if p not in reached]
+            asks, keys = [], []
+            for p in new:
+                if not p:
+                    asks.append((list(topics), None, 0))
+                    keys.append(p)
+                    continue
+                parent = reached.get(p[:-1], ([], []))[0]
+                if not parent:  # nothing to step from (a prefix the beam never checked)
+                    reached[p] = ([], [])
+                    continue
+                r, d = step_of(p[-1])
+                asks.append((parent, self.relation_names[r], d))
+                keys.append(p)
+            for p, (ids, steps) in zip(keys, beam_step(graph, asks, cap=self.frontier_cap) if asks else []):
+                reached[p] = (ids, [token_of(self.relation_index[r], d) for r, d in steps if r in self.relation_index])
+            return [reached[p][1] for p in prefixes]
 
         return allowed
 
