@@ -101,3 +101,45 @@ def test_constrained_planner_makes_one_query_per_decoding_step(movies):
         for r, d in zip(plan.relations, plan.directions):
             ends = _step(ends, r, d)
         assert ends
+
+
+def _brute_walks(topic, steps, walks):
+    """Every instantiation of (relation, direction) steps from `topic`, as triple tuples (h, r, t)."""
+    out = [([topic], [])]
+    for rel, d in steps:
+        nxt = []
+        for nodes, trs in out:
+            for h, r, t in TRIPLES:
+                for (a, b) in ([(h, t)] if d > 0 else []) + ([(t, h)] if d < 0 else []):
+                    if r != rel or a != nodes[-1]:
+                        continue
+                    if walks and trs and trs[-1] == (h, r, t):
+                        continue
+                    if not walks and b in nodes:
+                        continue
+                    nxt.append((nodes + [b], trs + [(h, r, t)]))
+        out = nxt
+    return sorted(trs for _, trs in out)
+
+
+@pytest.mark.parametrize("walks", [False, True])
+def test_grounding_equals_brute_force_with_parallel_edges_and_both_directions(movies, walks):
+    cases = [
+        ("Alan Turing", [("movie.directed_by", -1), ("movie.written_by", 1)]),  # Film C: both relations to Alan Turing
+        ("Film C", [("movie.directed_by", 1), ("movie.written_by", -1), ("movie.starred_actors", 1)]),
+        ("Marie Curie", [("movie.starred_actors", -1), ("movie.starred_actors", 1), ("movie.starred_actors", -1)]),
+    ]
+    for topic, steps in cases:
+        got = ground_relation_path(movies, topic, [r for r, _ in steps], cap=1000, directions=[d for _, d in steps], walks=walks, per_end=1000)
+        assert sorted([tuple((h, r, t) for _, h, r, t in p) for p in got]) == [tuple(p) for p in _brute_walks(topic, steps, walks)]
+
+
+def test_frontier_bound_holds_on_a_hub(graph):
+    hub = [("Hub", "link.to", f"leaf {i:02d}") for i in range(40)] + [(f"leaf {i:02d}", "link.back", "Hub") for i in range(40)]
+    load(graph, hub)
+    got = ground_relation_path(graph, "Hub", ["link.to", "link.back", "link.to"], cap=7, directions=[1, 1, 1], walks=True, per_end=2)
+    ends = sorted({p[-1][3] for p in got})
+    assert ends == [f"leaf {i:02d}" for i in range(7)]  # the first `cap` entities in id order
+    assert all(sum(p[-1][3] == e for p in got) <= 2 for e in ends) and len(got) <= 7 * 2
+    first = ground_relation_path(graph, "Hub", ["link.to"], cap=7, directions=[1], per_end=2)
+    assert sorted(p[0][3] for p in first) == [f"leaf {i:02d}" for i in range(7)]

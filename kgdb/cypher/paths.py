@@ -44,22 +44,24 @@ def shortest_path_triples(
 
 
 def ground_relation_path(
-    graph: Graph, topic_id: str, relations: list[str], cap: int = 1000, directions: list[int] | None = None, walks: bool = False
+    graph: Graph, topic_id: str, relations: list[str], cap: int = 1000, directions: list[int] | None = None, walks: bool = False,
+    per_end: int = 3,
 ) -> list[list[Triple]]:
     """Instantiated paths topic -r1- x -r2- y … (no repeated entity; with `walks` entities may repeat
-    but a relationship is never taken straight back), ≤ cap per hop.
+    but a relationship is never taken straight back); per hop at most `cap` distinct entities are
+    reached (the first in id order) and at most `per_end` paths to each are kept.
 
     `directions[i]` is +1 (follow r_i head -> tail), -1 (against it) or 0 (either); omitted = either.
     A path that grounds to nothing because the topic is not an entity or a relation is not a
     relationship type of the graph raises `InputError` saying which."""
-    paths = ground_relation_paths(graph, [(topic_id, relations, directions)], cap=cap, walks=walks)[0]
+    paths = ground_relation_paths(graph, [(topic_id, relations, directions)], cap=cap, walks=walks, per_end=per_end)[0]
     if not paths:
         _explain_empty(graph, topic_id, relations)
     return paths
 
 
 def ground_relation_paths(
-    graph: Graph, jobs: list[tuple[str, list[str], list[int] | None]], cap: int = 1000, walks: bool = False
+    graph: Graph, jobs: list[tuple[str, list[str], list[int] | None]], cap: int = 1000, walks: bool = False, per_end: int = 3
 ) -> list[list[list[Triple]]]:
     """`ground_relation_path` for many (topic, relations, directions) at once: one `ground_step`
     query per hop for all of them. Per job its paths, [] when it grounds to nothing (no error here:
@@ -79,7 +81,7 @@ def ground_relation_paths(
                  for i, (rels, dirs) in todo.items() if hop < len(rels) and paths[i]]
         if not batch:
             break
-        for row in graph.run("ground_step", jobs=batch, cap=cap, walks=walks):
+        for row in graph.run("ground_step", jobs=batch, cap=cap, walks=walks, per_end=per_end):
             paths[int(row["key"])] = row["paths"]
         hop += 1
     done = lambda i: bool(paths[i]) and len(paths[i][0]["triples"]) == len(todo[i][0])  # noqa: E731

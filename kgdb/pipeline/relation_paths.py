@@ -109,6 +109,7 @@ class RelationPathRetriever:
             "planner": getattr(self.planner, "name", type(self.planner).__name__),
             "checkpoint": ckpt.name if ckpt else None,
             "planner_decoding": ("constrained" if self.planner.constrained else "free") if hasattr(self.planner, "constrained") else None,
+            "beam": getattr(self.planner, "beam", None),
             "grounding": "walks" if self.walks else "simple paths",
             "structural": self.structural.checkpoint.name if getattr(self.structural, "checkpoint", None) else None,
             "rrp_mode": self.mode,
@@ -437,7 +438,7 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
 
 
 def relation_path_retriever(
-    graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int = 3,
+    graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int | None = None,
     ground_cap: int = 200, constrained: bool = True, walks: bool = True, structural: str | bool | None = None, mode: str | None = None,
     lambda1: float | None = None, theta: float | None = None,
 ) -> "RelationPathRetriever":
@@ -447,12 +448,11 @@ def relation_path_retriever(
 
     `structural`: a structural-reasoner checkpoint name, None = the newest trained on this graph if
     any (else the planner alone), False = the planner alone. `mode` (planner, structural, union,
-    rethink), λ1 and θ default to the values chosen on the val split and stored in that checkpoint
-    (`kgdb train rrp`), else rethinking with 0.5 and 0."""
+    rethink), λ1, θ and the planner's `beam` default to the values chosen on the val split and stored
+    in that checkpoint (`kgdb train rrp`; the beam by a val sweep, else 3), else rethinking with 0.5 and 0."""
     from kgdb.models.checkpoints import NoCheckpointError
     from kgdb.pipeline.structural import chosen_mode, load_structural
 
-    planner = load_planner(graph, settings, checkpoint, beam=beam, constrained=constrained)
     runner = None
     if structural is not False:
         try:
@@ -461,6 +461,7 @@ def relation_path_retriever(
             if structural:
                 raise
     tuned = (runner.checkpoint.config.get("rethinking") or {}) if runner is not None and runner.checkpoint else {}
+    planner = load_planner(graph, settings, checkpoint, beam=int(tuned.get("beam", 3)) if beam is None else beam, constrained=constrained)
     retriever = RelationPathRetriever(
         graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks, structural=runner,
         mode=chosen_mode(tuned) if mode is None else mode,
