@@ -49,7 +49,7 @@ def main() -> None:
     from kgdb.data.questions import read_questions
     from kgdb.data.relation_paths import TripleArrays, shortest_relation_paths
     from kgdb.pipeline import relation_path_retriever
-    from kgdb.pipeline.structural import answers_of, gather_questions
+    from kgdb.pipeline.structural import gather_questions
 
     settings = load_settings()
     graph = Graph.connect(settings)
