@@ -7,8 +7,9 @@
 // way; parallel relationships give separate paths. One row per job (paths [] when none extends).
 // The frontier is bounded by entities, not by paths: the first $cap distinct entities reached (in id
 // order) and at most $per_end paths to each (in node order), so a hop keeps every entity it can up to
-// the cap instead of many walks to a few (MetaQA 3-hop: walks capped at 1000 reached a mean 88% of the
-// gold answers). The first pass only finds the entities (a streaming DISTINCT, no sort of all walks).
+// the cap instead of many walks to a few (MetaQA 3-hop val, first 300: mean answer recall 0.9608 against
+// 0.9597 with 200 walks, Hit@1 and Macro-F1 unchanged). The first pass only finds the entities (a
+// streaming DISTINCT, no sort of all walks); the second keeps the paths to them.
 // Parameters:
 //   :param jobs => [{key: 0, paths: [{nodes: ['Jamaica'], triples: []}], relation: 'location.country.languages_spoken', direction: 0}]
 //   :param walks => false
