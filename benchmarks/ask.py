@@ -20,6 +20,7 @@ back and evidence chains built, as plain `kgdb ask` does; the runs created are p
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from pathlib import Path
@@ -70,6 +71,7 @@ def main() -> None:
     for s in ("plan", "ground", "structural", "rethink"):  # the relation-path retriever's stages
         stages.setdefault(s, [])
     runs, failed = [], 0
+    load_start = os.getloadavg()
     for i, q in enumerate(questions):
         start = time.perf_counter()
         try:
@@ -97,6 +99,8 @@ def main() -> None:
     print(f"timed {len(totals)} questions (after {args.warmup} warm-up), {failed} failed (no linkable entity etc.)")
     print(f"per question wall ms: p50 {statistics.median(totals):.1f}  p90 {pct(totals, 0.9):.1f}  p95 {pct(totals, 0.95):.1f}  "
           f"mean {statistics.fmean(totals):.1f}  max {max(totals):.1f}")
+    print(f"load average (1/5/15 min) at start {' '.join(f'{x:.2f}' for x in load_start)}, "
+          f"at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
     print(f"{'stage':<10} {'p50 ms':>9} {'mean ms':>9}")
     for s, v in stages.items():
         if not v:
@@ -106,7 +110,6 @@ def main() -> None:
 
 def cold(args: argparse.Namespace) -> None:
     """Median wall seconds of whole processes, each started from nothing."""
-    import os
     import subprocess
     import sys
     import tempfile

@@ -61,8 +61,8 @@ def test_constrained_beam_search_only_takes_allowed_steps():
     model = PathPlanner(cfg, torch.randn(4, 8)).eval()
     q, words = torch.randn(8), torch.tensor(text_features("who directed X", cfg.buckets))
     graph = {(): [token_of(2, 1)], (token_of(2, 1),): [token_of(0, -1)]}  # a two-step chain, then a dead end
-    out = model.beam_search(q, words, beam=5, allowed=lambda prefix: graph.get(prefix, []))
+    out = model.beam_search(q, words, beam=5, allowed=lambda prefixes: [graph.get(p, []) for p in prefixes])
     assert {p for p, _ in out} <= {(token_of(2, 1),), (token_of(2, 1), token_of(0, -1))} and out
-    assert model.beam_search(q, words, beam=5, allowed=lambda prefix: []) == []
+    assert model.beam_search(q, words, beam=5, allowed=lambda prefixes: [[] for _ in prefixes]) == []
     free = model.beam_search(q, words, beam=5)
     assert len(free) == 5 and all(1 <= len(p) <= 3 for p, _ in free)

@@ -7,8 +7,8 @@ relations between the same entities give two paths (the peers' `nx.DiGraph` keep
   a fetched `Subgraph`, the SubgraphRAG weak labels) use the same rule: for each (topic, answer) pair, all
   shortest directed paths topic → answer and answer → topic, keeping only the overall shortest
   direction(s); a pair with no directed path falls back to shortest undirected paths (`undirected`).
-- `ground_relation_path` instantiates a relation sequence from a topic entity (Cypher, one query
-  per relation).
+- `ground_relation_path(s)` instantiates relation sequences from topic entities (Cypher, one query
+  per hop for all of them).
 """
 
 from __future__ import annotations
@@ -44,26 +44,58 @@ def shortest_path_triples(
 
 
 def ground_relation_path(
-    graph: Graph, topic_id: str, relations: list[str], cap: int = 1000, directions: list[int] | None = None, walks: bool = False
+    graph: Graph, topic_id: str, relations: list[str], cap: int = 1000, directions: list[int] | None = None, walks: bool = False,
+    per_end: int = 3,
 ) -> list[list[Triple]]:
     """Instantiated paths topic -r1- x -r2- y … (no repeated entity; with `walks` entities may repeat
-    but a relationship is never taken straight back), ≤ cap per hop.
+    but a relationship is never taken straight back); per hop at most `cap` distinct entities are
+    reached (the first in id order) and at most `per_end` paths to each are kept.
 
     `directions[i]` is +1 (follow r_i head -> tail), -1 (against it) or 0 (either); omitted = either.
     A path that grounds to nothing because the topic is not an entity or a relation is not a
     relationship type of the graph raises `InputError` saying which."""
-    if not relations:
-        raise InputError("a relation path needs at least one relation", path="relations")
-    directions = list(directions) if directions else [0] * len(relations)
-    if len(directions) != len(relations) or any(d not in (-1, 0, 1) for d in directions):
-        raise InputError(f"directions {directions} do not fit relations {relations}: one of -1, 0, 1 per relation", path="directions")
-    paths = [{"nodes": [topic_id], "triples": []}]
-    for relation, direction in zip(relations, directions):
-        paths = graph.run("ground_step", paths=paths, relation=relation, direction=direction, cap=cap, walks=walks)
-        if not paths:
-            _explain_empty(graph, topic_id, relations)
-            return []
-    return [[tuple(t) for t in p["triples"]] for p in paths]
+    paths = ground_relation_paths(graph, [(topic_id, relations, directions)], cap=cap, walks=walks, per_end=per_end)[0]
+    if not paths:
+        _explain_empty(graph, topic_id, relations)
+    return paths
+
+
+def ground_relation_paths(
+    graph: Graph, jobs: list[tuple[str, list[str], list[int] | None]], cap: int = 1000, walks: bool = False, per_end: int = 3
+) -> list[list[list[Triple]]]:
+    """`ground_relation_path` for many (topic, relations, directions) at once: one `ground_step`
+    query per hop for all of them. Per job its paths, [] when it grounds to nothing (no error here:
+    `ground_relation_path` or `why_empty` says why)."""
+    todo: dict[int, tuple[list[str], list[int]]] = {}
+    for i, (_, relations, directions) in enumerate(jobs):
+        if not relations:
+            raise InputError("a relation path needs at least one relation", path="relations")
+        dirs = list(directions) if directions else [0] * len(relations)
+        if len(dirs) != len(relations) or any(d not in (-1, 0, 1) for d in dirs):
+            raise InputError(f"directions {dirs} do not fit relations {relations}: one of -1, 0, 1 per relation", path="directions")
+        todo[i] = (list(relations), dirs)
+    paths: dict[int, list[dict]] = {i: [{"nodes": [topic], "triples": []}] for i, (topic, _, _) in enumerate(jobs)}
+    hop = 0
+    while True:
+        batch = [{"key": i, "paths": paths[i], "relation": rels[hop], "direction": dirs[hop]}
+                 for i, (rels, dirs) in todo.items() if hop < len(rels) and paths[i]]
+        if not batch:
+            break
+        for row in graph.run("ground_step", jobs=batch, cap=cap, walks=walks, per_end=per_end):
+            paths[int(row["key"])] = row["paths"]
+        hop += 1
+    done = lambda i: bool(paths[i]) and len(paths[i][0]["triples"]) == len(todo[i][0])  # noqa: E731
+    return [[[tuple(t) for t in p["triples"]] for p in paths[i]] if done(i) else [] for i in range(len(jobs))]
+
+
+def why_empty(graph: Graph, topic_id: str, relations: list[str]) -> InputError | None:
+    """The error an empty grounding deserves (an unknown relation or topic), None when the path is
+    merely absent from this topic."""
+    try:
+        _explain_empty(graph, topic_id, relations)
+    except InputError as exc:
+        return exc
+    return None
 
 
 class UnknownRelationError(InputError):
@@ -96,10 +128,20 @@ def graph_triples(graph: Graph, max_triples: int = 5_000_000, page: int = 20_000
     return out
 
 
-def relation_step(graph: Graph, entity_ids: list[str], relation: str, direction: int, cap: int = 200) -> list[str]:
-    """Distinct entities one `relation` step (+1 along, -1 against, 0 either) from `entity_ids`, ≤ cap."""
-    row = graph.single("relation_step", ids=list(entity_ids), relation=relation, direction=direction, cap=cap) or {}
-    return list(row.get("ids") or [])
+def beam_step(
+    graph: Graph, prefixes: list[tuple[list[str], str | None, int]], cap: int = 200, limit: int = 1000
+) -> list[tuple[list[str], list[tuple[str, int]]]]:
+    """For each (parent entities, relation, direction) of a planner beam, in one query: the distinct
+    entities that step reaches (≤ cap; relation None = the parent entities themselves) and the
+    (relation, direction) pairs leaving them (`relations_around`), for a whole beam at once."""
+    rows = graph.run(
+        "beam_step", prefixes=[{"key": i, "ids": list(ids), "relation": rel, "direction": d} for i, (ids, rel, d) in enumerate(prefixes)],
+        cap=cap, limit=limit,
+    )
+    out: list[tuple[list[str], list[tuple[str, int]]]] = [([], []) for _ in prefixes]
+    for r in rows:
+        out[int(r["key"])] = (list(r["ids"]), [(rel, int(d)) for rel, d in r["steps"]])
+    return out
 
 
 def relations_around(graph: Graph, entity_ids: list[str], limit: int = 1000) -> list[tuple[str, int]]:

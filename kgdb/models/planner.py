@@ -123,13 +123,14 @@ class PathPlanner(nn.Module):
 
     @torch.no_grad()
     def beam_search(
-        self, q_emb: torch.Tensor, words: torch.Tensor, beam: int = 5, allowed: Callable[[tuple[int, ...]], Sequence[int]] | None = None
+        self, q_emb: torch.Tensor, words: torch.Tensor, beam: int = 5, allowed: Callable[[list[tuple[int, ...]]], Sequence[Sequence[int]]] | None = None
     ) -> list[tuple[tuple[int, ...], float]]:
         """The `beam` most probable complete relation paths of one question, as (tokens, log P).
 
-        `allowed(prefix)` (optional) names the tokens that may follow a prefix, e.g. the relations
-        that really leave the entities the prefix reaches (graph-constrained decoding); the
-        probabilities stay those of the unconstrained model."""
+        `allowed(prefixes)` (optional) names, for every live prefix of a decoding step at once, the
+        tokens that may follow it, e.g. the relations that really leave the entities the prefix
+        reaches (graph-constrained decoding, one database call per step); the probabilities stay
+        those of the unconstrained model."""
         table = self.tokens()
         h = self.start(q_emb[None], words, torch.zeros(1, dtype=torch.long, device=words.device))
         live: list[tuple[tuple[int, ...], float]] = [((), 0.0)]
@@ -141,10 +142,10 @@ class PathPlanner(nn.Module):
             lp = torch.log_softmax(self._mask(logits, t), dim=-1)
             if allowed is not None:
                 keep = torch.full_like(lp, float("-inf"))
-                for row, (prefix, _) in enumerate(live):
+                nexts = allowed([prefix for prefix, _ in live]) if t < self.cfg.max_hops else [[] for _ in live]
+                for row, tokens in enumerate(nexts):
                     ok = [STOP] if t > 0 else []
-                    if t < self.cfg.max_hops:
-                        ok += [tok for tok in allowed(prefix) if 0 < tok < self.num_tokens]
+                    ok += [tok for tok in tokens if 0 < tok < self.num_tokens]
                     if ok:
                         keep[row, ok] = 0.0
                 lp = lp + keep

@@ -111,6 +111,7 @@ class RelationPathRetriever:
             "planner": getattr(self.planner, "name", type(self.planner).__name__),
             "checkpoint": ckpt.name if ckpt else None,
             "planner_decoding": ("constrained" if self.planner.constrained else "free") if hasattr(self.planner, "constrained") else None,
+            "beam": getattr(self.planner, "beam", None),
             "grounding": "walks" if self.walks else "simple paths",
             "structural": self.structural.checkpoint.name if getattr(self.structural, "checkpoint", None) else None,
             "rrp_mode": self.mode,
@@ -122,7 +123,7 @@ class RelationPathRetriever:
     def gather(self, question: str, topics: list[str] | None = None, q_emb: np.ndarray | None = None) -> "Gathered":
         """Link, plan, ground, and (with a structural reasoner) reason over the grounded triples and
         trace its paths back: every candidate path of both modules with its S1 and S2, unfiltered."""
-        from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_path
+        from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_paths, why_empty
 
         if not question or not question.strip():
             raise InputError("the question is empty", path="QUESTION")
@@ -144,17 +145,19 @@ class RelationPathRetriever:
         t = time.perf_counter()
         grounded: list[tuple[PlannedPath, str, list[tuple]]] = []
         notes: list[str] = []
-        for plan in plans:
-            for anchor in found.ids:
-                try:
-                    grounding = ground_relation_path(
-                        self.graph, anchor, list(plan.relations), cap=self.ground_cap, directions=list(plan.directions) or None,
-                        walks=self.walks,
-                    )
-                except UnknownRelationError as exc:
-                    notes.append(f"planned path skipped: {exc}")
-                    break
-                grounded += [(plan, anchor, triples) for triples in grounding]
+        jobs = [(plan, anchor) for plan in plans for anchor in found.ids]
+        groundings = ground_relation_paths(
+            self.graph, [(anchor, list(plan.relations), list(plan.directions) or None) for plan, anchor in jobs], cap=self.ground_cap, walks=self.walks,
+        )
+        for (plan, anchor), grounding in zip(jobs, groundings):
+            grounded += [(plan, anchor, triples) for triples in grounding]
+        reached = {plan for plan, _, _ in grounded}
+        for plan in [p for p in dict.fromkeys(plan for plan, _ in jobs) if p not in reached]:
+            exc = why_empty(self.graph, found.ids[0], list(plan.relations))
+            if isinstance(exc, UnknownRelationError):
+                notes.append(f"planned path skipped: {exc}")
+            elif exc is not None:
+                raise exc
         timings["ground"] = _ms(t)
         ids = [e for _, anchor, triples in grounded for e in _walk(anchor, triples)[0]] + found.ids
         info = entity_names(self.graph, ids)
@@ -324,24 +327,31 @@ class TrainedPathPlanner:
 
     def _allowed(self, graph: Graph, topics: list[str]):
         """Graph-constrained decoding: after a prefix, only the (relation, direction) steps that leave
-        the entities the prefix reaches (one `relations_around` and one `relation_step` per prefix)."""
-        from kgdb.cypher.paths import relation_step, relations_around
+        the entities the prefix reaches; one `beam_step.cypher` call per decoding step answers the
+        whole beam (one query per prefix made the planner most of the latency)."""
+        from kgdb.cypher.paths import beam_step
         from kgdb.models.planner import step_of, token_of
 
-        reached: dict[tuple[int, ...], list[str]] = {(): list(topics)}
+        reached: dict[tuple[int, ...], tuple[list[str], list[int]]] = {}
 
-        def ends_of(prefix: tuple[int, ...]) -> list[str]:
-            if prefix not in reached:
-                before = ends_of(prefix[:-1])
-                r, d = step_of(prefix[-1])
-                reached[prefix] = relation_step(graph, before, self.relation_names[r], d, cap=self.frontier_cap) if before else []
-            return reached[prefix]
-
-        def allowed(prefix: tuple[int, ...]) -> list[int]:
-            ends = ends_of(prefix)
-            if not ends:
-                return []
-            return [token_of(self.relation_index[r], d) for r, d in relations_around(graph, ends) if r in self.relation_index]
+        def allowed(prefixes: list[tuple[int, ...]]) -> list[list[int]]:
+            new = [p for p in dict.fromkeys(prefixes) if p not in reached]
+            asks, keys = [], []
+            for p in new:
+                if not p:
+                    asks.append((list(topics), None, 0))
+                    keys.append(p)
+                    continue
+                parent = reached.get(p[:-1], ([], []))[0]
+                if not parent:  # nothing to step from (a prefix the beam never checked)
+                    reached[p] = ([], [])
+                    continue
+                r, d = step_of(p[-1])
+                asks.append((parent, self.relation_names[r], d))
+                keys.append(p)
+            for p, (ids, steps) in zip(keys, beam_step(graph, asks, cap=self.frontier_cap) if asks else []):
+                reached[p] = (ids, [token_of(self.relation_index[r], d) for r, d in steps if r in self.relation_index])
+            return [reached[p][1] for p in prefixes]
 
         return allowed
 
@@ -430,7 +440,7 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
 
 
 def relation_path_retriever(
-    graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int = 3,
+    graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int | None = None,
     ground_cap: int = 200, constrained: bool = True, walks: bool = True, structural: str | bool | None = None, mode: str | None = None,
     lambda1: float | None = None, theta: float | None = None,
 ) -> "RelationPathRetriever":
@@ -440,12 +450,11 @@ def relation_path_retriever(
 
     `structural`: a structural-reasoner checkpoint name, None = the newest trained on this graph if
     any (else the planner alone), False = the planner alone. `mode` (planner, structural, union,
-    rethink), λ1 and θ default to the values chosen on the val split and stored in that checkpoint
-    (`kgdb train rrp`), else rethinking with 0.5 and 0."""
+    rethink), λ1, θ and the planner's `beam` default to the values chosen on the val split and stored
+    in that checkpoint (`kgdb train rrp`; the beam by a val sweep, else 3), else rethinking with 0.5 and 0."""
     from kgdb.models.checkpoints import NoCheckpointError
     from kgdb.pipeline.structural import chosen_mode, load_structural
 
-    planner = load_planner(graph, settings, checkpoint, beam=beam, constrained=constrained)
     runner = None
     if structural is not False:
         try:
@@ -454,6 +463,7 @@ def relation_path_retriever(
             if structural:
                 raise
     tuned = (runner.checkpoint.config.get("rethinking") or {}) if runner is not None and runner.checkpoint else {}
+    planner = load_planner(graph, settings, checkpoint, beam=int(tuned.get("beam", 3)) if beam is None else beam, constrained=constrained)
     retriever = RelationPathRetriever(
         graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks, structural=runner,
         mode=chosen_mode(tuned) if mode is None else mode,
