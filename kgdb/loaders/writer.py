@@ -331,7 +331,9 @@ def _embed_entities(graph: Graph, embedder: TextEncoder, batch_size: int, progre
         return 0
     seen = 0
     futures: list[Future] = []
-    lo, hi = int(info["min_idx"] or 0), int(info["max_idx"] or -1) + 1
+    if info.get("min_idx") is None:  # only entities of an unfinished load (no idx yet): the next load numbers them
+        return 0
+    lo, hi = int(info["min_idx"]), int(info["max_idx"]) + 1
     if scope_list:
         lo, hi = max(lo, scope_list[0]), min(hi, scope_list[-1] + 1)
     for start in range(lo, hi, ENTITY_PAGE):
