@@ -166,7 +166,7 @@ def build(args) -> None:
 
 def sizes(args) -> None:
     """Subgraph sizes of every split as training and evaluation fetch them (through the cache)."""
-    from kgdb.config import load_settings
+    from kgdb.config import load_settings, mask_uri
     from kgdb.cypher import Graph
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.data.questions import read_questions
@@ -181,7 +181,7 @@ def sizes(args) -> None:
         model = info.get("model") or settings.embedding_model
         embedder = get_embedder(model, settings.device, settings.embedding_batch_size)
         all_sizes = []
-        print(f"{qs.dataset} on {settings.masked()['uri']}, hops {args.hops}, cap {args.cap}")
+        print(f"{qs.dataset} on {mask_uri(settings.neo4j_uri)}, hops {args.hops}, cap {args.cap}")
         for split in ("train", "val", "test"):
             t = time.perf_counter()
             res = prepare_split(

@@ -49,12 +49,12 @@ def _item(tables: TensorTables, i: int, n: int = 14, m: int = 45) -> CachedQuest
 def test_gathered_mlp_equals_autograd_composition():
     torch.manual_seed(0)
     H, m = 24, 37
-    tables = [torch.randn(r, H, requires_grad=True) for r in (5, 9, 3)]
-    indices = [torch.randint(0, t.shape[0], (m,)) for t in tables]
+    tables = [torch.randn(r, H, requires_grad=True) for r in (5, 9)]
+    indices = [torch.randint(0, t.shape[0], (m, k)) for t, k in zip(tables, (3, 2))]  # rows may repeat within a triple
     w, b = torch.randn(H, requires_grad=True), torch.randn(1, requires_grad=True)
     g = torch.randn(m)
-    dense = torch.relu(sum(t.index_select(0, i) for t, i in zip(tables, indices))) @ w + b
-    fused = gathered_mlp(tables, indices, w, b, chunk=8)  # ragged last chunk
+    dense = torch.relu(sum(t[i].sum(dim=1) for t, i in zip(tables, indices))) @ w + b
+    fused = gathered_mlp(list(zip(tables, indices)), w, b, chunk=8)  # ragged last chunk
     assert torch.allclose(dense, fused, atol=1e-5)
     want = torch.autograd.grad(dense, [w, b, *tables], g)
     got = torch.autograd.grad(fused, [w, b, *tables], g)

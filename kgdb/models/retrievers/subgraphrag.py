@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from kgdb.models.base import Retriever, SubgraphTensors, TensorTables
 from kgdb.models.dde import dde, dde_dim, distinct_rows, triple_encoding
-from kgdb.models.gathered_mlp import gathered_mlp
+from kgdb.models.gathered_mlp import gathered_mlp, stacked_projections
 from kgdb.models.registry import register
 
 
@@ -55,8 +55,8 @@ class SubgraphRAG(Retriever):
         self.out = nn.Linear(config.hidden, 1)
         nn.init.normal_(self.cvt_embedding, std=d**-0.5)
         self._prepared: tuple[int, int] | None = None  # (id(tables), parameter version)
-        self._ent_proj: Tensor | None = None
-        self._rel_proj: Tensor | None = None
+        self._proj: Tensor | None = None  # `prepare`: [entity heads; entity tails; relations] x hidden
+        self._n_ent = 0
 
     # Column blocks of the first layer, in input order [q, h, r, t, s_h, s_t].
     def _blocks(self) -> tuple[Tensor, ...]:
@@ -115,33 +115,50 @@ class SubgraphRAG(Retriever):
     def _forward_factored(self, x: SubgraphTensors) -> Tensor:
         """Same function as `forward_naive`, the first layer split into per-entity, per-relation and
         per-(DDE vector, question) projections that each triple sums (training, and scoring without
-        `prepare`); the per-triple part runs in `gathered_mlp`."""
-        Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
-        ent_h, head_row = self._entity_terms(x, x.head, Wh)
-        ent_t, tail_row = self._entity_terms(x, x.tail, Wt)
-        rels, rel_of = torch.unique(x.relation, return_inverse=True)
-        rel = x.tables.relation.index_select(0, rels) @ Wr.T
-        dde_h, dde_t, which = self._dde_terms(x, Wq, Wsh, Wst)
-        return gathered_mlp(
-            [ent_h, ent_t, rel, dde_h, dde_t],
-            [head_row, tail_row, rel_of, which.index_select(0, x.head), which.index_select(0, x.tail)],
-            self.out.weight.squeeze(0),
-            self.out.bias,
-            self.chunk,
-        )
+        `prepare`); the per-triple part runs in `gathered_mlp`.
 
-    def _entity_terms(self, x: SubgraphTensors, ends: Tensor, W: Tensor) -> tuple[Tensor, Tensor]:
-        """(W z_e for each distinct entity at this end of some triple, then the CVT vector's row;
-        the row of each triple's entity). The [u, d] x [d, H] projection and its gradient are what
-        training spends most time on, so it covers only entities that occur at this end, once each
-        however many nodes of a batch share them; the table rows need no gradient, only W does."""
+        The [u, d] x [d, H] entity projections and their gradients are what training spends most
+        time on, so they cover only the entities at each end of some triple, once each however
+        many nodes of a batch share them (and the CVT vector once); graph table rows need no
+        gradient, only the weights and the CVT vector do."""
+        Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
+        ents_h, head_row = self._entity_rows(x, x.head)
+        ents_t, tail_row = self._entity_rows(x, x.tail)
+        rels, rel_of = torch.unique(x.relation, return_inverse=True)
+        dde_rows, which = distinct_rows(self.features(x))
+        E, cvt = x.tables.entity, self.cvt_embedding
+        ones = torch.ones(x.num_questions, 1, device=x.question.device)
+        # One table of every term, so each triple's six rows are one fused gather-and-sum; the
+        # question row carries the bias (an input column of ones).
+        parts = [
+            (E.index_select(0, ents_h), Wh), (cvt, Wh), (E.index_select(0, ents_t), Wt), (cvt, Wt),
+            (x.tables.relation.index_select(0, rels), Wr), (dde_rows, Wsh), (dde_rows, Wst),
+            (torch.cat([x.question, ones], dim=1), torch.cat([Wq, self.hidden.bias.unsqueeze(1)], dim=1)),
+        ]
+        table = stacked_projections(parts)
+        starts = [0]
+        for inp, _ in parts[:-1]:
+            starts.append(starts[-1] + inp.shape[0])
+        h, t = x.head, x.tail
+        index = torch.stack(
+            [
+                head_row, starts[2] + tail_row, starts[4] + rel_of, starts[5] + which.index_select(0, h),
+                starts[6] + which.index_select(0, t), starts[7] + x.triple_question(),
+            ],
+            dim=1,
+        )
+        return gathered_mlp([(table, index)], self.out.weight.squeeze(0), self.out.bias, self.chunk)
+
+    @staticmethod
+    def _entity_rows(x: SubgraphTensors, ends: Tensor) -> tuple[Tensor, Tensor]:
+        """(distinct named `Entity.idx` at this end of the triples; each triple's row among them,
+        the CVT nodes' row being the one after the last)."""
         nodes = torch.unique(ends)
         named = nodes[~x.cvt_mask.index_select(0, nodes)]
         ents, ent_of = torch.unique(x.entity_idx.index_select(0, named), return_inverse=True)
-        terms = torch.cat([x.tables.entity.index_select(0, ents) @ W.T, self.cvt_embedding @ W.T])
-        row = torch.full_like(x.entity_idx, ents.shape[0])  # CVT nodes (and unused ones): the last row
+        row = torch.full_like(x.entity_idx, ents.shape[0])
         row[named] = ent_of
-        return terms, row.index_select(0, ends)
+        return ents, row.index_select(0, ends)
 
     # ---- inference with whole-table projections -------------------------------------------------
     def _version(self) -> int:
@@ -152,7 +169,8 @@ class SubgraphRAG(Retriever):
 
     @torch.no_grad()
     def prepare(self, tables: TensorTables, chunk: int = 8192) -> None:
-        """Project every entity (as head and as tail) and every relation once for fast scoring.
+        """Project every entity (as head and as tail) and every relation once for fast scoring, into
+        one table [heads; tails; relations] so a triple's three rows are one fused gather.
 
         Row N of the entity projections is the shared CVT vector, so CVT nodes are a remapped index.
         """
@@ -160,19 +178,20 @@ class SubgraphRAG(Retriever):
             return
         Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
         ent = torch.cat([tables.entity, self.cvt_embedding.detach()], dim=0)
-        heads = torch.empty(ent.shape[0], self.cfg.hidden, device=ent.device)
-        tails = torch.empty_like(heads)
-        for start in range(0, ent.shape[0], chunk):
+        n = ent.shape[0]
+        proj = torch.empty(2 * n + tables.relation.shape[0], self.cfg.hidden, device=ent.device)
+        for start in range(0, n, chunk):
             part = ent[start : start + chunk]
-            torch.matmul(part, Wh.T, out=heads[start : start + chunk])
-            torch.matmul(part, Wt.T, out=tails[start : start + chunk])
-        self._ent_proj = (heads, tails)
-        self._rel_proj = tables.relation @ Wr.T
+            end = start + part.shape[0]
+            torch.matmul(part, Wh.T, out=proj[start:end])
+            torch.matmul(part, Wt.T, out=proj[n + start : n + end])
+        torch.matmul(tables.relation, Wr.T, out=proj[2 * n :])
+        self._proj, self._n_ent = proj, n
         self._prepared = (id(tables), self._version())
 
     def train(self, mode: bool = True) -> "SubgraphRAG":
         if mode:  # parameters will change: drop the projection cache
-            self._prepared, self._ent_proj, self._rel_proj = None, None, None
+            self._prepared, self._proj = None, None
         return super().train(mode)
 
     def _forward_prepared(self, x: SubgraphTensors) -> Tensor:
@@ -182,13 +201,12 @@ class SubgraphRAG(Retriever):
         in, so a batch of questions costs no more per triple than one.
         """
         Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
-        heads, tails = self._ent_proj
         dde_h, dde_t, which = self._dde_terms(x, Wq, Wsh, Wst)
-        row = torch.where(x.cvt_mask, heads.shape[0] - 1, x.entity_idx)
+        n_ent = self._n_ent
+        row = torch.where(x.cvt_mask, n_ent - 1, x.entity_idx)
+        # Whole-table rows (the prepared [heads; tails; relations] table) and this question's DDE rows.
+        table = torch.stack([row.index_select(0, x.head), n_ent + row.index_select(0, x.tail), 2 * n_ent + x.relation], dim=1)
+        dde = torch.stack([which.index_select(0, x.head), dde_h.shape[0] + which.index_select(0, x.tail)], dim=1)
         return gathered_mlp(
-            [heads, tails, self._rel_proj, dde_h, dde_t],
-            [row.index_select(0, x.head), row.index_select(0, x.tail), x.relation, which.index_select(0, x.head), which.index_select(0, x.tail)],
-            self.out.weight.squeeze(0),
-            self.out.bias,
-            self.chunk,
+            [(self._proj, table), (torch.cat([dde_h, dde_t]), dde)], self.out.weight.squeeze(0), self.out.bias, self.chunk
         )
