@@ -143,6 +143,19 @@ def test_batched_training_resumes_to_the_same_state(tmp_path):
     assert saved["epoch"] == 2
     steps = [s["step"] for s in saved["optimizer"]["state"].values()]
     assert steps and all(float(s) == 2 * 3 for s in steps)  # 7 questions in batches of 3: 3 steps an epoch
+    # Ending the run at its last saved epoch (a shorter --max-epochs) runs no step and returns the
+    # saved run's best model; the trajectory settings must match.
+    import dataclasses
+    import shutil
+
+    shutil.copytree(tmp_path / "killed", tmp_path / "ended")
+    no_steps = []
+    ended, ended_log = train(fresh(), items, items, tables, dataclasses.replace(cfg, max_epochs=2), state_dir=tmp_path / "ended",
+                             resume=True, on_step=lambda loss, questions: no_steps.append(questions))
+    assert no_steps == [] and len(ended_log.epochs) == 2 and ended_log.best_epoch in (1, 2)
+    assert all(torch.equal(a, b) for a, b in zip(ended.state_dict().values(), saved["best_state"].values()))
+    with pytest.raises(ValueError, match="another training configuration"):
+        train(fresh(), items, items, tables, dataclasses.replace(cfg, batch_size=2), state_dir=tmp_path / "ended", resume=True)
     steps_seen = []
     resumed, resumed_log = train(
         fresh(), items, items, tables, cfg, state_dir=tmp_path / "killed", resume=True,

@@ -176,6 +176,7 @@ def train_retriever(
 
         def on_start(info: dict) -> None:
             state["usable"] = info["usable"]
+            state["t0"] = time.perf_counter()
             bar.update(fetch_task, visible=False)
             bar.update(epoch_task, visible=True)
             bar.reset(step_task, total=info["usable"], visible=True)
@@ -187,8 +188,6 @@ def train_retriever(
             )
 
         def on_step(loss: float, questions: int) -> None:
-            if state["n"] == 0:
-                state["t0"] = time.perf_counter()  # the first step of an epoch: validation is not counted
             state["loss"] += loss
             state["n"] += 1
             state["questions"] += questions
@@ -212,7 +211,7 @@ def train_retriever(
                 completed=log.epoch,
                 description=f"epochs (val R@100 {log.val_triple_recall:.3f}, ans {log.val_answer_recall:.3f}, best {state['best']:.3f})",
             )
-            state.update(loss=0.0, n=0, questions=0, epoch=log.epoch + 1)
+            state.update(loss=0.0, n=0, questions=0, epoch=log.epoch + 1, t0=time.perf_counter())  # validation not counted
             bar.reset(step_task, total=state["usable"], description=f"epoch {log.epoch + 1} loss -")
 
         ckpt, result = train_retriever(

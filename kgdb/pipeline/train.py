@@ -116,8 +116,6 @@ def train_retriever(
         raise KgdbError(f"nothing to train on: {usable} training questions with a {cls.label_kind} label, {len(va.items)} validation questions")
     device = str(tables.device)
     out = settings.checkpoints_dir / (name or f"{retriever}-{qs.dataset}")
-    on_start({"retriever": retriever, "usable": usable, "skipped": len(tr.items) - usable, "val": len(va.items),
-              "device": device, "label_kind": cls.label_kind, "out": out, "max_epochs": cfg.max_epochs})
     seed_everything(seed)
     model = cls(model_cfg, tables.dim).to(device)
     computed = cached = 0
@@ -127,6 +125,8 @@ def train_retriever(
         if c and not part.errors:  # stored beside the subgraphs: the next run reads them
             add_features(part.path, part.items)
     on_features(computed, cached)
+    on_start({"retriever": retriever, "usable": usable, "skipped": len(tr.items) - usable, "val": len(va.items),
+              "device": device, "label_kind": cls.label_kind, "out": out, "max_epochs": cfg.max_epochs})
     try:
         if nproc > 1:
             # The workers train from this process's cache and tables; none of them opens the database.

@@ -190,8 +190,12 @@ def train(
     state_path = Path(state_dir) / STATE_FILE if state_dir else None
     if resume and state_path is not None and state_path.is_file():
         saved = torch.load(state_path, map_location=device, weights_only=False)
-        # States written before a setting existed hold its default (batch_size 1).
-        if {**asdict(TrainConfig()), **saved["config"]} != asdict(cfg) or saved["retriever"] != model.name:
+        # States written before a setting existed hold its default (batch_size 1). The stopping
+        # settings may change: a run can be extended, or ended at its last saved epoch.
+        def trajectory(c: dict) -> dict:
+            return {k: v for k, v in {**asdict(TrainConfig()), **c}.items() if k not in ("max_epochs", "patience")}
+
+        if trajectory(saved["config"]) != trajectory(asdict(cfg)) or saved["retriever"] != model.name:
             raise ValueError(f"{state_path} was written by another training configuration; drop --resume or use another --name")
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
