@@ -43,7 +43,7 @@ class SubgraphRAG(Retriever):
     label_kind = "triples"
     description = "DDE + MLP triple scorer (SubgraphRAG, ICLR 2025); trained on shortest-path triples"
     batched_training = True  # forward and the per-triple BCE take a disjoint union of questions
-    chunk = 512  # triples per inference chunk: a [512, 1024] float block stays in L2 cache
+    chunk = 512  # triples per chunk (training and inference): a [512, 1024] float block stays in L2 cache
 
     def __init__(self, config: SubgraphRAGConfig | None = None, embedding_dim: int = 384):
         super().__init__(config, embedding_dim)
