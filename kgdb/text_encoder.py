@@ -12,12 +12,13 @@ vectors stored by a bulk load live in one space. Which encoder is used when is d
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from pathlib import Path
 
 import numpy as np
+
+from kgdb.blas import blas_threads
 
 # BERT's float32 attention mask value (transformers uses the dtype's minimum).
 _MASKED = np.finfo(np.float32).min
@@ -81,7 +82,6 @@ class NumpyBertEncoder:
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.max_length = int(st_config.get("max_seq_length") or config["max_position_embeddings"])
         self.threads = threads
-        self._blas = None
 
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()  # padded here, per batch, like sentence-transformers
@@ -130,26 +130,11 @@ class NumpyBertEncoder:
             return out
         ids = self.token_ids([str(t) for t in texts])
         order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
-        with self._blas_threads():
+        with blas_threads(self.threads):
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 out[rows] = self._forward([ids[i] for i in rows])
         return out
-
-    def _blas_threads(self):
-        """Cap numpy's BLAS threads while encoding (None: leave them alone).
-
-        These are small, latency-bound matmuls: on a busy 2-core machine OpenBLAS's extra threads
-        only spin-wait, and one question took ~1 s with two threads against 20 ms with one
-        (the same reason the torch side runs one thread).
-        """
-        if self.threads is None:
-            return contextlib.nullcontext()
-        if self._blas is None:
-            from threadpoolctl import ThreadpoolController
-
-            self._blas = ThreadpoolController()
-        return self._blas.limit(limits=self.threads, user_api="blas")
 
     def _forward(self, ids: list[list[int]]) -> np.ndarray:
         b, length = len(ids), max(len(x) for x in ids)

@@ -127,7 +127,7 @@ def test_extractive_reasoner_on_hand_made_evidence():
 def test_ask_extractive_answers_with_grounded_evidence(loaded):
     graph, settings = loaded
     pipe = AskPipeline(graph, settings, retriever="subgraphrag", k=20, fmt="triples")
-    assert pipe.retriever_note and "cosine" in pipe.retriever_note  # no checkpoint: falls back, says so
+    assert pipe.retriever_note and "cosine-dde" in pipe.retriever_note  # no checkpoint: the shipped default, says so
     res = pipe.ask("what is the capital of jamaica?")
     assert res.reasoning and not res.reasoning.llm_used
     assert [a.answer for a in res.answers][:1] == ["Kingston"]

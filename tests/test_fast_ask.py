@@ -128,14 +128,14 @@ def test_the_torch_free_facts_match_the_registry():
     from kgdb.models import registry
     from kgdb.models.builtin import TRAINABLE_BUILTINS
 
-    assert TRAINABLE_BUILTINS == {name for name in ("cosine", "subgraphrag", "rapl") if registry.get(name).trainable}
+    assert TRAINABLE_BUILTINS == {name for name in ("cosine", "cosine-dde", "subgraphrag", "rapl") if registry.get(name).trainable}
 
 
 @pytest.mark.parametrize("retriever", [["--retriever", "cosine", "--reasoner", "extractive"], []],
                          ids=["cosine", "plain-ask-falls-back"])
 def test_cold_ask_imports_no_torch(graph, tmp_path, retriever):
     """`kgdb ask` with cosine, and plain `kgdb ask` on a graph without a checkpoint (it falls back
-    to cosine and says so), import neither torch nor sentence-transformers."""
+    to the shipped cosine-dde and says so), import neither torch nor sentence-transformers."""
     from kgdb_graphs import load
 
     load(graph, TRIPLES)
@@ -155,4 +155,6 @@ def test_cold_ask_imports_no_torch(graph, tmp_path, retriever):
     out = run_python(code, env)
     assert out.returncode == 0, out.stderr
     assert '"answer": "Paris"' in out.stdout
+    # plain ask: no checkpoint for this graph, so the shipped cosine-dde, scored in numpy
+    assert f'"retriever": "{"cosine-dde" if not retriever else "cosine"}"' in out.stdout
     assert out.stdout.strip().splitlines()[-1] == "HEAVY []"

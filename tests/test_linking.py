@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from kgdb.cypher.linking import link_entities, mentions, resolve_topics
-from kgdb.cypher.tables import load_tables
+from kgdb.cypher.tables import HAVE, NONE, open_tables
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
 from kgdb_graphs import load
@@ -46,22 +46,26 @@ def test_resolve_topics_by_name_id_and_mid(graph):
 
 def test_tables_cached_by_fingerprint(graph, tmp_path):
     load(graph, PEOPLE)
-    tables = load_tables(graph, tmp_path)
+    tables = open_tables(graph, tmp_path)
     n = graph.single("counts")["entities"]
-    assert tables.entity.shape == (n, get_embedder().dim)
+    assert tables.num_entities == n and tables.cached_rows() == 0  # nothing is read before a use
     assert tables.relation_names == sorted({t[1] for t in PEOPLE}) and tables.relation.shape[0] == 6
     cvt = graph.run_text("MATCH (e:CVT) RETURN e.idx AS idx")[0]["idx"]
-    assert not tables.entity[cvt].any() and not tables.has_entity_embedding[cvt]
     row = graph.run_text("MATCH (e:Entity {id: 'Jamaica'}) RETURN e.idx AS idx, e.embedding AS v")[0]
-    assert tables.entity[row["idx"]] == pytest.approx(row["v"], abs=1e-6)
-    assert list((tmp_path / "tables").glob("*.npz"))
-    # a second call reads the file, not Neo4j: mark the cached table and see the mark come back
-    path = next((tmp_path / "tables").glob("*.npz"))
-    np.savez(path, entity=tables.entity + 1, relation=tables.relation,
-             relation_names=np.asarray(tables.relation_names), has_entity_embedding=tables.has_entity_embedding)
-    again = load_tables(graph, tmp_path)
-    assert again.fingerprint == tables.fingerprint and (again.entity == tables.entity + 1).all()
+    assert not len(tables.read([cvt, row["idx"]]))  # an eager graph has every vector
+    assert tables.cached_rows() == 2  # only the rows that use touched
+    assert not tables.entity_rows([cvt]).any() and tables._state[cvt] == NONE
+    assert tables.entity_rows([row["idx"]])[0] == pytest.approx(row["v"], abs=1e-6) and tables._state[row["idx"]] == HAVE
+    folder = tmp_path / "tables" / tables.fingerprint
+    assert (folder / "entity.npy").is_file() and (folder / "state.npy").is_file()
+    # a second open reads the cached rows, not Neo4j: mark the cached row and see the mark come back
+    tables._entity[row["idx"]] += 1
+    tables._entity.flush()
+    again = open_tables(graph, tmp_path)
+    again.read([row["idx"]])
+    assert again.fingerprint == tables.fingerprint
+    assert again.entity_rows([row["idx"]])[0] == pytest.approx(np.asarray(row["v"]) + 1, abs=1e-6)
     # a changed graph gets a new fingerprint (and table)
     load(graph, PEOPLE + [("Jamaica", "location.country.currency_used", "Jamaican dollar")])
-    changed = load_tables(graph, tmp_path)
-    assert changed.fingerprint != tables.fingerprint and changed.entity.shape[0] == n + 1
+    changed = open_tables(graph, tmp_path)
+    assert changed.fingerprint != tables.fingerprint and changed.num_entities == n + 1

@@ -16,13 +16,13 @@ from kgdb.cli import app
 from kgdb.cypher.writeback import show_run
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
-from kgdb.cypher.tables import graph_fingerprint, load_tables
-from kgdb.models.base import TensorTables
+from kgdb.cypher.tables import graph_fingerprint
 from kgdb.models.checkpoints import save_checkpoint
 from kgdb.data.questions import read_questions
 from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
 from kgdb.training.trainer import TrainConfig, train
 from kgdb.pipeline import QuestionInput, RetrievePipeline, prepare_split
+from kgdb.pipeline.vectors import entity_vectors, with_local_entities
 
 TRIPLES = [
     ("Jamaica", "location.country.official_language", "Jamaican English"),
@@ -111,13 +111,14 @@ def test_train_checkpoint_pipeline_and_cache(loaded):
     for a, b in zip(first.items, second.items):
         assert np.array_equal(a.labels, b.labels) and np.array_equal(a.head, b.head)
 
-    np_tables = load_tables(graph, settings.cache_dir)
-    tables = TensorTables.from_numpy(np_tables.entity, np_tables.relation, np_tables.fingerprint)
+    vectors, _ = entity_vectors(graph, settings)  # the rows the split touches, renumbered into a compact table
+    tables, local = vectors.tensor_tables([it.entity_idx for it in first.items])
+    items = with_local_entities(first.items, local)
     model = SubgraphRAG(SubgraphRAGConfig(hidden=64), tables.dim)
-    model, result = train(model, first.items, first.items, tables, TrainConfig(lr=5e-3, max_epochs=40, patience=10, select_k=3))
+    model, result = train(model, items, items, tables, TrainConfig(lr=5e-3, max_epochs=40, patience=10, select_k=3))
     assert result.best_val_triple_recall > 0.9
     save_checkpoint(model, settings.checkpoints_dir / "tiny", {
-        "embedding_model": get_embedder().name, "embedding_dim": tables.dim, "graph_fingerprint": np_tables.fingerprint,
+        "embedding_model": get_embedder().name, "embedding_dim": tables.dim, "graph_fingerprint": vectors.fingerprint,
     })
     pipe = RetrievePipeline(graph, settings, "subgraphrag", k=2)  # found by graph fingerprint
     assert pipe.checkpoint.name == "tiny"

@@ -1,7 +1,7 @@
 """RAPL through the pipeline on a real Neo4j: `kgdb ask --retriever rapl` on a graph with no RAPL
 checkpoint of its own uses the RAPL checkpoint shipped with kgdb (trained on WebQSP), passes the
 triples of its paths (an adaptive number), returns the paths and writes them back as a run; other
-retrievers without a checkpoint still fall back to cosine."""
+retrievers without a checkpoint fall back to the shipped default retriever, cosine-dde."""
 
 from __future__ import annotations
 
@@ -41,17 +41,17 @@ def loaded(graph, tmp_path):
 
 
 def test_shipped_default_checkpoint_is_in_the_package():
-    path = shipped_checkpoint()
+    path = shipped_checkpoint("rapl")
     assert path is not None, "kgdb/models/default/rapl-webqsp is missing"
     cfg = json.loads((path / "config.json").read_text())
     assert cfg["retriever"] == "rapl" and cfg["dataset"] == "webqsp"
     assert (path / "model.safetensors").stat().st_size < 5_000_000
 
 
-def test_ask_rapl_without_a_checkpoint_uses_the_shipped_one_and_others_fall_back_to_cosine(loaded):
+def test_ask_rapl_without_a_checkpoint_uses_the_shipped_one_and_others_fall_back_to_the_default(loaded):
     graph, settings = loaded
     other = AskPipeline(graph, settings, retriever="subgraphrag", k=20, fmt="paths")
-    assert other.retrieval.name == "cosine" and "cosine retriever was used" in other.retriever_note
+    assert other.retrieval.name == "cosine-dde" and "cosine-dde checkpoint shipped with kgdb" in other.retriever_note
     pipe = AskPipeline(graph, settings, retriever="rapl", k=20, fmt="paths")
     assert pipe.retrieval.name == "rapl"
     assert "shipped with kgdb" in pipe.retriever_note and "webqsp" in pipe.retriever_note
@@ -82,7 +82,7 @@ def test_cli_retrieve_rapl_with_the_shipped_checkpoint(loaded):
         "KGDB_RUNS_DIR": str(settings.runs_dir),
     }
     out = CliRunner().invoke(
-        app, ["retrieve", "where was usain bolt born?", "--retriever", "rapl", "--checkpoint", str(shipped_checkpoint()), "--json"], env=env
+        app, ["retrieve", "where was usain bolt born?", "--retriever", "rapl", "--checkpoint", str(shipped_checkpoint("rapl")), "--json"], env=env
     )
     assert out.exit_code == 0, out.output
     data = json.loads(out.output[out.output.index("{") :])

@@ -17,8 +17,8 @@ from kgdb.errors import InputError
 from kgdb.qa.prompts import FORMATS
 from kgdb.qa.reasoners import REASONERS
 
-RETRIEVER_HELP = ("A registered retriever (`kgdb retrievers`; a trainable one without a checkpoint for this graph falls back to cosine, and "
-                  "says so), or relation-paths (the trained RRP planner, `kgdb train rrp-planner`). Default: relation-paths with "
+RETRIEVER_HELP = ("A registered retriever (`kgdb retrievers`; a trainable one without a checkpoint for this graph falls back to the "
+                  "shipped cosine-dde checkpoint, and says so), or relation-paths (the trained RRP planner, `kgdb train rrp-planner`). Default: relation-paths with "
                   "--reasoner rrp, else subgraphrag.")
 REASONER_HELP = "auto (an LLM when KGDB_LLM_MODEL is set, else extractive), extractive (no LLM), openai, vllm, rrp (no LLM: answers from grounded relation paths)."
 

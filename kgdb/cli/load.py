@@ -14,6 +14,7 @@ from rich.table import Table
 
 from kgdb.cli import app
 from kgdb.cli.common import console, open_graph, progress, say, settings_from
+from kgdb.config import EMBEDDINGS_HELP, EmbeddingMode
 
 load_app = typer.Typer(help="Load knowledge graphs and question sets into Neo4j.", no_args_is_help=True)
 app.add_typer(load_app, name="load")
@@ -60,6 +61,7 @@ def freebase_subset(
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip malformed lines (counted and reported) instead of stopping."),
     batch_size: int = typer.Option(20_000, "--batch-size", min=1, help="Rows per write transaction (Bolt path)."),
     no_embed: bool = typer.Option(False, "--no-embed", help="Skip the embedding phase (run the load again later to add them)."),
+    embeddings: EmbeddingMode = typer.Option(EmbeddingMode.auto, "--embeddings", help=EMBEDDINGS_HELP),
     break_lease: bool = typer.Option(False, "--break-lease", help="Remove the load lease a killed load on another "
                                      "machine left behind (only when no other load is running)."),
     dedupe: bool = typer.Option(False, "--dedupe", help="First delete duplicate (head, relation, tail) relationships "
@@ -105,7 +107,7 @@ def freebase_subset(
                 stats = write_graph(
                     graph, src.triples, src.names, embedder=embedder, batch_size=batch_size,
                     progress=report, literals=src.literals, break_lease=break_lease, dedupe=dedupe,
-                    log=lambda msg: say("{}", msg),
+                    log=lambda msg: say("{}", msg), embeddings=embeddings,
                 )
             qstats = None
             if source is None and dataset is None:
@@ -117,6 +119,13 @@ def freebase_subset(
         _summary(stats, src, counts(graph), bulk)
         if qstats:
             console.print(f"Loaded {qstats.questions} example questions ({qstats.linked} topic links).")
+        if stats.embeddings == EmbeddingMode.lazy and stats.entity_embeddings_left:
+            console.print(
+                f"Entity names embedded lazily ({embeddings.value}): {stats.entity_embeddings_left:,} names have no vector yet; "
+                "retrieval, linking and training fill the ones they touch on use, `kgdb embed` fills those around the "
+                "loaded questions' topics and `kgdb embed --all` the rest (resumable).",
+                highlight=False, markup=False,
+            )
         _browser_hint(settings)
     finally:
         if graph is not None:
@@ -143,7 +152,7 @@ def _summary(stats, src, db: dict, bulk: bool) -> None:
     table.add_row("  CVT nodes", f"{stats.cvt:,}", f"{db.get('cvt', 0):,}")
     table.add_row("  literals", f"{stats.literals:,}", f"{db.get('literals', 0):,}")
     table.add_row("relation types", f"{stats.relation_types:,}", f"{db.get('relations', 0):,}")
-    table.add_row("entity embeddings", f"{stats.entity_embeddings:,}", f"{db.get('entity_embeddings', 0):,}")
+    table.add_row(f"entity embeddings ({stats.embeddings})", f"{stats.entity_embeddings:,}", f"{db.get('entity_embeddings', 0):,}")
     table.add_row("relation embeddings", f"{stats.relation_embeddings:,}", f"{db.get('relation_embeddings', 0):,}")
     if src.bad.count:
         table.add_row("bad lines skipped", f"{src.bad.count:,}", "")

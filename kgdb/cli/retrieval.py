@@ -30,11 +30,12 @@ def link(
 ) -> None:
     """Link a question to topic entities (full-text exact+fuzzy, re-ranked by vector similarity)."""
     from kgdb.cypher.linking import link_entities
+    from kgdb.pipeline.vectors import vectors_on_demand
 
     vector = _embed(ctx, question)
     with open_graph(ctx) as graph:
         start = time.perf_counter()
-        linked = link_entities(graph, question, vector, k=k)
+        linked = link_entities(graph, question, vector, k=k, entity_vectors=vectors_on_demand(graph, settings_from(ctx)))
         ms = (time.perf_counter() - start) * 1000
     table = Table("rank", "id", "name", "score", "mention")
     for i, e in enumerate(linked, 1):
@@ -57,11 +58,13 @@ def subgraph(
     """Extract the topic-centred subgraph of a question and print its size and timing."""
     from kgdb.cypher.linking import question_topics
     from kgdb.cypher.retrieval import fetch_subgraph
+    from kgdb.pipeline.vectors import vectors_on_demand
 
     vector = _embed(ctx, question)
     settings = settings_from(ctx)
     with open_graph(ctx) as graph:
-        found = question_topics(graph, question, vector, topic or None)  # the policy retrieve and ask use
+        # the policy retrieve and ask use
+        found = question_topics(graph, question, vector, topic or None, entity_vectors=vectors_on_demand(graph, settings))
         topics = found.ids
         if found.linked:
             best = found.linked[0]

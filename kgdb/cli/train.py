@@ -19,6 +19,7 @@ from kgdb.cli.common import console, eval_app, open_graph, progress, settings_fr
 from kgdb.config import dump_json
 from kgdb.errors import InputError, KgdbError
 from kgdb.data.questions import SPLITS, read_questions, split_summary
+from kgdb.models.default import SHIPPED_FOLDER
 
 splits_app = typer.Typer(help="Fixed train/val/test splits of the question sets.", no_args_is_help=True)
 app.add_typer(splits_app, name="splits")
@@ -449,7 +450,9 @@ def eval_retrieval(
             with progress() as bar:
                 task = bar.add_task(f"eval {name}", total=len(records))
                 report = evaluate(pipe, records, cached.items, dataset=qs.dataset, split=split, on_progress=lambda n: bar.advance(task, n))
-            folder = out or (pipe.checkpoint.path if pipe.checkpoint else settings.runs_dir / "eval")
+            # Results go next to the checkpoint they measure, except a shipped one: the installed package is not ours to write.
+            beside = pipe.checkpoint is not None and pipe.checkpoint.path.parent != SHIPPED_FOLDER
+            folder = out or (pipe.checkpoint.path if beside else settings.runs_dir / "eval")
             path = folder / f"eval-{qs.dataset}-{file_tag(questions)}-{split}-{name}.json"
             record = {**report.to_json(), **pipe.describe(), "questions_file": str(questions), "hops": hops, "cap": cap, "limit": limit}
             dump_json(record, path)

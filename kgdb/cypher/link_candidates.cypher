@@ -7,7 +7,8 @@
 //   :param per_mention => 10              // full-text hits kept per mention
 //   :param vector_k => 10                 // nearest names from the entity_embedding vector index
 //   :param question_embedding => [0.01, ...]   // unit vector of the question (list of floats)
-// CVT nodes (opaque ids) and literals are never candidates.
+// CVT nodes (opaque ids) and literals are never candidates. A candidate without a vector yet (a lazy
+// load) has a null vector_score; the caller fills its vector by idx and computes the cosine itself.
 CALL () {
   UNWIND $mentions AS m
   CALL db.index.fulltext.queryNodes('entity_names', m.query, {limit: $per_mention}) YIELD node, score
@@ -18,7 +19,7 @@ CALL () {
 }
 WITH node, mention, text_score
 WHERE NOT node:CVT AND NOT node:Literal
-RETURN node.id AS id, node.name AS name, mention, text_score,
-       coalesce(vector.similarity.cosine(node.embedding, $question_embedding), 0.0) AS vector_score,
+RETURN node.id AS id, node.name AS name, node.idx AS idx, mention, text_score,
+       vector.similarity.cosine(node.embedding, $question_embedding) AS vector_score,
        COUNT { (node)--() } AS degree
 ORDER BY id, mention;

@@ -11,6 +11,9 @@ where name_match is the string similarity between the mention and the name (diff
 ask about well-connected entities far more often than about obscure namesakes.
 
 `question_topics` is the one linking policy every command shares (retrieve, ask, train, eval).
+On a graph loaded with lazy embeddings, candidates without a stored vector get theirs from the
+`entity_vectors` callable the seam passes in (encoded and written back on use), so the ranking is
+the one an eagerly embedded graph gives; without it their cosine counts as 0.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import math
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -51,6 +55,10 @@ class LinkedEntity:
     mention: str | None  # the question words that matched; None for a vector-only candidate
 
 
+# idx of entities -> their name vectors, filling those the graph lacks (kgdb.pipeline.vectors).
+EntityVectorsFn = Callable[[Sequence[int]], "dict[int, np.ndarray]"]
+
+
 class NoTopicError(InputError):
     """The question names no entity of the graph, and no usable topic was given."""
 
@@ -71,7 +79,8 @@ class Topics:
 
 
 def question_topics(
-    graph: Graph, question: str, question_embedding: np.ndarray, topics: list[str] | None = None, *, top: int = 1
+    graph: Graph, question: str, question_embedding: np.ndarray, topics: list[str] | None = None, *, top: int = 1,
+    entity_vectors: EntityVectorsFn | None = None,
 ) -> Topics:
     """The one entity-linking policy of kgdb.
 
@@ -89,7 +98,7 @@ def question_topics(
         if not ids:
             raise NoTopicError(f"none of the topics {', '.join(map(repr, topics))} is an entity of the graph", path="--topic")
         return Topics(ids, "given", [], missing)
-    linked = link_entities(graph, question, question_embedding, k=max(5, top))
+    linked = link_entities(graph, question, question_embedding, k=max(5, top), entity_vectors=entity_vectors)
     mentioned = [e for e in linked if e.mention]
     if not mentioned:
         near = ", ".join(repr(e.name) for e in linked[:3]) or "none"
@@ -145,7 +154,9 @@ def lucene_query(mention: str) -> str:
     return f"{phrase} OR ({fuzzy})"
 
 
-def link_entities(graph: Graph, question: str, question_embedding: np.ndarray, k: int = 5) -> list[LinkedEntity]:
+def link_entities(
+    graph: Graph, question: str, question_embedding: np.ndarray, k: int = 5, entity_vectors: EntityVectorsFn | None = None
+) -> list[LinkedEntity]:
     """The k most likely topic entities of `question`, best first (ties by id: deterministic)."""
     grams = mentions(question)
     rows = graph.run(
@@ -155,15 +166,28 @@ def link_entities(graph: Graph, question: str, question_embedding: np.ndarray, k
         vector_k=max(10, k),
         question_embedding=np.asarray(question_embedding, dtype=np.float32).tolist(),
     )
+    unscored = sorted({row["idx"] for row in rows if row["vector_score"] is None and row["idx"] is not None})
+    filled: dict[int, float] = {}
+    if unscored and entity_vectors is not None:
+        q = np.asarray(question_embedding, dtype=np.float32)
+        filled = {i: _cosine(v, q) for i, v in entity_vectors(unscored).items()}
     best: dict[str, LinkedEntity] = {}
     for row in rows:
         name = row["name"] or row["id"]
         match = _name_match(row["mention"], name) if row["mention"] else 0.0
-        score = match + VECTOR_WEIGHT * row["vector_score"] + DEGREE_WEIGHT * math.log1p(row["degree"])
+        vector_score = row["vector_score"] if row["vector_score"] is not None else filled.get(row["idx"], 0.0)
+        score = match + VECTOR_WEIGHT * vector_score + DEGREE_WEIGHT * math.log1p(row["degree"])
         old = best.get(row["id"])
         if old is None or score > old.score:
             best[row["id"]] = LinkedEntity(row["id"], name, round(score, 6), row["mention"])
     return sorted(best.values(), key=lambda e: (-e.score, e.id))[:k]
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Neo4j's vector.similarity.cosine as computed here: in [0, 1], (1 + cos) / 2."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return (1.0 + float(a @ b) / norm) / 2.0 if norm else 0.0
 
 
 def _name_match(mention: str, name: str) -> float:

@@ -1,15 +1,28 @@
-"""Entity and relation embedding tables (rows by dense idx), cached on disk per graph fingerprint.
+"""Entity and relation embedding tables (rows by dense idx), read per use and cached on disk per graph
+fingerprint.
 
-Retrievers index these tables with `Subgraph.entity_idx` and `Subgraph.relation`; reading ~20k-2M
-vectors over Bolt takes seconds to minutes, so the first call stores them as `.npz` under
-`cache_dir/tables/<fingerprint>.npz` and later calls read the file.
+Retrievers index these tables with `Subgraph.entity_idx` and `Subgraph.relation`. The relation
+table is small (a few thousand rows) and read whole. The entity table is not: 4M entities x 384
+floats are 6 GB, so it is never read whole. `EmbeddingTables.read(idx)` fetches only the rows a
+use touches (`tables_entities_by_idx.cypher`) into a memory-mapped table under
+`cache_dir/tables/<fingerprint>/` (`entity.npy` [N, d] float32, a sparse file, and `state.npy`
+[N] uint8), which later uses and other processes read instead of Neo4j. Python memory grows with
+the rows touched, never with the graph.
+
+A row is cached only once it is final: the entity's vector (HAVE) or a CVT node, which is never
+embedded (NONE, a zero row). An entity that has a name but no vector yet (a lazy load) stays
+UNKNOWN, so it is asked for again on its next use and never served as a stale zero row once the
+vector exists. `read` returns those rows with their text; the seam (`kgdb.pipeline.vectors`)
+encodes them and stores them with `write_missing_vectors`. Rows are written before their state
+flag, so a concurrent reader of the same file never sees HAVE before the vector.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,45 +30,120 @@ import numpy as np
 from kgdb.cypher import Graph
 from kgdb.errors import KgdbError
 
-PAGE = 10_000
+PAGE = 5_000  # idx per tables_entities_by_idx query
+UNKNOWN, HAVE, NONE = 0, 1, 2  # state.npy values
+
+
+@dataclass
+class EntityRowsMissing:
+    """Entities a use touched that have a name but no vector yet: what a lazy load left to fill."""
+
+    idx: list[int] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.idx)
 
 
 @dataclass
 class EmbeddingTables:
-    entity: np.ndarray  # float32 [N, d], row i = Entity.idx i; zeros for CVT nodes and missing vectors
+    """The relation table (whole) and the entity table of one graph (rows on demand)."""
+
     relation: np.ndarray  # float32 [R, d], row i = Relation.idx i
     relation_names: list[str]  # relationship type per row of `relation`
     fingerprint: str
-    has_entity_embedding: np.ndarray  # bool [N]
+    info: dict  # what the fingerprint hashes (tables_fingerprint.cypher): model, dim, sizes
+    num_entities: int  # N = largest Entity.idx + 1
+    folder: Path | None  # cache_dir/tables/<fingerprint>; None for a graph without entities
+    _entity: np.ndarray  # float32 [N, d] memory map; rows valid where `_state` is HAVE or NONE
+    _state: np.ndarray  # uint8 [N] memory map
+    _graph: Graph | None = None
 
     @property
     def dim(self) -> int:
         return int(self.relation.shape[1])
 
+    @property
+    def model(self) -> str | None:
+        """The embedding model the graph was loaded with."""
+        return self.info.get("model")
+
+    def read(self, idx) -> EntityRowsMissing:
+        """Make the rows of `idx` final where the graph allows: fetch those not cached yet from Neo4j
+        (one query per PAGE ids). Returns the entities among them still waiting for a vector."""
+        idx = np.unique(np.asarray(idx, dtype=np.int64))
+        if idx.size and (idx[0] < 0 or idx[-1] >= self.num_entities):
+            raise KgdbError(f"entity idx {int(idx[-1] if idx[-1] >= self.num_entities else idx[0])} is outside the graph's "
+                            f"table of {self.num_entities} rows: the graph changed since its fingerprint was read")
+        ask = idx[self._state[idx] == UNKNOWN] if idx.size else idx
+        missing = EntityRowsMissing()
+        for start in range(0, ask.size, PAGE):
+            page = (ask[start : start + PAGE]).tolist()
+            row = self._graph.columns("tables_entities_by_idx", idx=page) if self._graph is not None else None
+            if not row:
+                continue
+            if row["idx"]:
+                have = np.asarray(row["idx"], dtype=np.int64)
+                self._entity[have] = np.asarray(row["embedding"], dtype=np.float32)
+                self._state[have] = HAVE  # after the vectors: a reader never sees HAVE before its row
+            for i, cvt, text in zip(row["missing_idx"], row["missing_cvt"], row["missing_text"]):
+                if cvt:
+                    self._entity[i] = 0.0
+                    self._state[i] = NONE
+                else:
+                    missing.idx.append(int(i))
+                    missing.text.append(text)
+        return missing
+
+    def put(self, idx, vectors: np.ndarray) -> None:
+        """Cache vectors that are now stored in the graph for `idx` (rows, then their flags)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        self._entity[idx] = np.asarray(vectors, dtype=np.float32)
+        self._state[idx] = HAVE
+
+    def entity_rows(self, idx) -> np.ndarray:
+        """[len(idx), d] float32 copy of the cached rows of `idx` (in order, repeats kept); rows not
+        final yet (see the module docstring) are zeros. Call `read` first."""
+        idx = np.asarray(idx, dtype=np.int64)
+        rows = np.array(self._entity[idx], dtype=np.float32) if idx.size else np.zeros((0, self.dim), np.float32)
+        if idx.size:
+            rows[self._state[idx] == UNKNOWN] = 0.0
+        return rows
+
+    def cached_rows(self) -> int:
+        """How many entity rows are final in the cache (for reports and tests)."""
+        return int(np.count_nonzero(self._state))
+
 
 def graph_fingerprint(graph: Graph) -> tuple[str, dict]:
-    """Short hash of the graph's sizes, largest idx, embedding model and schema creation time."""
+    """Short hash of the graph's sizes, largest idx, embedding model and schema creation time (not of
+    how many entity vectors are written yet: see tables_fingerprint.cypher)."""
     info = graph.single("tables_fingerprint") or {}
     text = json.dumps(info, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16], info
 
 
-def load_tables(graph: Graph, cache_dir: Path | str) -> EmbeddingTables:
-    """Embedding tables of the graph, from `cache_dir` when the fingerprint matches, else from Neo4j."""
+def open_tables(graph: Graph, cache_dir: Path | str) -> EmbeddingTables:
+    """The graph's embedding tables: the relation table (from `cache_dir` when cached) and the
+    memory-mapped entity table of its fingerprint (created empty the first time)."""
     fingerprint, info = graph_fingerprint(graph)
-    path = Path(cache_dir) / "tables" / f"{fingerprint}.npz"
-    if path.is_file():
-        with np.load(path, allow_pickle=False) as data:
-            return EmbeddingTables(
-                entity=data["entity"],
-                relation=data["relation"],
-                relation_names=[str(n) for n in data["relation_names"]],
-                fingerprint=fingerprint,
-                has_entity_embedding=data["has_entity_embedding"],
-            )
     if not info.get("dim"):
         raise KgdbError("the graph has no embedding model recorded: load it with `kgdb load` first")
     dim = int(info["dim"])
+    folder = Path(cache_dir) / "tables" / fingerprint
+    relation, names = _relation_table(graph, folder, dim, info)
+    n = (info.get("max_entity_idx") or -1) + 1
+    if n == 0:
+        return EmbeddingTables(relation, names, fingerprint, info, 0, None, np.zeros((0, dim), np.float32), np.zeros(0, np.uint8), graph)
+    entity = _memmap(folder / "entity.npy", (n, dim), np.float32)
+    state = _memmap(folder / "state.npy", (n,), np.uint8)
+    return EmbeddingTables(relation, names, fingerprint, info, n, folder, entity, state, graph)
+
+
+def _relation_table(graph: Graph, folder: Path, dim: int, info: dict) -> tuple[np.ndarray, list[str]]:
+    path, names_path = folder / "relation.npy", folder / "relation_names.json"
+    if path.is_file() and names_path.is_file():
+        return np.load(path), json.loads(names_path.read_text(encoding="utf-8"))
     rel_rows = graph.run("tables_relations")
     if any(r["idx"] is None for r in rel_rows):
         raise KgdbError("some relations have no idx: finish the load (run `kgdb load` again)")
@@ -65,18 +153,49 @@ def load_tables(graph: Graph, cache_dir: Path | str) -> EmbeddingTables:
         names[r["idx"]] = r["name"]
         if r["embedding"] is not None:
             relation[r["idx"]] = r["embedding"]
-    n = (info.get("max_entity_idx") or -1) + 1
-    entity = np.zeros((n, dim), dtype=np.float32)
-    has = np.zeros(n, dtype=bool)
-    for start in range(0, n, PAGE):
-        page = graph.single("tables_entities", start=start, stop=start + PAGE) or {"idx": []}
-        if page["idx"]:
-            idx = np.asarray(page["idx"], dtype=np.int64)
-            entity[idx] = np.asarray(page["embedding"], dtype=np.float32)
-            has[idx] = True
-    tables = EmbeddingTables(entity, relation, names, fingerprint, has)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, entity=entity, relation=relation, relation_names=np.asarray(names), has_entity_embedding=has)
-    tmp.replace(path)  # atomic: a concurrent reader never sees half a file
-    return tables
+    # Cached only when complete (relation vectors are written by every load except --no-embed).
+    if rel_rows and all(r["embedding"] is not None for r in rel_rows):
+        folder.mkdir(parents=True, exist_ok=True)
+        _atomic(names_path, lambda tmp: tmp.write_text(json.dumps(names), encoding="utf-8"))
+        _atomic(path, lambda tmp: np.save(tmp, relation))
+    return relation, names
+
+
+def _memmap(path: Path, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """Open a cached table read-write, or create it zero-filled (a sparse file: disk blocks only for
+    rows written). Creation goes through a private file and a rename, so a concurrent process sees a
+    whole header or no file."""
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=shape).flush()
+        if not path.is_file():
+            tmp.replace(path)
+        else:
+            tmp.unlink()
+    table = np.lib.format.open_memmap(path, mode="r+")
+    if table.shape != shape or table.dtype != np.dtype(dtype):
+        raise KgdbError(f"{path} holds a table of shape {table.shape}, expected {shape}: delete the folder {path.parent}")
+    return table
+
+
+def _atomic(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
+    write(tmp)
+    tmp.replace(path)
+
+
+def write_missing_vectors(graph: Graph, idx: list[int], vectors: np.ndarray, batch_size: int = 2_000) -> list[int]:
+    """Store entity vectors where the graph still has none (entity_set_missing_embeddings.cypher);
+    returns the idx actually written (others were filled meanwhile by another writer)."""
+    rows = [{"idx": int(i), "embedding": np.asarray(v, dtype=np.float32).tolist()} for i, v in zip(idx, vectors)]
+    return write_missing_rows(graph, rows, batch_size)
+
+
+def write_missing_rows(graph: Graph, rows: list[dict], batch_size: int = 2_000) -> list[int]:
+    """`write_missing_vectors` for rows already shaped as {idx, embedding: list of floats}."""
+    written: list[int] = []
+    for batch in graph.iter_batches(rows, batch_size):
+        row = graph.single("entity_set_missing_embeddings", rows=batch)
+        written.extend(row["written"] if row else [])
+    return written

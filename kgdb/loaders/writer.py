@@ -3,6 +3,11 @@
 Phases: entities, relation nodes, triples, dense idx, embeddings. Each phase only adds what is
 missing, so a killed load resumes by running again and a repeated load changes nothing.
 
+Embeddings (`--embeddings eager|lazy|auto`, `EmbeddingMode`): relation texts are always embedded
+(a few thousand). Eager embeds every entity name during the load; lazy leaves entity names to be
+embedded on first use (`kgdb.pipeline.vectors`) or by `kgdb embed`; auto is eager up to
+`AUTO_LAZY_ABOVE` names to embed and lazy above (all in `kgdb.config`).
+
 Why the triples phase is fast: relationships are CREATEd (not MERGEd) in large batches of mixed
 types with a dynamic type `$(row.r)`. That is safe because the rows are de-duplicated here and
 every (h, r, t) already in the database is subtracted first: for the relationship types that
@@ -26,6 +31,7 @@ from typing import AbstractSet, Callable, Iterable, Iterator, Mapping, Protocol,
 
 import numpy as np
 
+from kgdb.config import EmbeddingMode, resolve_embedding_mode
 from kgdb.cypher import Graph
 from kgdb.errors import DatabaseError, InputError, KgdbError
 
@@ -75,6 +81,8 @@ class LoadStats:
     relation_types: int = 0
     entity_embeddings: int = 0
     relation_embeddings: int = 0
+    embeddings: str = "eager"  # the mode used (auto resolved): eager or lazy
+    entity_embeddings_left: int = 0  # entity names left without a vector (lazy: filled on use / `kgdb embed`)
     bad_lines: int = 0
     duplicates_removed: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
@@ -139,15 +147,19 @@ def write_graph(
     break_lease: bool = False,
     dedupe: bool = False,
     log: Callable[[str], None] = lambda _msg: None,
+    embeddings: EmbeddingMode | str = EmbeddingMode.eager,
 ) -> LoadStats:
     """Load `triples` (ids already normalised) with optional readable `names` for ids.
 
     Identical triples are stored once; different relations between the same pair stay distinct.
     Safe to rerun after an interruption: the result equals one uninterrupted load. Holds the load
     lease throughout; `dedupe` first removes duplicate triples an earlier concurrent load left.
+    `embeddings` says when entity names are embedded (`EmbeddingMode`; needs `embedder`).
     """
     from kgdb.cypher.schema import init_schema
     from kgdb.loaders.lease import load_lease, remove_duplicate_triples
+
+    embeddings = EmbeddingMode(embeddings)  # a bad value fails before the lease is taken
 
     # Constraints first: MERGE on Entity.id is only fast with the uniqueness index behind it, and
     # the lease relies on the KgdbMeta.key constraint.
@@ -158,7 +170,7 @@ def write_graph(
             t0 = time.perf_counter()
             removed = remove_duplicate_triples(graph)
             dedupe_secs = time.perf_counter() - t0
-        stats = _write_locked(graph, triples, names, embedder, batch_size, progress, literals)
+        stats = _write_locked(graph, triples, names, embedder, batch_size, progress, literals, embeddings)
         if dedupe:
             stats.duplicates_removed = removed
             stats.seconds = {"dedupe": dedupe_secs, **stats.seconds}
@@ -167,7 +179,7 @@ def write_graph(
 
 def _write_locked(
     graph: Graph, triples: Sequence[Triple], names: Mapping[str, str] | None, embedder: TextEncoder | None,
-    batch_size: int, progress: ProgressFn, literals: AbstractSet[str],
+    batch_size: int, progress: ProgressFn, literals: AbstractSet[str], embeddings: EmbeddingMode = EmbeddingMode.eager,
 ) -> LoadStats:
     from kgdb.embeddings import relation_text  # pure string helper (embeddings.py imports torch lazily)
 
@@ -218,7 +230,13 @@ def _write_locked(
 
     if embedder is not None:
         t0 = time.perf_counter()
-        stats.entity_embeddings, stats.relation_embeddings = embed_missing(graph, embedder, progress=progress)
+        left = missing_entity_embeddings(graph)
+        mode = resolve_embedding_mode(embeddings, left)
+        stats.embeddings = mode.value
+        kinds = ("entity", "relation") if mode is EmbeddingMode.eager else ("relation",)
+        done = embed_missing(graph, embedder, progress=progress, kinds=kinds)
+        stats.entity_embeddings, stats.relation_embeddings = done.get("entity", 0), done["relation"]
+        stats.entity_embeddings_left = left - stats.entity_embeddings
         stats.seconds["embeddings"] = time.perf_counter() - t0
     return stats
 
@@ -262,45 +280,100 @@ def iter_encoded(embedder: TextEncoder, texts: Iterable[str]) -> Iterator[tuple[
         yield chunk, embedder.encode(chunk)
 
 
+def missing_entity_embeddings(graph: Graph) -> int:
+    """How many entity names have no vector yet (CVT nodes never get one)."""
+    return int((graph.single("entity_missing_count") or {}).get("missing") or 0)
+
+
+ENTITY_PAGE = 100_000  # idx per page of entities to embed: memory stays flat however large the graph
+
+
 def embed_missing(
-    graph: Graph, embedder: TextEncoder, batch_size: int = 2_000, progress: ProgressFn = _noop
-) -> tuple[int, int]:
-    """Embed names of entities and relation texts that have no embedding yet.
+    graph: Graph, embedder: TextEncoder, batch_size: int = 2_000, progress: ProgressFn = _noop,
+    kinds: Sequence[str] = ("entity", "relation"), scope: Sequence[int] | None = None,
+) -> dict[str, int]:
+    """Embed the names of entities and the texts of relations that have no vector yet; returns the
+    vectors written per kind. Entities are read in idx pages and written only where still missing
+    (entity_set_missing_embeddings.cypher), so a killed run resumes where it stopped, runs next to
+    retrievals that fill vectors on use, and a rerun writes 0. `scope`: only these entity idx.
 
     The database write of one chunk overlaps the encoding of the next.
     """
-    counts = []
+    counts: dict[str, int] = {}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgdb-embed-write") as pool:
-        for kind in ("entity", "relation"):
+        for kind in kinds:
+            if kind == "entity":
+                counts[kind] = _embed_entities(graph, embedder, batch_size, progress, pool, scope)
+                continue
             todo = graph.run(f"load_{kind}_missing_embeddings")
             if any(r["idx"] is None for r in todo):
                 raise KgdbError(f"some {kind} nodes have no idx; run the load again to finish it")
-            by_text: dict[str, list[int]] = {}
-            for r in todo:
-                by_text.setdefault(r["text"], []).append(r["idx"])
             phase = f"{kind} embeddings"
             progress(phase, 0, len(todo))
-            pending: list[Future] = []
-            done = 0
-            for chunk, vectors in iter_encoded(embedder, by_text):
-                rows = [
-                    {"idx": idx, "embedding": vec.tolist()}
-                    for text, vec in zip(chunk, vectors)
-                    for idx in by_text[text]
-                ]
-                pending.append(pool.submit(_write_embeddings, graph, kind, rows, batch_size))
-                _raise_finished(pending)
-                done += len(rows)
-                progress(phase, done, len(todo))
-            for f in pending:
-                f.result()
-            counts.append(len(todo))
-    return counts[0], counts[1]
+            futures = _encode_and_write(embedder, todo, pool, lambda rows: _write_embeddings(graph, kind, rows, batch_size),
+                                        lambda n: progress(phase, n, len(todo)))
+            counts[kind] = sum(f.result() for f in futures)
+    return counts
 
 
-def _write_embeddings(graph: Graph, kind: str, rows: list[dict], batch_size: int) -> None:
+def _embed_entities(graph: Graph, embedder: TextEncoder, batch_size: int, progress: ProgressFn, pool, scope) -> int:
+    """Entity names without a vector, page by idx page (all of them, or those in `scope`)."""
+    from kgdb.cypher.tables import write_missing_rows
+
+    info = graph.single("entity_missing_count") or {}
+    total = int(info.get("missing") or 0)
+    scope_list = sorted({int(i) for i in scope}) if scope is not None else None
+    if scope_list is not None:
+        total = min(total, len(scope_list))
+    phase = "entity embeddings"
+    progress(phase, 0, total)
+    if not total:
+        return 0
+    seen = 0
+    futures: list[Future] = []
+    lo, hi = int(info["min_idx"] or 0), int(info["max_idx"] or -1) + 1
+    if scope_list:
+        lo, hi = max(lo, scope_list[0]), min(hi, scope_list[-1] + 1)
+    for start in range(lo, hi, ENTITY_PAGE):
+        stop = start + ENTITY_PAGE
+        page_scope = None if scope_list is None else [i for i in scope_list if start <= i < stop]
+        if page_scope == []:
+            continue
+        todo = graph.run("entity_missing_embeddings_page", start=start, stop=stop, scope=page_scope)
+
+        def report(n: int, base: int = seen) -> None:
+            progress(phase, min(base + n, total), total)
+
+        futures += _encode_and_write(
+            embedder, todo, pool,
+            lambda rows: len(write_missing_rows(graph, rows, batch_size)),
+            report,
+        )
+        seen += len(todo)
+    return sum(f.result() for f in futures)
+
+
+def _encode_and_write(embedder: TextEncoder, todo: list[dict], pool, write, report) -> list[Future]:
+    """Encode the texts of `todo` rows ({idx, text}) chunk by chunk, each chunk written by `write` in
+    the background while the next one is encoded; the futures give the vectors written."""
+    by_text: dict[str, list[int]] = {}
+    for r in todo:
+        by_text.setdefault(r["text"], []).append(r["idx"])
+    pending: list[Future] = []
+    done = 0
+    for chunk, vectors in iter_encoded(embedder, by_text):
+        rows = [{"idx": idx, "embedding": vec.tolist()} for text, vec in zip(chunk, vectors) for idx in by_text[text]]
+        pending.append(pool.submit(write, rows))
+        _raise_finished(pending)
+        done += len(rows)
+        report(done)
+    return pending
+
+
+def _write_embeddings(graph: Graph, kind: str, rows: list[dict], batch_size: int) -> int:
     for batch in graph.iter_batches(rows, batch_size):
         graph.run(f"load_{kind}_set_embeddings", rows=batch)
+    return len(rows)
 
 
 def _raise_finished(pending: list[Future]) -> None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from kgdb.models.base import Retriever
 
 # torch (safetensors.torch, the registry) is imported only where weights are read or written:
-# finding a checkpoint, or finding that there is none (the cosine fallback of `kgdb ask`), is
+# finding a checkpoint, or finding that there is none (the fallback of `kgdb ask`), is
 # JSON only and must not cost a cold process the torch import.
 
 WEIGHTS = "model.safetensors"

@@ -1,20 +1,36 @@
-"""Retrievers without weights that also score in plain numpy, so answering one question with them
-needs no torch import (seconds of a cold `kgdb ask`).
+"""Retrievers that also score in plain numpy, so answering one question with them needs no torch
+import (seconds of a cold `kgdb ask`).
 
-`NUMPY_SCORERS` maps a registered retriever's name to a function computing exactly what its
-torch `forward` computes for one question (tests/test_text_encoder.py compares them). The seam
-(`kgdb.pipeline.retrieve`) uses it when that retriever is asked for without a checkpoint; anything
-trained, batched scoring of many questions on a GPU and training keep the torch module.
-This module never imports torch.
+`numpy_scorer(name, checkpoint)` gives a function computing exactly what the registered
+retriever's torch `forward` computes for one question (tests/test_fast_ask.py compares them):
+cosine (no weights) and cosine-dde (a few hundred weights read from the checkpoint's safetensors
+with the numpy loader). The seam (`kgdb.pipeline.retrieve`) uses it for those two retrievers;
+every other retriever and all training keep the torch module. This module never imports torch.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import json
+from pathlib import Path
+from typing import Callable, Protocol
 
 import numpy as np
 
-NumpyScorer = Callable[..., np.ndarray]
+UNREACHED = -4.0  # cosine-dde: path relevance floor per hop (kgdb.models.retrievers.cosine_dde)
+
+
+class ScoredSubgraph(Protocol):
+    """What a numpy scorer reads of a fetched subgraph (`kgdb.subgraph.Subgraph` has it)."""
+
+    head: np.ndarray
+    relation: np.ndarray
+    tail: np.ndarray
+    entity_idx: np.ndarray
+    is_cvt: np.ndarray
+    topic: np.ndarray
+
+
+NumpyScorer = Callable[[np.ndarray, np.ndarray, ScoredSubgraph, np.ndarray], np.ndarray]
 
 
 def cosine_scores(
@@ -37,9 +53,91 @@ def cosine_scores(
     return (triple * np.asarray(question, dtype=np.float32)).sum(axis=1, dtype=np.float32)
 
 
-NUMPY_SCORERS: dict[str, NumpyScorer] = {"cosine": cosine_scores}
+def _mean_in(x: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """PyG mean aggregation over edges src -> dst; nodes without incoming edges get zeros."""
+    total = np.zeros_like(x)
+    np.add.at(total, dst, x[src])
+    count = np.bincount(dst, minlength=x.shape[0]).astype(np.float32)
+    return total / np.maximum(count, 1)[:, None]
 
 
-def numpy_scorer(retriever: str) -> NumpyScorer | None:
-    """The numpy scorer of an untrained retriever, or None (then the torch module is used)."""
-    return NUMPY_SCORERS.get(retriever)
+def dde_numpy(head: np.ndarray, tail: np.ndarray, topic_mask: np.ndarray, rounds: int, reverse_rounds: int) -> np.ndarray:
+    """`kgdb.models.dde.dde` in numpy: [n, 2 * (1 + rounds + reverse_rounds)]."""
+    topic = topic_mask.astype(np.float32)
+    s0 = np.stack([topic, 1 - topic], axis=1)
+    feats, x = [s0], s0
+    for _ in range(rounds):
+        x = _mean_in(x, head, tail)
+        feats.append(x)
+    x = s0
+    for _ in range(reverse_rounds):
+        x = _mean_in(x, tail, head)
+        feats.append(x)
+    return np.concatenate(feats, axis=1)
+
+
+def path_relevance_numpy(head: np.ndarray, tail: np.ndarray, topic_mask: np.ndarray, weight: np.ndarray, rounds: int) -> np.ndarray:
+    """`cosine_dde.path_relevance` in numpy: best weight sum along a shortest walk from a topic."""
+    src, dst = np.concatenate([head, tail]), np.concatenate([tail, head])
+    w = np.concatenate([weight, weight]).astype(np.float32)
+    reached = np.asarray(topic_mask, dtype=bool).copy()
+    best = np.where(reached, np.float32(0), np.float32(UNREACHED * (rounds + 1))).astype(np.float32)
+    for _ in range(rounds):
+        step = np.full_like(best, -np.inf)
+        np.maximum.at(step, dst, np.where(reached, best, -np.inf)[src] + w)
+        new = ~reached & np.isfinite(step)
+        best = np.where(new, step, best).astype(np.float32)
+        reached |= new
+    return best
+
+
+def _standardise(values: np.ndarray) -> np.ndarray:
+    centred = values - values.mean(axis=0, keepdims=True, dtype=np.float32)
+    std = np.sqrt((centred * centred).mean(axis=0, keepdims=True, dtype=np.float32))
+    return centred / (std + np.float32(1e-2))
+
+
+def cosine_dde_scores(weights: dict[str, np.ndarray], config: dict, entity: np.ndarray, relation: np.ndarray,
+                      sg: ScoredSubgraph, question: np.ndarray) -> np.ndarray:
+    """`CosineDDE.forward` for one question, from the checkpoint's weights and model config."""
+    head, tail = np.asarray(sg.head, dtype=np.int64), np.asarray(sg.tail, dtype=np.int64)
+    rels, rel = np.unique(np.asarray(sg.relation, dtype=np.int64), return_inverse=True)
+    z, zr = entity[np.asarray(sg.entity_idx, dtype=np.int64)], relation[rels]
+    q = np.asarray(question, dtype=np.float32)
+    # Dot products with q per node and per relation, gathered per triple: only the triple's norm
+    # needs a [m, d] row sum (the torch module normalises each row; same cosines to float rounding).
+    eq, rq = z @ q, zr @ q
+    en, rn = np.linalg.norm(z, axis=1), np.linalg.norm(zr, axis=1)
+    triple = z[head] + zr[rel] + z[tail]
+    tn = np.sqrt(np.einsum("ij,ij->i", triple, triple))
+    tiny = np.float32(1e-12)
+    raw = np.stack([(eq[head] + rq[rel] + eq[tail]) / np.maximum(tn, tiny), (rq / np.maximum(rn, tiny))[rel],
+                    (eq / np.maximum(en, tiny))[head], (eq / np.maximum(en, tiny))[tail]], axis=1).astype(np.float32)
+    cvt = np.asarray(sg.is_cvt, dtype=np.float32)
+    sims = np.concatenate([raw, _standardise(raw), np.stack([cvt[head], cvt[tail]], axis=1)], axis=1)
+    topic_mask = np.zeros(len(cvt), dtype=bool)
+    topic_mask[np.asarray(sg.topic, dtype=np.int64)] = True
+    relation_std = sims[:, raw.shape[1] + 1]
+    walk = path_relevance_numpy(head, tail, topic_mask, relation_std, int(config["walk_rounds"]))
+    wh, wt = walk[head], walk[tail]
+    s = dde_numpy(head, tail, topic_mask, int(config["dde_rounds"]), int(config["dde_reverse_rounds"]))
+    x = np.concatenate([sims, np.stack([wh, wt, np.maximum(wh, wt) + relation_std], axis=1), s[head], s[tail]], axis=1)
+    hidden = np.maximum(x @ weights["mlp.0.weight"].T + weights["mlp.0.bias"], 0)
+    return (hidden @ weights["mlp.2.weight"].T + weights["mlp.2.bias"])[:, 0].astype(np.float32)
+
+
+def _cosine(entity: np.ndarray, relation: np.ndarray, sg: ScoredSubgraph, question: np.ndarray) -> np.ndarray:
+    return cosine_scores(entity, relation, sg.head, sg.relation, sg.tail, sg.entity_idx, question)
+
+
+def numpy_scorer(retriever: str, checkpoint: Path | None = None) -> NumpyScorer | None:
+    """The numpy scorer of `retriever` (with the weights in `checkpoint`), or None: use the torch module."""
+    if retriever == "cosine" and checkpoint is None:
+        return _cosine
+    if retriever == "cosine-dde" and checkpoint is not None:
+        from safetensors.numpy import load_file
+
+        config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))["model"]
+        weights = load_file(str(checkpoint / "model.safetensors"))
+        return lambda entity, relation, sg, q: cosine_dde_scores(weights, config, entity, relation, sg, q)
+    return None

@@ -6,6 +6,7 @@ through here; nothing below it imports it (import-linter contract).
 - `splits`: `prepare_split`, the labelled subgraphs of a question split, cached on disk.
 - `train`: `train_retriever` (any registered retriever) and `train_planner` (RRP's planner).
 - `relation_paths`: planners, Cypher grounding and `RelationPathRetriever`.
+- `vectors`: `EntityVectors`, the entity rows a use touches, missing vectors filled on use.
 """
 
 # Names are imported from their module on first use (PEP 562), not here: `relation_paths`,
@@ -16,7 +17,8 @@ _MODULE_OF = {
          "relation_path_retriever"),
         "relation_paths",
     ),
-    **dict.fromkeys(("STAGES", "QuestionInput", "RetrievePipeline", "load_tensor_tables"), "retrieve"),
+    **dict.fromkeys(("STAGES", "QuestionInput", "RetrievePipeline"), "retrieve"),
+    **dict.fromkeys(("EntityVectors", "entity_vectors"), "vectors"),
     "prepare_split": "splits",
     **dict.fromkeys(("SplitReport", "planner_examples", "train_planner", "train_retriever"), "train"),
 }
@@ -41,14 +43,15 @@ __all__ = [
     "PLANNER",
     "STAGES",
     "CosinePathPlanner",
+    "EntityVectors",
     "PlannedPath",
     "QuestionInput",
     "RelationPathRetriever",
     "RetrievePipeline",
     "SplitReport",
     "TrainedPathPlanner",
+    "entity_vectors",
     "load_planner",
-    "load_tensor_tables",
     "planner_examples",
     "prepare_split",
     "relation_path_retriever",

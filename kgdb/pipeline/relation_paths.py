@@ -13,6 +13,7 @@ import torch
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.cypher.linking import question_topics
+from kgdb.pipeline.vectors import vectors_on_demand
 from kgdb.cypher.tables import graph_fingerprint
 from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
@@ -101,6 +102,7 @@ class RelationPathRetriever:
         self.embedder = get_embedder(self.embedding_model, settings.device, settings.embedding_batch_size)
         self.planner = planner or CosinePathPlanner(self.embedder)
         self.notes: list[str] = []
+        self._entity_vectors = vectors_on_demand(graph, settings, self.embedder)  # linking on a lazily embedded graph
 
     def describe(self) -> dict:
         ckpt = getattr(self.planner, "checkpoint", None)
@@ -127,7 +129,7 @@ class RelationPathRetriever:
         timings: dict[str, float] = {}
         t = time.perf_counter()
         q_emb = self.embedder.encode([question])[0] if q_emb is None else q_emb
-        found = question_topics(self.graph, question, q_emb, topics)
+        found = question_topics(self.graph, question, q_emb, topics, entity_vectors=self._entity_vectors)
         names = {i: n for i, (n, _) in entity_names(self.graph, found.ids).items()}
         timings["link"] = _ms(t)
         t = time.perf_counter()

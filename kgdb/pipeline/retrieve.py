@@ -9,29 +9,32 @@ keeps a cold `kgdb ask` free of the torch import (seconds).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
+from kgdb.blas import blas_threads
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.cypher import fetching
 from kgdb.cypher.linking import Topics, question_topics, resolve_each
-from kgdb.cypher.tables import graph_fingerprint, load_tables
+from kgdb.cypher.tables import graph_fingerprint
 from kgdb.cypher.writeback import write_scores
-from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
 from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint, load_model
 from kgdb.models.builtin import TRAINABLE_BUILTINS
+from kgdb.models.default import SHIPPED_FOLDER
 from kgdb.models.numpy_scoring import numpy_scorer
+from kgdb.pipeline.vectors import EntityRowCache, EntityVectors, entity_vectors, with_local_entities
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
 from kgdb.subgraph import Subgraph
 
 if TYPE_CHECKING:
-    from kgdb.models.base import Retriever, TensorTables
+    from kgdb.models.base import Retriever
 
 log = logging.getLogger(__name__)
 
@@ -45,23 +48,13 @@ class QuestionInput:
     qid: str | None = None
 
 
-def load_tensor_tables(graph: Graph, settings: Settings) -> tuple[TensorTables, str]:
-    """The graph's embedding tables on the configured device, and the model that embedded them."""
-    from kgdb.models.base import TensorTables, resolve_device
-
-    np_tables = load_tables(graph, settings.cache_dir)
-    _, info = graph_fingerprint(graph)
-    model = info.get("model") or settings.embedding_model
-    tables = TensorTables.from_numpy(np_tables.entity, np_tables.relation, np_tables.fingerprint, resolve_device(settings.device))
-    return tables, model
-
-
 class RetrievePipeline:
     """Holds the embedding tables, question encoder and retriever for one graph.
 
-    Building it reads the tables (disk cache after the first time) and loads the checkpoint;
-    `retrieve()` is then one linking query (unless topics are given), one subgraph query and one
-    write-back statement per question. `hops`/`cap` default to those the checkpoint was trained
+    Building it reads the relation table (disk cache after the first time) and loads the checkpoint;
+    `retrieve()` is then one linking query (unless topics are given), one subgraph query, the
+    subgraph's entity rows not cached yet (`kgdb.pipeline.vectors`: vectors a lazy load left out are
+    filled on the way) and one write-back statement per question. `hops`/`cap` default to those the checkpoint was trained
     with (else 2 hops and the fetch's default cap). A trainable retriever without a checkpoint
     raises `kgdb.models.checkpoints.NoCheckpointError`.
     """
@@ -82,17 +75,21 @@ class RetrievePipeline:
         if k < 1:
             raise InputError(f"must be positive, got {k}", path="--k")
         self.graph, self.settings = graph, settings
-        self.k, self.write, self.link_top = k, write, link_top
+        self.k, self.write, self.link_top, self.threads = k, write, link_top, threads
         self.notes: list[str] = []
-        self.checkpoint: Checkpoint | None = None
-        # No checkpoint and a numpy scorer: numpy tables and scores, no torch (see the docstring).
-        self._numpy_score = None if checkpoint else numpy_scorer(retriever)
+        ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else None
+        if ckpt is None and retriever in TRAINABLE_BUILTINS:
+            # The typed NoCheckpointError before torch is imported: a cold ask then falls back without torch.
+            ckpt = checkpoint_for_graph(settings.checkpoints_dir, retriever, graph_fingerprint(graph)[0])
+        self.checkpoint: Checkpoint | None = ckpt
+        # Featurise + score hold this: the entity row cache grows and the model's projections follow
+        # it, so threads sharing a pipeline (`eval qa --concurrency`) take turns; fetches stay parallel.
+        self._scoring = threading.Lock()
+        # cosine, and cosine-dde with its weights, score one question in numpy: no torch import.
+        self._numpy_score = numpy_scorer(retriever, ckpt.path if ckpt else None)
         if self._numpy_score is not None:
             self._init_numpy(retriever, hops, cap)
             return
-        if not checkpoint and retriever in TRAINABLE_BUILTINS:
-            # The typed NoCheckpointError before torch is imported: a cold ask then falls back to cosine in numpy.
-            checkpoint_for_graph(settings.checkpoints_dir, retriever, graph_fingerprint(graph)[0])
         import torch
 
         from kgdb.models import registry
@@ -104,56 +101,63 @@ class RetrievePipeline:
             # Scoring one question is latency-bound small ops: extra intra-op threads only
             # spin-wait, which on a shared 2-core machine costs 10-100x at the p95.
             torch.set_num_threads(threads)
-        self.tables, self.embedding_model = load_tensor_tables(graph, settings)
-        self.embedder = get_embedder(self.embedding_model, settings.device, settings.embedding_batch_size)
-        if self.embedder.dim != self.tables.dim:
-            raise KgdbError(
-                f"the graph's vectors have dimension {self.tables.dim} but {self.embedding_model} gives {self.embedder.dim}"
-            )
-        if checkpoint:
-            self.checkpoint = find_checkpoint(checkpoint, settings.checkpoints_dir)
-        elif cls.trainable:
-            self.checkpoint = checkpoint_for_graph(settings.checkpoints_dir, retriever, self.tables.fingerprint)
+        self._open_vectors()
+        if self.checkpoint is None and cls.trainable:
+            self.checkpoint = checkpoint_for_graph(settings.checkpoints_dir, retriever, self.vectors.fingerprint)
         self.model: Retriever = self._load_model(retriever)
-        self.model.prepare(self.tables)
+        self.rows = EntityRowCache(self.vectors, self.device)  # the entity rows questions touched, projected once
+        self._fetch_settings(hops, cap)
+
+    def _init_numpy(self, retriever: str, hops: int | None, cap: int | None) -> None:
+        self.device = "cpu"
+        self._open_vectors()
+        self._check_checkpoint(retriever)
+        self.model = None
+        self._name = retriever
+        self._fetch_settings(hops, cap)
+
+    def _open_vectors(self) -> None:
+        """The graph's entity rows on demand, its relation table and the question encoder."""
+        self.vectors: EntityVectors
+        self.vectors, self.embedding_model = entity_vectors(self.graph, self.settings)
+        self.embedder = self.vectors.embedder
+        if self.embedder.dim != self.vectors.dim:
+            raise KgdbError(
+                f"the graph's vectors have dimension {self.vectors.dim} but {self.embedding_model} gives {self.embedder.dim}"
+            )
+
+    def _fetch_settings(self, hops: int | None, cap: int | None) -> None:
         # Unless told otherwise, fetch subgraphs the way the checkpoint's training data was fetched.
         fetch = (self.checkpoint.config.get("fetch") or {}) if self.checkpoint else {}
         self.hops = hops or fetch.get("hops") or 2
         self.cap = cap or fetch.get("cap")
 
-    def _init_numpy(self, retriever: str, hops: int | None, cap: int | None) -> None:
-        np_tables = load_tables(self.graph, self.settings.cache_dir)
-        _, info = graph_fingerprint(self.graph)
-        self.tables, self.embedding_model = np_tables, info.get("model") or self.settings.embedding_model
-        self.device = "cpu"
-        self.embedder = get_embedder(self.embedding_model, self.settings.device, self.settings.embedding_batch_size)
-        if self.embedder.dim != self.tables.dim:
-            raise KgdbError(
-                f"the graph's vectors have dimension {self.tables.dim} but {self.embedding_model} gives {self.embedder.dim}"
-            )
-        self.model = None
-        self._name = retriever
-        self.hops, self.cap = hops or 2, cap
-
-    def _load_model(self, retriever: str) -> Retriever:
-        from kgdb.models import registry
-
+    def _check_checkpoint(self, retriever: str) -> None:
+        """Refuse a checkpoint of another retriever or embedding space; note one trained on another graph."""
         if self.checkpoint is None:
-            return registry.build(retriever, embedding_dim=self.tables.dim).to(self.device).eval()
+            return
         cfg = self.checkpoint.config
         if cfg.get("retriever") != retriever:
             raise InputError(
                 f"checkpoint {self.checkpoint.name} holds a {cfg.get('retriever')} model, not {retriever}", path="--checkpoint"
             )
-        check_compatible(self.checkpoint, self.embedding_model, self.tables.dim)
+        check_compatible(self.checkpoint, self.embedding_model, self.vectors.dim)
         trained_on = cfg.get("graph_fingerprint")
-        if trained_on and trained_on != self.tables.fingerprint:
+        if trained_on and trained_on != self.vectors.fingerprint:
             note = (
                 f"checkpoint {self.checkpoint.name} was trained on another graph "
-                f"({cfg.get('dataset', '?')}, fingerprint {trained_on[:12]}), not this one ({self.tables.fingerprint[:12]})"
+                f"({cfg.get('dataset', '?')}, fingerprint {trained_on[:12]}), not this one ({self.vectors.fingerprint[:12]})"
             )
             self.notes.append(note)
-            log.warning(note)
+            if self.checkpoint.path.parent != SHIPPED_FOLDER:  # a shipped default is meant for other graphs
+                log.warning(note)
+
+    def _load_model(self, retriever: str) -> Retriever:
+        from kgdb.models import registry
+
+        if self.checkpoint is None:
+            return registry.build(retriever, embedding_dim=self.vectors.dim).to(self.device).eval()
+        self._check_checkpoint(retriever)
         return load_model(self.checkpoint, self.device)
 
     @property
@@ -174,7 +178,7 @@ class RetrievePipeline:
             "retriever": self.name,
             "checkpoint": ckpt.name if ckpt else None,
             "checkpoint_graph": (ckpt.config.get("graph_fingerprint") or "")[:12] if ckpt else None,
-            "graph": self.tables.fingerprint[:12],
+            "graph": self.vectors.fingerprint[:12],
             "hops": self.hops,
             "cap": self.cap,
             "k": self.k,
@@ -185,7 +189,7 @@ class RetrievePipeline:
         return self.embedder.encode(texts)
 
     def topics(self, question: str, q_emb: np.ndarray, topics: list[str] | None) -> Topics:
-        return question_topics(self.graph, question, q_emb, topics, top=self.link_top)
+        return question_topics(self.graph, question, q_emb, topics, top=self.link_top, entity_vectors=self.vectors.vectors)
 
     def resolve(self, keys: list[str]) -> list[str]:
         """Entity ids of the given names/ids that the graph has (the policy for given topics)."""
@@ -196,12 +200,13 @@ class RetrievePipeline:
     ) -> Retrieval:
         """One question: topics (given or linked), fetch, score, keep the top K, write back."""
         fetched = self._fetch(question, topics, qid, q_emb)
-        t = time.perf_counter()
-        x = self._features([(fetched.subgraph, fetched.q_emb)])
-        fetched.timings["featurise"] = _ms(t)
-        t = time.perf_counter()
-        scores, fetched.paths = self._score_paths(x)
-        fetched.timings["score"] = _ms(t)
+        with self._scoring:
+            t = time.perf_counter()
+            x = self._features([(fetched.subgraph, fetched.q_emb)])
+            fetched.timings["featurise"] = _ms(t)
+            t = time.perf_counter()
+            scores, fetched.paths = self._score_paths(x)
+            fetched.timings["score"] = _ms(t)
         return self._finish(fetched, scores[0])
 
     def run_batch(self, questions: list[QuestionInput], batch_size: int = 16) -> Iterator[Retrieval | KgdbError]:
@@ -221,12 +226,13 @@ class RetrievePipeline:
                     group.append(exc)
             ok = [f for f in group if isinstance(f, _Fetched)]
             if ok:
-                t = time.perf_counter()
-                x = self._features([(f.subgraph, f.q_emb) for f in ok])
-                featurise_ms = _ms(t) / len(ok)
-                t = time.perf_counter()
-                all_scores, all_paths = self._score_paths(x)
-                score_ms = _ms(t) / len(ok)
+                with self._scoring:
+                    t = time.perf_counter()
+                    x = self._features([(f.subgraph, f.q_emb) for f in ok])
+                    featurise_ms = _ms(t) / len(ok)
+                    t = time.perf_counter()
+                    all_scores, all_paths = self._score_paths(x)
+                    score_ms = _ms(t) / len(ok)
                 for f, scores, paths in zip(ok, all_scores, all_paths):
                     f.timings.update(featurise=featurise_ms, score=score_ms)
                     f.scores, f.paths = scores, [paths]
@@ -260,24 +266,31 @@ class RetrievePipeline:
 
     def _features(self, parts: list[tuple[Subgraph, np.ndarray]]):
         """What `_score` takes for (subgraph, question vector) pairs: one batched `SubgraphTensors`
-        (torch), or the pairs themselves, checked (numpy)."""
+        (torch), or (subgraph, question, entity rows) triples (numpy). Either way the subgraphs'
+        entities index compact rows (`EntityRowCache`, `EntityVectors.compact`), filled on use."""
+        for _, q in parts:
+            if np.shape(q) != (self.vectors.dim,):
+                raise KgdbError(
+                    f"question embedding has shape {np.shape(q)} but the graph's embedding tables have dimension "
+                    f"{self.vectors.dim}: embed questions with the model the graph was loaded with"
+                )
+        subgraphs = [sg for sg, _ in parts]
         if self.model is None:
-            for _, q in parts:
-                if np.shape(q) != (self.tables.dim,):
-                    raise KgdbError(
-                        f"question embedding has shape {np.shape(q)} but the graph's embedding tables have dimension "
-                        f"{self.tables.dim}: embed questions with the model the graph was loaded with"
-                    )
-            return parts
+            rows, local = self.vectors.compact([sg.entity_idx for sg in subgraphs])
+            return [(sg, q, rows) for sg, (_, q) in zip(with_local_entities(subgraphs, local), parts)]
         from kgdb.models.features import batch_tensors, featurise
 
-        return batch_tensors([featurise(sg, self.tables, q) for sg, q in parts])
+        local = self.rows.local([sg.entity_idx for sg in subgraphs])
+        tables = self.rows.tables
+        self.model.prepare(tables)  # projects only the rows new since the last question
+        return batch_tensors([featurise(sg, tables, q) for sg, (_, q) in zip(with_local_entities(subgraphs, local), parts)])
 
     def _score(self, x) -> list[np.ndarray]:
         """Scores of a (possibly batched) featurised subgraph, split per question."""
         if self.model is None:
-            t = self.tables
-            return [self._numpy_score(t.entity, t.relation, sg.head, sg.relation, sg.tail, sg.entity_idx, q) for sg, q in x]
+            rel = self.vectors.tables.relation
+            with blas_threads(self.threads or None):
+                return [self._numpy_score(rows, rel, sg, q) for sg, q, rows in x]
         import torch
 
         with torch.no_grad():

@@ -13,7 +13,6 @@ import torch
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
-from kgdb.cypher.tables import load_tables
 from kgdb.data.cache import CachedSplit
 from kgdb.data.questions import QuestionRecord
 from kgdb.embeddings import get_embedder
@@ -22,7 +21,7 @@ from kgdb.models import registry
 from kgdb.models.base import resolve_device
 from kgdb.models.checkpoints import find_checkpoint
 from kgdb.pipeline.relation_paths import PLANNER, save_relation_model
-from kgdb.pipeline.retrieve import load_tensor_tables
+from kgdb.pipeline.vectors import entity_vectors, with_local_entities
 from kgdb.pipeline.splits import LABEL_SOURCES, SHORTEST, prepare_split
 
 
@@ -108,9 +107,14 @@ def train_retriever(
             chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, labels=labels if split == "train" else SHORTEST,
         )
         on_split(SplitReport(qs.dataset, split, splits[split]))
-    tables, _ = load_tensor_tables(graph, settings)
-    data_seconds = time.perf_counter() - t0
     tr, va = splits["train"], splits["val"]
+    # One compact table of the entities the two splits touch (vectors a lazy load left out are
+    # filled here); the items' entity_idx are renumbered into its rows.
+    vectors, _ = entity_vectors(graph, settings, embedder)
+    tables, local = vectors.tensor_tables([it.entity_idx for it in tr.items + va.items], resolve_device(settings.device))
+    train_items = with_local_entities(tr.items, local[: len(tr.items)])
+    val_items = with_local_entities(va.items, local[len(tr.items) :])
+    data_seconds = time.perf_counter() - t0
     usable = sum(1 for it in tr.items if has_positive(it, cls.label_kind))
     if usable == 0 or not va.items:
         raise KgdbError(f"nothing to train on: {usable} training questions with a {cls.label_kind} label, {len(va.items)} validation questions")
@@ -119,9 +123,11 @@ def train_retriever(
     seed_everything(seed)
     model = cls(model_cfg, tables.dim).to(device)
     computed = cached = 0
-    for part in (tr, va):
-        c, h = ensure_node_features(model, part.items, tables)
+    for part, local_items in ((tr, train_items), (va, val_items)):
+        c, h = ensure_node_features(model, local_items, tables)
         computed, cached = computed + c, cached + h
+        for cached_item, local_item in zip(part.items, local_items):  # the cache keeps graph-wide entity rows
+            cached_item.features.update(local_item.features)
         if c and not part.errors:  # stored beside the subgraphs: the next run reads them
             add_features(part.path, part.items)
     on_features(computed, cached)
@@ -135,12 +141,12 @@ def train_retriever(
             entity, relation = tables.entity.cpu().numpy(), tables.relation.cpu().numpy()
             state, result = distributed.run(
                 distributed.train_worker,
-                (cls, model_cfg, tables.dim, tr.items, va.items, entity, relation, tables.fingerprint, cfg, out, resume), nproc,
+                (cls, model_cfg, tables.dim, train_items, val_items, entity, relation, tables.fingerprint, cfg, out, resume), nproc,
             )
             model.load_state_dict(state)
             model.eval()
         else:
-            model, result = train(model, tr.items, va.items, tables, cfg, on_step=on_step, on_epoch=on_epoch, state_dir=out, resume=resume)
+            model, result = train(model, train_items, val_items, tables, cfg, on_step=on_step, on_epoch=on_epoch, state_dir=out, resume=resume)
     except ValueError as exc:
         raise InputError(str(exc), path="--resume") from exc
     epoch_seconds = [e.seconds for e in result.epochs]
@@ -178,7 +184,7 @@ class RelationVocabulary:
     graph, not a fetched subgraph) and the question encoder."""
 
     fingerprint: str
-    tables: object  # kgdb.models.base.TensorTables
+    tables: object  # kgdb.models.base.TensorTables: the relation table (no entity rows)
     model_name: str
     relation_names: list[str]
     relation_index: dict[str, int]
@@ -188,16 +194,13 @@ class RelationVocabulary:
 
 def relation_vocabulary(graph: Graph, settings: Settings) -> RelationVocabulary:
     from kgdb.cypher.paths import graph_triples
-    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.data.relation_paths import TripleArrays
 
-    fingerprint, _ = fingerprint_of(graph)
-    tables, model_name = load_tensor_tables(graph, settings)
-    names = load_tables(graph, settings.cache_dir).relation_names
+    vectors, model_name = entity_vectors(graph, settings)
+    names = vectors.tables.relation_names
     return RelationVocabulary(
-        fingerprint, tables, model_name, names, {r: i for i, r in enumerate(names)},
-        TripleArrays.from_triples(graph_triples(graph), names),
-        get_embedder(model_name, settings.device, settings.embedding_batch_size),
+        vectors.fingerprint, vectors.relation_tables(resolve_device(settings.device)), model_name, names,
+        {r: i for i, r in enumerate(names)}, TripleArrays.from_triples(graph_triples(graph), names), vectors.embedder,
     )
 
 

@@ -91,29 +91,27 @@ class AskResult:
 
 
 def _fallback_retrieval(graph: Graph, settings: Settings, retriever: str, exc: Exception, **kw):
-    """No checkpoint of `retriever` for this graph. For `rapl`, the RAPL checkpoint shipped with the
-    package (trained on WebQSP, graph-independent) when it fits the graph's embedding model; for any
-    other retriever, and as the last resort, cosine. Returns the pipeline and the note saying which.
-
-    The shipped RAPL is not the fallback of other retrievers: on graphs it was not trained on
-    (MetaQA, the default subset) its answer recall is below cosine's, even at the same triple budget
-    (README, "RAPL"), so a fresh install's `kgdb ask` keeps the better baseline."""
+    """No checkpoint of `retriever` for this graph: use the checkpoint shipped with the package for
+    that retriever if there is one (rapl, cosine-dde), else the shipped default retriever
+    (cosine-dde, which beats cosine on graphs it was not trained on), else cosine. A shipped
+    checkpoint that does not fit the graph's embedding model is skipped with the reason.
+    Returns the pipeline and the note saying which was used and why."""
     from kgdb.models.checkpoints import CheckpointError
+    from kgdb.models.default import DEFAULT_RETRIEVER, shipped_checkpoint
     from kgdb.pipeline import RetrievePipeline
 
     why = ""
-    if retriever == "rapl":
-        from kgdb.models.default import shipped_checkpoint
-
-        shipped = shipped_checkpoint()
-        if shipped is not None:
-            try:
-                pipe = RetrievePipeline(graph, settings, "rapl", str(shipped), **kw)
-            except CheckpointError as err:  # the graph was embedded with another model
-                why = f"; the shipped rapl checkpoint does not fit this graph: {err}"
-            else:
-                return pipe, (f"no rapl checkpoint trained on this graph, so the rapl checkpoint shipped with kgdb was used "
-                              f"(trained on {pipe.checkpoint.config.get('dataset', '?')}; {exc})")
+    for name in dict.fromkeys([retriever, DEFAULT_RETRIEVER]):
+        shipped = shipped_checkpoint(name)
+        if shipped is None:
+            continue
+        try:
+            pipe = RetrievePipeline(graph, settings, name, str(shipped), **kw)
+        except CheckpointError as err:  # the graph was embedded with another model
+            why += f"; the shipped {name} checkpoint does not fit this graph: {err}"
+            continue
+        return pipe, (f"no {retriever} checkpoint trained on this graph, so the {name} checkpoint shipped with kgdb was used "
+                      f"(trained on {pipe.checkpoint.config.get('dataset', '?')}; {exc})")
     pipe = RetrievePipeline(graph, settings, "cosine", None, **kw)
     return pipe, f"no trained {retriever} checkpoint for this graph, so the cosine retriever was used ({exc}{why})"
 
@@ -123,8 +121,9 @@ class AskPipeline:
 
     `retriever` is a registered retriever's name (built through `kgdb.pipeline.RetrievePipeline`),
     `relation-paths` (the trained relation-path planner + Cypher grounding) or any `QuestionRetriever`. With `fallback`, a trainable retriever that has no
-    checkpoint for this graph is replaced by the cosine baseline and the result says so
-    (`retriever_note`); without it the typed `NoCheckpointError` reaches the caller.
+    checkpoint for this graph is replaced by a shipped checkpoint (`_fallback_retrieval`) or the
+    cosine baseline and the result says so (`retriever_note`); without it the typed
+    `NoCheckpointError` reaches the caller.
     """
 
     def __init__(

@@ -7,9 +7,11 @@ Speed: the first layer is linear in the concatenation, so W1 [z_q||z_h||z_r||z_t
 = W_q z_q + (W_h z_h + W_sh s_h) + W_r z_r + (W_t z_t + W_st s_t). Each part is computed once
 per question / entity / relation and gathered per triple, instead of a [m, 4d+20] x [4d+20, 1024]
 matmul (about 16 GFLOP for 5,000 triples at d=384). At inference `prepare(tables)` projects the
-whole entity and relation tables once, so scoring is gathers + adds + ReLU + one mat-vec, done in
-cache-sized chunks of triples. Training uses the same split: entities are projected once per
-distinct entity of a (batched) subgraph, and the per-triple sum, ReLU and output layer run in
+entity and relation tables once, so scoring is gathers + adds + ReLU + one mat-vec, done in
+cache-sized chunks of triples. The entity table may grow between questions (the seam keeps the rows
+its questions touched, `kgdb.pipeline.vectors.EntityRowCache`): `prepare` then projects only the
+new rows. Training uses the same split: entities are projected once per distinct entity of a
+(batched) subgraph, and the per-triple sum, ReLU and output layer run in
 `kgdb.models.gathered_mlp`, whose backward recomputes each chunk in cache instead of keeping
 [m, 1024] activations. The DDE comes from the training cache (`node_features`, computed once per
 subgraph). `forward_naive` keeps the textbook form for tests.
@@ -54,9 +56,10 @@ class SubgraphRAG(Retriever):
         self.hidden = nn.Linear(4 * d + 2 * self.dde_width, config.hidden)
         self.out = nn.Linear(config.hidden, 1)
         nn.init.normal_(self.cvt_embedding, std=d**-0.5)
-        self._prepared: tuple[int, int] | None = None  # (id(tables), parameter version)
-        self._proj: Tensor | None = None  # `prepare`: [entity heads; entity tails; relations] x hidden
-        self._n_ent = 0
+        # (entity storage, parameter version, rows projected): what `prepare` has projected
+        self._prepared: tuple[int, int, int] | None = None
+        self._ent_proj: Tensor | None = None
+        self._rel_proj: Tensor | None = None
 
     # Column blocks of the first layer, in input order [q, h, r, t, s_h, s_t].
     def _blocks(self) -> tuple[Tensor, ...]:
@@ -164,49 +167,75 @@ class SubgraphRAG(Retriever):
     def _version(self) -> int:
         return sum(p._version for p in self.parameters())
 
+    @staticmethod
+    def _storage(tables: TensorTables) -> tuple[int, int]:
+        """(address, capacity in rows) of the memory behind the entity table: a table that grows
+        in place (rows appended to a larger buffer) keeps both, a new table changes the address."""
+        ent = tables.entity
+        row_bytes = max(ent.shape[1] * ent.element_size(), 1)
+        return ent.untyped_storage().data_ptr(), ent.untyped_storage().nbytes() // row_bytes - ent.storage_offset() // max(ent.shape[1], 1)
+
     def _is_prepared(self, tables: TensorTables) -> bool:
-        return self._prepared == (id(tables), self._version())
+        p = self._prepared
+        return p is not None and p[:2] == (self._storage(tables)[0], self._version()) and p[2] >= tables.entity.shape[0]
 
     @torch.no_grad()
     def prepare(self, tables: TensorTables, chunk: int = 8192) -> None:
-        """Project every entity (as head and as tail) and every relation once for fast scoring, into
-        one table [heads; tails; relations] so a triple's three rows are one fused gather.
+        """Project every entity (as head and as tail) and every relation once for fast scoring.
 
-        Row N of the entity projections is the shared CVT vector, so CVT nodes are a remapped index.
+        The projection buffers have one row per row of the entity table's memory (its capacity) plus
+        a last row for the shared CVT vector, so CVT nodes are a remapped index; rows appended to the
+        table in place since the last call are the only ones projected.
         """
         if self._is_prepared(tables):
             return
         Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
-        ent = torch.cat([tables.entity, self.cvt_embedding.detach()], dim=0)
-        n = ent.shape[0]
-        proj = torch.empty(2 * n + tables.relation.shape[0], self.cfg.hidden, device=ent.device)
-        for start in range(0, n, chunk):
-            part = ent[start : start + chunk]
-            end = start + part.shape[0]
-            torch.matmul(part, Wh.T, out=proj[start:end])
-            torch.matmul(part, Wt.T, out=proj[n + start : n + end])
-        torch.matmul(tables.relation, Wr.T, out=proj[2 * n :])
-        self._proj, self._n_ent = proj, n
-        self._prepared = (id(tables), self._version())
+        ptr, capacity = self._storage(tables)
+        n = tables.entity.shape[0]
+        p = self._prepared
+        start = p[2] if p is not None and p[:2] == (ptr, self._version()) else 0
+        if start == 0:
+            heads = torch.empty(capacity + 1, self.cfg.hidden, device=tables.entity.device)
+            tails = torch.empty_like(heads)
+            cvt = self.cvt_embedding.detach()
+            torch.matmul(cvt, Wh.T, out=heads[capacity:])
+            torch.matmul(cvt, Wt.T, out=tails[capacity:])
+            self._ent_proj = (heads, tails)
+            self._rel_proj = tables.relation @ Wr.T
+        heads, tails = self._ent_proj
+        for lo in range(start, n, chunk):
+            hi = min(lo + chunk, n)
+            part = tables.entity[lo:hi]
+            torch.matmul(part, Wh.T, out=heads[lo:hi])
+            torch.matmul(part, Wt.T, out=tails[lo:hi])
+        self._prepared = (ptr, self._version(), n)
 
     def train(self, mode: bool = True) -> "SubgraphRAG":
         if mode:  # parameters will change: drop the projection cache
-            self._prepared, self._proj = None, None
+            self._prepared, self._ent_proj, self._rel_proj = None, None, None
         return super().train(mode)
 
     def _forward_prepared(self, x: SubgraphTensors) -> Tensor:
-        """Rows of the whole-table projections gathered per triple (`gathered_mlp`, no autograd).
+        """Rows of the whole-table projections and of this question's DDE terms, summed per triple
+        by `gathered_mlp` (chunks in cache, no autograd).
 
-        DDE terms are computed once per distinct (vector, question), with the question term folded
-        in, so a batch of questions costs no more per triple than one.
+        DDE vectors take few distinct values (they encode distances to the topics), so their
+        first-layer terms are computed once per distinct (vector, question), with the question
+        term folded in; a batch of questions therefore costs no more per triple than one.
         """
         Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
+        heads, tails = self._ent_proj
         dde_h, dde_t, which = self._dde_terms(x, Wq, Wsh, Wst)
-        n_ent = self._n_ent
-        row = torch.where(x.cvt_mask, n_ent - 1, x.entity_idx)
-        # Whole-table rows (the prepared [heads; tails; relations] table) and this question's DDE rows.
-        table = torch.stack([row.index_select(0, x.head), n_ent + row.index_select(0, x.tail), 2 * n_ent + x.relation], dim=1)
+        row = torch.where(x.cvt_mask, heads.shape[0] - 1, x.entity_idx)
         dde = torch.stack([which.index_select(0, x.head), dde_h.shape[0] + which.index_select(0, x.tail)], dim=1)
         return gathered_mlp(
-            [(self._proj, table), (torch.cat([dde_h, dde_t]), dde)], self.out.weight.squeeze(0), self.out.bias, self.chunk
+            [
+                (heads, row.index_select(0, x.head).unsqueeze(1)),
+                (tails, row.index_select(0, x.tail).unsqueeze(1)),
+                (self._rel_proj, x.relation.unsqueeze(1)),
+                (torch.cat([dde_h, dde_t]), dde),
+            ],
+            self.out.weight.squeeze(0),
+            self.out.bias,
+            self.chunk,
         )
