@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -133,6 +134,7 @@ def train_retriever(
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
     tune_per_file: Annotated[int, typer.Option("--tune-per-file", help="rrp: val questions per file that choose λ1 and θ (a fixed prefix).")] = 300,
     labels: Annotated[LabelSource, typer.Option("--labels", help="Training positives: shortest-path triples, or the triples on the paths `kgdb label --method rapl|reg` stored (questions without them fall back to shortest).")] = LabelSource.shortest,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Questions per optimiser step, scored as one disjoint union (retrievers that support it: subgraphrag); the loss is the mean over the questions.")] = 1,
     nproc: Annotated[int, typer.Option("--nproc", min=1, help="Data-parallel training processes on this machine (PyTorch DDP: gloo on CPU, NCCL with one GPU each); the database is read once, by this process.")] = 1,
 ) -> None:
     """Train a registered retriever on the train split; select on the val split; save a checkpoint.
@@ -147,6 +149,8 @@ def train_retriever(
     threads = threads or default_threads()
     if retriever in (PLANNER, "rrp") and labels is not LabelSource.shortest:
         raise InputError(f"{retriever} learns shortest relation paths; --labels applies to the registered retrievers", path="--labels")
+    if retriever in (PLANNER, "rrp") and batch_size > 1:
+        raise InputError(f"{retriever} has its own batching; --batch-size applies to the registered retrievers", path="--batch-size")
     if retriever in (PLANNER, "rrp") and nproc > 1:
         raise InputError(f"{retriever} trains in one process; drop --nproc", path="--nproc")
     if nproc > 1:
@@ -166,13 +170,14 @@ def train_retriever(
         fetch_task = bar.add_task("fetch+label", total=None, visible=False)
         epoch_task = bar.add_task("epochs (best val R@100 -)", total=max_epochs, visible=False)
         step_task = bar.add_task("epoch 1 loss -", total=None, visible=False)
-        state = {"loss": 0.0, "n": 0, "epoch": 1, "best": 0.0, "usable": 0}
+        state = {"loss": 0.0, "n": 0, "questions": 0, "epoch": 1, "best": 0.0, "usable": 0, "t0": time.perf_counter()}
 
         def on_fetch_start(split: str, total: int) -> None:
             bar.reset(fetch_task, total=total, description=f"fetch+label {split}", visible=True)
 
         def on_start(info: dict) -> None:
             state["usable"] = info["usable"]
+            state["t0"] = time.perf_counter()
             bar.update(fetch_task, visible=False)
             bar.update(epoch_task, visible=True)
             bar.reset(step_task, total=info["usable"], visible=True)
@@ -183,31 +188,40 @@ def train_retriever(
                 highlight=False,
             )
 
-        def on_step(loss: float) -> None:
+        def on_step(loss: float, questions: int) -> None:
             state["loss"] += loss
             state["n"] += 1
-            bar.update(step_task, advance=1, description=f"epoch {state['epoch']} loss {state['loss'] / state['n']:.4f}")
+            state["questions"] += questions
+            rate = state["questions"] / max(time.perf_counter() - state["t0"], 1e-9)
+            bar.update(step_task, advance=questions, description=f"epoch {state['epoch']} loss {state['loss'] / state['n']:.4f}, {rate:.1f} questions/s")
+
+        def on_features(computed: int, cached: int) -> None:
+            if computed or cached:
+                console.print(f"per-node features ({escape(retriever)}): computed for {computed} subgraphs and added to the cache, "
+                              f"read from the cache for {cached}", highlight=False)
 
         def on_epoch(log) -> None:
             state["best"] = max(state["best"], log.val_triple_recall)
             console.print(
                 f"epoch {log.epoch}: loss {log.loss:.4f}, val triple R@100 {log.val_triple_recall:.4f}, "
-                f"val answer R@100 {log.val_answer_recall:.4f}, {log.seconds:.1f} s ({log.cpu_seconds:.1f} s CPU)"
+                f"val answer R@100 {log.val_answer_recall:.4f}, {log.seconds:.1f} s ({log.cpu_seconds:.1f} s CPU, "
+                f"{state['questions'] / max(log.seconds, 1e-9):.1f} questions/s; validation {log.val_seconds:.1f} s)"
             )
             bar.update(
                 epoch_task,
                 completed=log.epoch,
                 description=f"epochs (val R@100 {log.val_triple_recall:.3f}, ans {log.val_answer_recall:.3f}, best {state['best']:.3f})",
             )
-            state.update(loss=0.0, n=0, epoch=log.epoch + 1)
+            state.update(loss=0.0, n=0, questions=0, epoch=log.epoch + 1, t0=time.perf_counter())  # validation not counted
             bar.reset(step_task, total=state["usable"], description=f"epoch {log.epoch + 1} loss -")
 
         ckpt, result = train_retriever(
             graph, settings, retriever, questions, name=name, hops=hops, cap=cap, max_epochs=max_epochs,
             patience=patience, lr=lr, seed=seed, settings_overrides=_parse_settings(setting or []),
             max_train=max_train, max_val=max_val, resume=resume, threads=threads, labels=labels.value, nproc=nproc,
-            on_split=lambda report: _report_split(report), on_fetch_start=on_fetch_start,
-            on_fetch=lambda n: bar.advance(fetch_task, n), on_start=on_start, on_step=on_step, on_epoch=on_epoch,
+            batch_size=batch_size, on_split=lambda report: _report_split(report), on_fetch_start=on_fetch_start,
+            on_fetch=lambda n: bar.advance(fetch_task, n), on_start=on_start, on_step=on_step, on_features=on_features,
+            on_epoch=on_epoch,
         )
     if result.resumed_from_epoch:
         console.print(f"resumed after epoch {result.resumed_from_epoch}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import numpy as np
 
 CACHE_VERSION = 1
 _ARRAYS = ("head", "relation", "tail", "entity_idx", "is_cvt", "topic", "labels", "answers")
+_FEATURE = "feature:"  # npz array name prefix of per-node features
 
 
 @dataclass
@@ -36,6 +38,9 @@ class CachedQuestion:
     question_embedding: np.ndarray  # float32 [d]
     hop: int  # topic -> nearest answer distance in the subgraph (undirected); 0 = unreachable
     fetch_ms: float = 0.0
+    # Per-node features a retriever computed once from this subgraph (key -> float32 [n, w]), e.g.
+    # SubgraphRAG's DDE under "dde-2-2"; stored with the arrays by `save_cache` / `add_features`.
+    features: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def num_triples(self) -> int:
@@ -64,11 +69,20 @@ def save_cache(path: Path, items: list[CachedQuestion], meta: dict) -> None:
     arrays["n_answers_in_graph"] = np.array([it.n_answers_in_graph for it in items], dtype=np.int64)
     arrays["hop"] = np.array([it.hop for it in items], dtype=np.int64)
     arrays["fetch_ms"] = np.array([it.fetch_ms for it in items], dtype=np.float64)
-    tmp = path.with_suffix(".tmp.npz")
+    # A feature is stored only when every question has it (it is computed for a whole split at once).
+    keys = set.intersection(*(set(it.features) for it in items)) if items else set()
+    for key in sorted(keys):
+        parts = [np.asarray(it.features[key], dtype=np.float32) for it in items]
+        arrays[_FEATURE + key] = np.concatenate(parts)
+        arrays[_FEATURE + key + "_offsets"] = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
+    # Per-process temporary names: two runs adding features to one shared cache never mix writes.
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
     np.savez(tmp, **arrays)
     tmp.replace(path)
     side = {**meta, "qids": [it.qid for it in items], "questions": [it.question for it in items]}
-    path.with_suffix(".json").write_text(json.dumps(side, sort_keys=True) + "\n", encoding="utf-8")
+    tmp_side = path.with_name(f"{path.stem}.{os.getpid()}.tmp.json")
+    tmp_side.write_text(json.dumps(side, sort_keys=True) + "\n", encoding="utf-8")
+    tmp_side.replace(path.with_suffix(".json"))
 
 
 def load_cache(path: Path) -> list[CachedQuestion] | None:
@@ -77,6 +91,8 @@ def load_cache(path: Path) -> list[CachedQuestion] | None:
         return None
     meta = json.loads(side.read_text(encoding="utf-8"))
     data = np.load(path)
+    feature_keys = [k[len(_FEATURE) :] for k in data.files if k.startswith(_FEATURE) and not k.endswith("_offsets")]
+    features = {k: (data[_FEATURE + k], data[_FEATURE + k + "_offsets"]) for k in feature_keys}
     items = []
     for i, qid in enumerate(meta["qids"]):
         parts = {}
@@ -99,9 +115,22 @@ def load_cache(path: Path) -> list[CachedQuestion] | None:
                 question_embedding=data["question_embedding"][i].astype(np.float32),
                 hop=int(data["hop"][i]),
                 fetch_ms=float(data["fetch_ms"][i]),
+                features={k: rows[off[i] : off[i + 1]] for k, (rows, off) in features.items()},
             )
         )
     return items
+
+
+def add_features(path: Path, items: list[CachedQuestion]) -> None:
+    """Rewrite a cache file with the per-node features its items now carry (same key and sidecar).
+    A no-op when the file is gone; written through a temporary file like `save_cache`."""
+    side = path.with_suffix(".json")
+    if not (path.is_file() and side.is_file()):
+        return
+    meta = json.loads(side.read_text(encoding="utf-8"))
+    meta.pop("qids", None)
+    meta.pop("questions", None)
+    save_cache(path, items, meta)
 
 
 @dataclass

@@ -6,7 +6,7 @@ Models are plain `nn.Module`s and never touch the database: `kgdb.models.feature
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -63,6 +63,9 @@ class SubgraphTensors:
     node_batch: Tensor  # int64 [n], question of each node
     tables: TensorTables
     triple_offsets: list[int] | None = None  # batch: triples of question b are [off[b], off[b+1])
+    node_offsets: list[int] | None = None  # batch: nodes of question b are [off[b], off[b+1])
+    # Precomputed per-node features by `Retriever.node_feature_key` (e.g. SubgraphRAG's DDE), [n, w]
+    features: dict[str, Tensor] = field(default_factory=dict)
 
     @property
     def num_nodes(self) -> int:
@@ -143,7 +146,10 @@ class Retriever(nn.Module):
     - `loss(scores, targets)`: its training objective (default: per-triple BCE, SubgraphRAG's);
     - `returns`: what `forward` gives (one score per triple); a "paths" retriever also has
       `paths(x) -> (scores, sampled paths per question)` and passes an adaptive number of triples.
-    `prepare(tables)` may precompute per-table caches for inference.
+    `prepare(tables)` may precompute per-table caches for inference; `node_feature_key()` and
+    `node_features(x)` name and compute per-node features that depend only on the subgraph (not on
+    the weights), which training computes once per cached subgraph and stores in the cache;
+    `batched_training`: whether `forward` and `loss` take several questions at once (`--batch-size`).
     """
 
     name: ClassVar[str] = ""
@@ -152,6 +158,7 @@ class Retriever(nn.Module):
     label_kind: ClassVar[LabelKind] = "triples"
     returns: ClassVar[ReturnKind] = "triple_scores"
     description: ClassVar[str] = ""
+    batched_training: ClassVar[bool] = False
 
     def __init__(self, config: Any = None, embedding_dim: int = 0):
         super().__init__()
@@ -165,8 +172,27 @@ class Retriever(nn.Module):
         """Mean per-triple BCE over all candidates (no negative sampling, no class weights)."""
         return F.binary_cross_entropy_with_logits(scores, targets.of(self.label_kind))
 
+    def batch_loss(self, scores: Tensor, targets: list[Targets], x: SubgraphTensors) -> Tensor:
+        """The loss of a batch of questions: the mean of their `loss`, each over its own triples and
+        nodes, so a batch of one is exactly `loss` and every question weighs the same."""
+        if len(targets) == 1:
+            return self.loss(scores, targets[0])
+        off = x.triple_offsets
+        total = scores.new_zeros(())
+        for b, y in enumerate(targets):
+            total = total + self.loss(scores[off[b] : off[b + 1]], y)
+        return total / len(targets)
+
     def prepare(self, tables: TensorTables) -> None:
         """Optional inference cache over the whole tables; the default needs none."""
+
+    def node_feature_key(self) -> str | None:
+        """Name of the per-node features `node_features` computes (None: none), keyed by the
+        settings they depend on, so a cache never serves features of other settings."""
+        return None
+
+    def node_features(self, x: SubgraphTensors) -> Tensor:  # pragma: no cover - interface
+        raise NotImplementedError
 
     def config(self) -> dict[str, Any]:
         return {"retriever": self.name, **asdict(self.cfg)}

@@ -66,3 +66,29 @@ def dde(head: Tensor, tail: Tensor, topic_mask: Tensor, rounds: int = 2, reverse
 def triple_encoding(entity_dde: Tensor, head: Tensor, tail: Tensor) -> Tensor:
     """z_tau = [s_h || s_t], [m, 2 * entity width]."""
     return torch.cat([entity_dde.index_select(0, head), entity_dde.index_select(0, tail)], dim=1)
+
+
+_ROW_KEY_SEED = 0x5EED
+
+
+def distinct_rows(s: Tensor) -> tuple[Tensor, Tensor]:
+    """(distinct rows, index of each row's distinct row) of a float matrix, like
+    `torch.unique(s, dim=0, return_inverse=True)` but about 10x faster (that sorts whole rows).
+
+    DDE vectors take few distinct values (they encode distances to the topics), so the first-layer
+    terms of a subgraph's nodes need computing once per distinct vector. Rows are grouped by a
+    random linear key and the grouping is checked exactly: rows of one group are equal, or the exact
+    (slow) unique is used. Equal rows split over two groups would only cost a duplicate row."""
+    if s.shape[0] == 0:
+        return s, torch.zeros(0, dtype=torch.long, device=s.device)
+    g = torch.Generator().manual_seed(_ROW_KEY_SEED)
+    w = torch.rand(s.shape[1], generator=g, dtype=torch.float64).to(s.device) + 0.5
+    keys = (s.to(torch.float64) * w).sum(dim=1)
+    _, inverse = torch.unique(keys, return_inverse=True)
+    rows = torch.arange(s.shape[0], device=s.device)
+    first = torch.full((int(inverse.max()) + 1,), s.shape[0], dtype=torch.long, device=s.device)
+    first.scatter_reduce_(0, inverse, rows, reduce="amin")
+    distinct = s.index_select(0, first)
+    if torch.equal(distinct.index_select(0, inverse), s):
+        return distinct, inverse
+    return torch.unique(s, dim=0, return_inverse=True)

@@ -28,8 +28,10 @@ def build_tensors(
     topic: np.ndarray,
     is_cvt: np.ndarray,
     question_embedding: np.ndarray,
+    features: dict[str, np.ndarray] | None = None,
 ) -> SubgraphTensors:
-    """Tensors from raw arrays (the training cache stores exactly these arrays)."""
+    """Tensors from raw arrays (the training cache stores exactly these arrays, and `features`:
+    per-node features a retriever precomputed, see `Retriever.node_feature_key`)."""
     device = tables.device
     n = int(entity_idx.shape[0])
     topic_mask = np.zeros(n, dtype=bool)
@@ -50,6 +52,7 @@ def build_tensors(
         question=torch.from_numpy(q.copy()).to(device).unsqueeze(0),
         node_batch=torch.zeros(n, dtype=torch.long, device=device),
         tables=tables,
+        features={k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)).to(device) for k, v in (features or {}).items()},
     )
 
 
@@ -68,6 +71,7 @@ def featurise(sg: Subgraph, tables: TensorTables, question_embedding: np.ndarray
         topic=sg.topic,
         is_cvt=sg.is_cvt,
         question_embedding=q,
+        features=getattr(sg, "features", None),
     )
 
 
@@ -90,6 +94,7 @@ def batch_tensors(parts: list[SubgraphTensors]) -> SubgraphTensors:
         for p in parts
     ]
     batch = Batch.from_data_list(data)  # shifts each part's node ids by the nodes before it
+    shared = set.intersection(*(set(p.features) for p in parts))
     return SubgraphTensors(
         head=batch.edge_index[0],
         relation=batch.relation,
@@ -101,4 +106,6 @@ def batch_tensors(parts: list[SubgraphTensors]) -> SubgraphTensors:
         node_batch=batch.batch,
         tables=parts[0].tables,
         triple_offsets=batch._slice_dict["edge_index"].tolist(),
+        node_offsets=batch.ptr.tolist(),
+        features={k: torch.cat([p.features[k] for p in parts]) for k in sorted(shared)},
     )

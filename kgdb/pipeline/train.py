@@ -52,11 +52,13 @@ def train_retriever(
     threads: int | None = None,
     labels: str = SHORTEST,
     nproc: int = 1,
+    batch_size: int = 1,
     on_split: Callable[[SplitReport], None] = lambda report: None,
     on_fetch_start: Callable[[str, int], None] = lambda split, total: None,
     on_fetch: Callable[[int], None] = lambda n: None,
     on_start: Callable[[dict], None] = lambda info: None,
-    on_step: Callable[[float], None] = lambda loss: None,
+    on_step: Callable[[float, int], None] = lambda loss, questions: None,
+    on_features: Callable[[int, int], None] = lambda computed, cached: None,
     on_epoch: Callable[[object], None] = lambda log: None,
 ):
     """Train a registered retriever on `questions`' train split, select on its val split, and save
@@ -64,11 +66,14 @@ def train_retriever(
 
     `labels` picks the training split's positives: "shortest" or the `kgdb label` method whose
     stored selections to use (questions without them keep shortest-path labels). Validation always
-    uses shortest-path labels, so val triple recall (the selection metric) means one thing."""
+    uses shortest-path labels, so val triple recall (the selection metric) means one thing.
+    Per-node features the retriever declares (SubgraphRAG's DDE) are computed here for the subgraphs
+    whose cache file lacks them and added to it (`on_features(computed, from cache)`)."""
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import save_checkpoint
-    from kgdb.training.trainer import TrainConfig, has_positive, seed_everything, train
+    from kgdb.data.cache import add_features
+    from kgdb.training.trainer import TrainConfig, ensure_node_features, has_positive, seed_everything, train
 
     cls = registry.get(retriever)
     if labels not in LABEL_SOURCES:
@@ -77,12 +82,14 @@ def train_retriever(
         # DDP finds the gradients to average through the tensors forward returns; a path retriever
         # returns its encoder state object instead, which DDP cannot see into.
         raise InputError(f"{retriever} returns {cls.returns}; --nproc supports retrievers that return triple scores", path="--nproc")
+    if batch_size > 1 and not cls.batched_training:
+        raise InputError(f"{retriever} trains one question per step; drop --batch-size", path="--batch-size")
     if not cls.trainable:
         raise InputError(f"{retriever} has nothing to train (no weights); use it directly with --retriever {retriever}", path="RETRIEVER")
     model_cfg = registry.make_config(cls, settings_overrides or {})
     if threads and resolve_device(settings.device) == "cpu":
         torch.set_num_threads(threads)
-    cfg = TrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
+    cfg = TrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed, batch_size=batch_size)
     qs = read_questions(questions)
     fingerprint, info = fingerprint_of(graph)
     model_name = info.get("model") or settings.embedding_model
@@ -113,10 +120,19 @@ def train_retriever(
         raise KgdbError(f"nothing to train on: {usable} training questions with a {cls.label_kind} label, {len(va.items)} validation questions")
     device = str(tables.device)
     out = settings.checkpoints_dir / (name or f"{retriever}-{qs.dataset}")
-    on_start({"retriever": retriever, "usable": usable, "skipped": len(tr.items) - usable, "val": len(va.items),
-              "device": device, "label_kind": cls.label_kind, "out": out, "max_epochs": cfg.max_epochs})
     seed_everything(seed)
     model = cls(model_cfg, tables.dim).to(device)
+    computed = cached = 0
+    for part, local_items in ((tr, train_items), (va, val_items)):
+        c, h = ensure_node_features(model, local_items, tables)
+        computed, cached = computed + c, cached + h
+        for cached_item, local_item in zip(part.items, local_items):  # the cache keeps graph-wide entity rows
+            cached_item.features.update(local_item.features)
+        if c and not part.errors:  # stored beside the subgraphs: the next run reads them
+            add_features(part.path, part.items)
+    on_features(computed, cached)
+    on_start({"retriever": retriever, "usable": usable, "skipped": len(tr.items) - usable, "val": len(va.items),
+              "device": device, "label_kind": cls.label_kind, "out": out, "max_epochs": cfg.max_epochs})
     try:
         if nproc > 1:
             # The workers train from this process's cache and tables; none of them opens the database.

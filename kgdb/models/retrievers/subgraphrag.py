@@ -10,7 +10,11 @@ matmul (about 16 GFLOP for 5,000 triples at d=384). At inference `prepare(tables
 entity and relation tables once, so scoring is gathers + adds + ReLU + one mat-vec, done in
 cache-sized chunks of triples. The entity table may grow between questions (the seam keeps the rows
 its questions touched, `kgdb.pipeline.vectors.EntityRowCache`): `prepare` then projects only the
-new rows. `forward_naive` keeps the textbook form for tests.
+new rows. Training uses the same split: entities are projected once per distinct entity of a
+(batched) subgraph, and the per-triple sum, ReLU and output layer run in
+`kgdb.models.gathered_mlp`, whose backward recomputes each chunk in cache instead of keeping
+[m, 1024] activations. The DDE comes from the training cache (`node_features`, computed once per
+subgraph). `forward_naive` keeps the textbook form for tests.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import torch
 from torch import Tensor, nn
 
 from kgdb.models.base import Retriever, SubgraphTensors, TensorTables
-from kgdb.models.dde import dde, dde_dim, triple_encoding
+from kgdb.models.dde import dde, dde_dim, distinct_rows, triple_encoding
+from kgdb.models.gathered_mlp import gathered_mlp, stacked_projections
 from kgdb.models.registry import register
 
 
@@ -39,7 +44,8 @@ class SubgraphRAG(Retriever):
     trainable = True
     label_kind = "triples"
     description = "DDE + MLP triple scorer (SubgraphRAG, ICLR 2025); trained on shortest-path triples"
-    chunk = 512  # triples per inference chunk: a [512, 1024] float block stays in L2 cache
+    batched_training = True  # forward and the per-triple BCE take a disjoint union of questions
+    chunk = 512  # triples per chunk (training and inference): a [512, 1024] float block stays in L2 cache
 
     def __init__(self, config: SubgraphRAGConfig | None = None, embedding_dim: int = 384):
         super().__init__(config, embedding_dim)
@@ -66,8 +72,17 @@ class SubgraphRAG(Retriever):
         z = x.entity_embedding()
         return torch.where(x.cvt_mask.unsqueeze(1), self.cvt_embedding, z)
 
-    def features(self, x: SubgraphTensors) -> Tensor:
+    def node_feature_key(self) -> str:
+        return f"dde-{self.cfg.dde_rounds}-{self.cfg.dde_reverse_rounds}"
+
+    def node_features(self, x: SubgraphTensors) -> Tensor:
+        """The DDE of every node, [n, dde width]: computed once per subgraph and kept in the training cache."""
         return dde(x.head, x.tail, x.topic_mask, self.cfg.dde_rounds, self.cfg.dde_reverse_rounds)
+
+    def features(self, x: SubgraphTensors) -> Tensor:
+        """The DDE, from the cache when the tensors carry it (training), else computed (one question)."""
+        cached = x.features.get(self.node_feature_key())
+        return cached if cached is not None else self.node_features(x)
 
     def forward_naive(self, x: SubgraphTensors) -> Tensor:
         """Textbook form: one [4d+2w] input row per triple. Reference for tests only."""
@@ -90,19 +105,63 @@ class SubgraphRAG(Retriever):
             return self._forward_prepared(x)
         return self._forward_factored(x)
 
-    def _forward_factored(self, x: SubgraphTensors) -> Tensor:
-        """Same function as `forward_naive`, with the first layer split per entity and relation."""
-        Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
-        z = self.entity_text(x)
-        s = self.features(x)
-        ent_h = z @ Wh.T + s @ Wsh.T
-        ent_t = z @ Wt.T + s @ Wst.T
-        rels, rel_of_triple = torch.unique(x.relation, return_inverse=True)
-        rel = x.tables.relation.index_select(0, rels) @ Wr.T
+    def _dde_terms(self, x: SubgraphTensors, Wq: Tensor, Wsh: Tensor, Wst: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """First-layer terms of the distinct (DDE vector, question) pairs: (head side with the question
+        term and bias folded in [k, H], tail side [k, H], row of each node [n])."""
+        s = torch.cat([self.features(x), x.node_batch.unsqueeze(1).to(torch.float32)], dim=1)
+        distinct, which = distinct_rows(s)
         q = x.question @ Wq.T + self.hidden.bias  # [B, H]
-        q = q[0] if x.num_questions == 1 else q.index_select(0, x.triple_question())
-        h = ent_h.index_select(0, x.head) + rel.index_select(0, rel_of_triple) + ent_t.index_select(0, x.tail) + q
-        return self.out(torch.relu(h)).squeeze(1)
+        dde_h = torch.addmm(q.index_select(0, distinct[:, -1].long()), distinct[:, :-1], Wsh.T)
+        dde_t = distinct[:, :-1] @ Wst.T
+        return dde_h, dde_t, which
+
+    def _forward_factored(self, x: SubgraphTensors) -> Tensor:
+        """Same function as `forward_naive`, the first layer split into per-entity, per-relation and
+        per-(DDE vector, question) projections that each triple sums (training, and scoring without
+        `prepare`); the per-triple part runs in `gathered_mlp`.
+
+        The [u, d] x [d, H] entity projections and their gradients are what training spends most
+        time on, so they cover only the entities at each end of some triple, once each however
+        many nodes of a batch share them (and the CVT vector once); graph table rows need no
+        gradient, only the weights and the CVT vector do."""
+        Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
+        ents_h, head_row = self._entity_rows(x, x.head)
+        ents_t, tail_row = self._entity_rows(x, x.tail)
+        rels, rel_of = torch.unique(x.relation, return_inverse=True)
+        dde_rows, which = distinct_rows(self.features(x))
+        E, cvt = x.tables.entity, self.cvt_embedding
+        ones = torch.ones(x.num_questions, 1, device=x.question.device)
+        # One table of every term, so each triple's six rows are one fused gather-and-sum; the
+        # question row carries the bias (an input column of ones).
+        parts = [
+            (E.index_select(0, ents_h), Wh), (cvt, Wh), (E.index_select(0, ents_t), Wt), (cvt, Wt),
+            (x.tables.relation.index_select(0, rels), Wr), (dde_rows, Wsh), (dde_rows, Wst),
+            (torch.cat([x.question, ones], dim=1), torch.cat([Wq, self.hidden.bias.unsqueeze(1)], dim=1)),
+        ]
+        table = stacked_projections(parts)
+        starts = [0]
+        for inp, _ in parts[:-1]:
+            starts.append(starts[-1] + inp.shape[0])
+        h, t = x.head, x.tail
+        index = torch.stack(
+            [
+                head_row, starts[2] + tail_row, starts[4] + rel_of, starts[5] + which.index_select(0, h),
+                starts[6] + which.index_select(0, t), starts[7] + x.triple_question(),
+            ],
+            dim=1,
+        )
+        return gathered_mlp([(table, index)], self.out.weight.squeeze(0), self.out.bias, self.chunk)
+
+    @staticmethod
+    def _entity_rows(x: SubgraphTensors, ends: Tensor) -> tuple[Tensor, Tensor]:
+        """(distinct named `Entity.idx` at this end of the triples; each triple's row among them,
+        the CVT nodes' row being the one after the last)."""
+        nodes = torch.unique(ends)
+        named = nodes[~x.cvt_mask.index_select(0, nodes)]
+        ents, ent_of = torch.unique(x.entity_idx.index_select(0, named), return_inverse=True)
+        row = torch.full_like(x.entity_idx, ents.shape[0])
+        row[named] = ent_of
+        return ents, row.index_select(0, ends)
 
     # ---- inference with whole-table projections -------------------------------------------------
     def _version(self) -> int:
@@ -157,36 +216,26 @@ class SubgraphRAG(Retriever):
         return super().train(mode)
 
     def _forward_prepared(self, x: SubgraphTensors) -> Tensor:
-        """Per chunk of triples: five row gathers summed in a cache-resident buffer, ReLU, mat-vec.
+        """Rows of the whole-table projections and of this question's DDE terms, summed per triple
+        by `gathered_mlp` (chunks in cache, no autograd).
 
         DDE vectors take few distinct values (they encode distances to the topics), so their
         first-layer terms are computed once per distinct (vector, question), with the question
         term folded in; a batch of questions therefore costs no more per triple than one.
         """
         Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
-        H = self.cfg.hidden
         heads, tails = self._ent_proj
-        s = torch.cat([self.features(x), x.node_batch.unsqueeze(1).to(torch.float32)], dim=1)
-        distinct, which = torch.unique(s, dim=0, return_inverse=True)
-        q = x.question @ Wq.T + self.hidden.bias  # [B, H]
-        dde_h = torch.addmm(q.index_select(0, distinct[:, -1].long()), distinct[:, :-1], Wsh.T)
-        dde_t = distinct[:, :-1] @ Wst.T
+        dde_h, dde_t, which = self._dde_terms(x, Wq, Wsh, Wst)
         row = torch.where(x.cvt_mask, heads.shape[0] - 1, x.entity_idx)
-        gh, gt = row.index_select(0, x.head), row.index_select(0, x.tail)
-        sh, st = which.index_select(0, x.head), which.index_select(0, x.tail)
-        w2 = self.out.weight.squeeze(0)
-        m = x.num_triples
-        scores = torch.empty(m, device=heads.device)
-        size = min(self.chunk, max(m, 1))
-        buf = torch.empty(size, H, device=heads.device)
-        tmp = torch.empty(size, H, device=heads.device)
-        for start in range(0, m, size):
-            end = min(start + size, m)
-            b, t = buf[: end - start], tmp[: end - start]
-            torch.index_select(heads, 0, gh[start:end], out=b)
-            for table, idx in ((tails, gt), (self._rel_proj, x.relation), (dde_h, sh), (dde_t, st)):
-                torch.index_select(table, 0, idx[start:end], out=t)
-                b += t
-            b.relu_()
-            torch.mv(b, w2, out=scores[start:end])
-        return scores + self.out.bias
+        dde = torch.stack([which.index_select(0, x.head), dde_h.shape[0] + which.index_select(0, x.tail)], dim=1)
+        return gathered_mlp(
+            [
+                (heads, row.index_select(0, x.head).unsqueeze(1)),
+                (tails, row.index_select(0, x.tail).unsqueeze(1)),
+                (self._rel_proj, x.relation.unsqueeze(1)),
+                (torch.cat([dde_h, dde_t]), dde),
+            ],
+            self.out.weight.squeeze(0),
+            self.out.bias,
+            self.chunk,
+        )
