@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import tomllib
+import types
+import typing
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from platformdirs import user_cache_dir, user_data_dir
-from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
 
+from kgdb.errors import InputError
 from kgdb.limits import FETCH_CHUNK, FETCH_MAX_TRIPLES  # noqa: E402
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
@@ -65,17 +63,42 @@ def _toml_path() -> Path:
     return Path(os.environ.get("KGDB_CONFIG", "kgdb.toml"))
 
 
-class Settings(BaseSettings):
-    """Everything kgdb can be told. Field `x` is read from env var `KGDB_X` or key `x` in kgdb.toml."""
+class SecretStr:
+    """A secret that prints as ******** in every repr, log and table; `get_secret_value()` reads it."""
 
-    model_config = SettingsConfigDict(env_prefix="KGDB_", extra="ignore")
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = str(value)
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "SecretStr('********')" if self._value else "SecretStr('')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SecretStr) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+# Settings are a stdlib dataclass read by `_coerce` rather than a pydantic-settings model: importing
+# pydantic costs ~0.2 s, a third of the start-up budget of `kgdb status` and `kgdb runs list`.
+@dataclasses.dataclass(init=False)
+class Settings:
+    """Everything kgdb can be told. Field `x` is read from env var `KGDB_X` or key `x` in kgdb.toml;
+    explicit keyword arguments win over both."""
 
     neo4j_uri: str = "bolt://localhost:7687"
     neo4j_user: str = "neo4j"
-    neo4j_password: SecretStr = SecretStr("kgdb-password")
+    neo4j_password: SecretStr = dataclasses.field(default_factory=lambda: SecretStr("kgdb-password"))
     neo4j_database: str = "neo4j"
     # Where `kgdb neo4j install` assembles the local server (jars, conf, data, logs).
-    neo4j_home: Path = Field(default_factory=lambda: Path(user_data_dir("kgdb")) / "neo4j")
+    neo4j_home: Path = dataclasses.field(default_factory=lambda: Path(user_data_dir("kgdb")) / "neo4j")
     neo4j_bolt_port: int = 7687
     neo4j_http_port: int = 7474
     neo4j_listen_address: str = "127.0.0.1"
@@ -98,45 +121,53 @@ class Settings(BaseSettings):
     llm_timeout: float = 60.0
     llm_max_retries: int = 3
 
-    cache_dir: Path = Field(default_factory=lambda: Path(user_cache_dir("kgdb")))
-    runs_dir: Path = Field(default_factory=lambda: Path("runs"))
-    checkpoints_dir: Path = Field(default_factory=lambda: Path("checkpoints"))
+    cache_dir: Path = dataclasses.field(default_factory=lambda: Path(user_cache_dir("kgdb")))
+    runs_dir: Path = dataclasses.field(default_factory=lambda: Path("runs"))
+    checkpoints_dir: Path = dataclasses.field(default_factory=lambda: Path("checkpoints"))
 
-    @model_validator(mode="after")
-    def _uri_follows_bolt_port(self) -> "Settings":
+    def __init__(self, **explicit: Any) -> None:
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        if unknown := sorted(set(explicit) - set(fields)):
+            raise TypeError(f"unknown setting(s): {', '.join(unknown)}")
+        toml = _read_toml()
+        given: set[str] = set()
+        for name, f in fields.items():
+            env = f"KGDB_{name.upper()}"
+            if name in explicit:
+                value, source = explicit[name], f"setting {name}"
+            elif env in os.environ:
+                value, source = os.environ[env], f"environment variable {env}"
+            elif name in toml:
+                value, source = toml[name], f"{_toml_path()}: key {name}"
+            else:
+                value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+                setattr(self, name, value)
+                continue
+            given.add(name)
+            setattr(self, name, _coerce(value, _FIELD_TYPES[name], source))
         # Setting only the Bolt port (for `kgdb neo4j start`) must also move where kgdb connects;
         # an explicit URI always wins.
-        if "neo4j_uri" not in self.model_fields_set and "neo4j_bolt_port" in self.model_fields_set:
+        if "neo4j_bolt_port" in given and "neo4j_uri" not in given:
             self.neo4j_uri = f"bolt://localhost:{self.neo4j_bolt_port}"
-        return self
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        toml = _toml_path()
-        if toml.is_file():
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml))
-        return tuple(sources)
 
     def with_overrides(self, **overrides: Any) -> "Settings":
         """Copy with the given non-None values replaced (CLI flags such as --uri)."""
-        values = {k: v for k, v in overrides.items() if v is not None}
-        if "neo4j_password" in values and not isinstance(values["neo4j_password"], SecretStr):
-            values["neo4j_password"] = SecretStr(values["neo4j_password"])
-        return self.model_copy(update=values)
+        # Not dataclasses.replace: it would call __init__ and read the environment again.
+        out = object.__new__(Settings)
+        out.__dict__.update(self.__dict__)
+        for name, value in overrides.items():
+            if value is None:
+                continue
+            if name not in _FIELD_TYPES:
+                raise TypeError(f"unknown setting: {name}")
+            setattr(out, name, _coerce(value, _FIELD_TYPES[name], f"setting {name}"))
+        return out
 
     def masked(self) -> dict[str, Any]:
         """Effective settings as plain JSON-able values, secrets masked."""
         out: dict[str, Any] = {}
-        for name in type(self).model_fields:
-            value = getattr(self, name)
+        for f in dataclasses.fields(self):
+            name, value = f.name, getattr(self, f.name)
             if isinstance(value, SecretStr):
                 value = "********" if value.get_secret_value() else ""
             elif name.endswith("_uri") or name.endswith("_url"):
@@ -145,6 +176,39 @@ class Settings(BaseSettings):
                 value = str(value)
             out[name] = value
         return out
+
+
+_FIELD_TYPES: dict[str, Any] = typing.get_type_hints(Settings)
+
+
+def _read_toml() -> dict[str, Any]:
+    path = _toml_path()
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"not valid TOML ({err})", path=path) from None
+
+
+def _coerce(value: Any, kind: Any, source: str) -> Any:
+    """`value` (a string from the environment, a TOML value or a Python value) as the field's type."""
+    if isinstance(kind, types.UnionType):  # `T | None`
+        if value is None:
+            return None
+        kind = next(k for k in kind.__args__ if k is not type(None))
+    if isinstance(value, kind):
+        return value
+    if kind in (int, float) and not isinstance(value, bool):
+        try:
+            return kind(value)
+        except (TypeError, ValueError):
+            pass
+        raise InputError(f"{source} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
+    if kind in (str, Path, SecretStr) and isinstance(value, (str, Path)):
+        return kind(str(value)) if kind is not str else str(value)
+    raise InputError(f"{source} must be {kind.__name__}, got {value!r}")
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -111,11 +111,12 @@ def one_thread():
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tiers by what a test really needs: `db` (the real Neo4j, through any fixture that depends on
-    `neo4j_settings`) and `slow` (reads ../shared/data). `-m "not db"` is the fast unit tier."""
+    """Tiers by what a test really needs: `db` (a real Neo4j: any fixture that depends on
+    `neo4j_settings`, or a module's own `local_server`) and `slow` (reads ../shared/data).
+    `-m "not db"` is the fast unit tier."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
-        if "neo4j_settings" in names:
+        if names & {"neo4j_settings", "local_server"}:
             item.add_marker(pytest.mark.db)
         if "shared_data" in names:
             item.add_marker(pytest.mark.slow)

@@ -73,3 +73,38 @@ def test_start_on_running_server_says_so_and_busy_port_is_explained(neo4j_settin
     out = kgdb("neo4j", "start", "--home", str(fresh), *ports, env=env)
     assert out.returncode == 1
     assert "already in use" in out.stderr and "--bolt-port" in out.stderr
+
+
+# What must stay out of the commands people run most often: each costs 0.1-3 s of start-up.
+START_UP_HEAVY = ("torch", "sentence_transformers", "transformers", "pydantic", "pyarrow")
+
+
+def _heavy_modules_after(*args: str, env: dict | None = None, code: int = 0) -> list[str]:
+    """Runs `kgdb ARGS` in a fresh interpreter; the heavy modules it imported on the way."""
+    script = ("import sys\nfrom kgdb.cli import main\n"
+              "try:\n    main()\nexcept SystemExit as e:\n    print('EXIT', e.code or 0)\n"
+              f"print('HEAVY', sorted(m for m in {START_UP_HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
+                         env={**os.environ, **(env or {}), "COLUMNS": "200"}, timeout=120)
+    assert f"EXIT {code}" in out.stdout and "Traceback" not in out.stderr, out.stdout + out.stderr
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("HEAVY ")
+    return eval(last.removeprefix("HEAVY "))
+
+
+def test_help_and_server_status_start_light(tmp_path):
+    assert _heavy_modules_after("--help") == []
+    # Exit 3: not installed in an empty home (the LSB code for "not running").
+    assert _heavy_modules_after("neo4j", "status", env={"KGDB_NEO4J_HOME": str(tmp_path)}, code=3) == []
+
+
+def test_status_and_runs_list_start_light(neo4j_settings: Settings, graph):
+    conn = ("--uri", neo4j_settings.neo4j_uri, "--password", neo4j_settings.neo4j_password.get_secret_value())
+    assert _heavy_modules_after(*conn, "status") == []
+    assert _heavy_modules_after(*conn, "runs", "list") == []
+
+
+def test_bad_setting_in_the_environment_is_one_clear_line():
+    out = kgdb("config", "show", env={"KGDB_NEO4J_BOLT_PORT": "seventy"})
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "KGDB_NEO4J_BOLT_PORT must be an integer, got 'seventy'" in out.stderr

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+from kgdb.cypher.driver import neo4j  # noqa: F401  (first: imports the driver without pyarrow)
 from neo4j import Driver, GraphDatabase, RoutingControl, Session
 from neo4j.exceptions import (
     AuthError,
