@@ -44,26 +44,38 @@ def test_shards_have_equal_length_and_cover_every_question():
     assert shard(order, 0, 1) == order
 
 
-@pytest.mark.parametrize("nproc", [2])
-def test_two_processes_reach_the_validation_recall_of_one(tmp_path, nproc, one_thread):
+def _subgraphrag():
     from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
+
+    return SubgraphRAG, SubgraphRAGConfig(hidden=32)
+
+
+def _rapl():  # a path retriever: its loss uses modules forward never calls
+    from kgdb.models.retrievers.rapl import RAPL, RAPLConfig
+
+    return RAPL, RAPLConfig(hidden=32, samples=40, top_m=20)
+
+
+@pytest.mark.parametrize("make", [_subgraphrag, _rapl], ids=["subgraphrag", "rapl"])
+def test_two_processes_reach_the_validation_recall_of_one(tmp_path, make, one_thread):
     from kgdb.training import distributed
     from kgdb.training.trainer import TrainConfig
 
+    nproc = 2
+    cls, model_cfg = make()
     rng = np.random.default_rng(0)
     entity = rng.standard_normal((200, 16)).astype(np.float32)
     relation = rng.standard_normal((8, 16)).astype(np.float32)
     relation /= np.linalg.norm(relation, axis=1, keepdims=True)
     train, val = _task(64, 1, entity, relation), _task(24, 2, entity, relation)
     cfg = TrainConfig(max_epochs=6, patience=6, select_k=6, lr=1e-2)
-    model_cfg = SubgraphRAGConfig(hidden=32)
-    args = (SubgraphRAG, model_cfg, 16, train, val, entity, relation, "toy", cfg)
+    args = (cls, model_cfg, 16, train, val, entity, relation, "toy", cfg)
 
     _, one = distributed.train_worker(*args, tmp_path / "one", False)
     _, many = distributed.run(distributed.train_worker, (*args, tmp_path / "many", False), nproc)
 
     assert len(many.epochs) == len(one.epochs) == 6
-    assert one.best_val_triple_recall > 0.7  # learnt (a random ranking gets ~0.1), so the comparison means something, so the comparison means something
+    assert one.best_val_triple_recall > 0.7  # learnt (a random ranking gets ~0.1), so the comparison means something
     # Tolerance: two processes average two questions' gradients per step and take half the steps,
     # so the path differs; the recall reached must not.
     assert abs(many.best_val_triple_recall - one.best_val_triple_recall) <= 0.05

@@ -78,10 +78,6 @@ def train_retriever(
     cls = registry.get(retriever)
     if labels not in LABEL_SOURCES:
         raise InputError(f"unknown label source {labels!r}; choose one of {', '.join(LABEL_SOURCES)}", path="--labels")
-    if nproc > 1 and cls.returns != "triple_scores":
-        # DDP finds the gradients to average through the tensors forward returns; a path retriever
-        # returns its encoder state object instead, which DDP cannot see into.
-        raise InputError(f"{retriever} returns {cls.returns}; --nproc supports retrievers that return triple scores", path="--nproc")
     if batch_size > 1 and not cls.batched_training:
         raise InputError(f"{retriever} trains one question per step; drop --batch-size", path="--batch-size")
     if not cls.trainable:

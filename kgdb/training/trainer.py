@@ -142,6 +142,21 @@ def validate_at(model: Retriever, xs: list, items: list[CachedQuestion], tables:
     return out
 
 
+class Objective(torch.nn.Module):
+    """The training loss as a module's forward, which is what `distributed.wrap` wraps: DDP then sees
+    every parameter the loss uses, including a path retriever's step modules that only its loss
+    calls (RAPL's prefix and STOP layers run after `forward`)."""
+
+    def __init__(self, model: Retriever):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, targets) -> torch.Tensor:
+        if isinstance(targets, list):  # several questions in one step
+            return self.model.batch_loss(self.model(x), targets, x)
+        return self.model.loss(self.model(x), targets)
+
+
 def batches(order: list[int], size: int) -> list[list[int]]:
     """Consecutive runs of `size` questions of an epoch's order (the last may be shorter)."""
     return [order[i : i + size] for i in range(0, len(order), size)]
@@ -180,7 +195,7 @@ def train(
     data = [(featurise(it, tables), targets_of(it, device)) for it in usable]
     val_data = [featurise(it, tables) for it in val_items]
     rank, size = distributed.world()
-    step = distributed.wrap(model)
+    step = distributed.wrap(Objective(model))
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     order_rng = np.random.default_rng(cfg.seed)
     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -215,11 +230,9 @@ def train(
         steps = batches(distributed.shard(order_rng.permutation(len(data)).tolist(), rank, size), cfg.batch_size)
         for batch in steps:
             if len(batch) == 1:
-                x, y = data[batch[0]]
-                loss = model.loss(step(x), y)
+                loss = step(*data[batch[0]])
             else:
-                x = batch_tensors([data[i][0] for i in batch])
-                loss = model.batch_loss(step(x), [data[i][1] for i in batch], x)
+                loss = step(batch_tensors([data[i][0] for i in batch]), [data[i][1] for i in batch])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
