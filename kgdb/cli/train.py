@@ -99,8 +99,8 @@ def _report_split(report) -> None:
         )
     if rc := result.relation_counts:
         console.print(
-            f"  relation targets: {rc['source']} (stored by `kgdb label`) for {rc['questions']} questions ({rc['relations']} relations, "
-            f"{rc['augmented_triples']} extra question-triple positives in the subgraphs)"
+            f"  relation targets: {rc['source']} (stored by `kgdb label`) for {rc['questions']} questions ({rc['relations']} relations "
+            f"marking {rc['augmented_triples']} topic triples as question-triple positives)"
             + (f"; {rc['unknown_relations']} stored relations no longer in the graph" if rc["unknown_relations"] else ""),
             highlight=False,
         )
