@@ -125,7 +125,6 @@ class _Asked:
 class _Prepared:
     """What one question's LLM call needs and how its reply is read (path methods vs relation targeting)."""
 
-    pool: CandidatePool | RelationPool
     messages: list[dict[str, str]]
     parse: Callable[[str], Selection]
     follow_up: str
@@ -150,14 +149,14 @@ def _ask(llm, prepared: _Prepared) -> _Asked:
     return _Asked(selection, reply, usage, error)
 
 
-def _prepare(method: str, prompt_version: int, q: QuestionRecord, sg, pool) -> _Prepared:
+def _prepare(method: str, prompt_version: int, q: QuestionRecord, sg, pool: CandidatePool | RelationPool) -> _Prepared:
     if isinstance(pool, RelationPool):
         _, messages = build_messages(method, prompt_version, q.text, relation_lines(pool), [], pool.topic_names)
         candidates = pool.candidates
-        return _Prepared(pool, messages, lambda reply: parse_relations(reply, candidates), FOLLOW_UP_RELATIONS, "ans: → relation")
+        return _Prepared(messages, lambda reply: parse_relations(reply, candidates), FOLLOW_UP_RELATIONS, "ans: → relation")
     _, messages = build_messages(method, prompt_version, q.text, numbered_lines(sg, pool), pool.answer_names)
     n = len(pool.candidates)
-    return _Prepared(pool, messages, lambda reply: parse_selection(reply, n), FOLLOW_UP, "ans: Path N")
+    return _Prepared(messages, lambda reply: parse_selection(reply, n), FOLLOW_UP, "ans: Path N")
 
 
 def selected_relations(pool: RelationPool, selection: Selection) -> list[LabelRelationRow]:
