@@ -6,7 +6,8 @@ labels are stored in the graph, and a second run of the same command has nothing
         --questions ../shared/data/webqsp/questions.jsonl --method rapl --limit 50
 
 Both runs are real `kgdb label` processes; their output is printed as is, then what the graph holds
-(the query an analyst would paste, kgdb/cypher/browser/question_labels.cypher, run on one question).
+(the query an analyst would paste, kgdb/cypher/browser/question_labels.cypher, run on one question;
+for --method rapl-relations, browser/question_relation_targets.cypher).
 With --fresh, this model's earlier labellings of the method are deleted first (demo graphs only).
 """
 
@@ -30,7 +31,7 @@ MODEL = "kgdb-scripted-selector"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=Path, required=True)
-    parser.add_argument("--method", default="rapl", choices=["rapl", "reg"])
+    parser.add_argument("--method", default="rapl", choices=["rapl", "reg", "rapl-relations"])
     parser.add_argument("--limit", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--fresh", action="store_true", help="delete this model's labellings of --method first")
@@ -68,7 +69,14 @@ def main() -> None:
     print(f"in the graph: {row['labellings']} Labelling nodes ({', '.join(sorted(row['statuses']))}), {row['paths']} LabelPath nodes")
     one = graph.run_text("MATCH (l:Labelling {method: $method, model: $model, status: 'ok'}) RETURN l.qid AS qid ORDER BY l.qid LIMIT 1",
                          method=args.method, model=MODEL)
-    if one:
+    if one and args.method == "rapl-relations":
+        qid = one[0]["qid"]
+        lab = graph.run_text("MATCH (l:Labelling {qid: $qid, method: $method, model: $model}) RETURN l.relations AS r, l.directions AS d",
+                             qid=qid, method=args.method, model=MODEL)[0]
+        rows = graph.run("browser/question_relation_targets", qid=qid, method=args.method)
+        print(f"browser/question_relation_targets.cypher with :param qid => '{qid}', method => '{args.method}': "
+              f"{len(rows)} topic triples drawn for R_* = " + ", ".join(("→ " if d > 0 else "← ") + r for r, d in zip(lab["r"], lab["d"])))
+    elif one:
         qid = one[0]["qid"]
         rows = graph.run("browser/question_labels", qid=qid, method=args.method)
         paths = list(dict.fromkeys((r["p"]["rank"], r["p"]["text"]) for r in rows))

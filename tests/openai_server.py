@@ -230,12 +230,37 @@ def select_label_paths(messages: list[dict[str, Any]]) -> str:
     return why.capitalize() + ".\n" + "\n".join(f"ans: Path {n}" for n in chosen)
 
 
+_RELATION_LINE = re.compile(r"^([→←]) (\S.*)$")
+
+
+def select_relations(messages: list[dict[str, Any]]) -> str:
+    """A deterministic stand-in for relation targeting (`kgdb label --method rapl-relations`). Reads
+    the `→ relation` / `← relation` lines of the last user turn and selects those whose last name
+    segment shares a word of 4+ letters with the question (`capital` in location.country.capital),
+    else the first listed relation. Replies with an explanation and one `ans: → relation` line each."""
+    user = messages[-1].get("content", "") if messages else ""
+    listed = [(m.group(1), m.group(2).strip()) for line in user.splitlines() if (m := _RELATION_LINE.match(line.strip()))]
+    if not listed:
+        return "I see no relations.\nans: none"
+    question = user.rsplit("Question:", 1)[-1].lower()
+    words = {w for w in re.findall(r"[a-z]+", question) if len(w) >= 4}
+
+    def fits(name: str) -> bool:
+        return any(w in part or part in w for part in re.split(r"[._]", name.rsplit(".", 1)[-1].lower()) if len(part) >= 4 for w in words)
+
+    chosen = [(a, n) for a, n in listed if fits(n)] or listed[:1]
+    return "These relations match the question's words.\n" + "\n".join(f"ans: {a} {n}" for a, n in chosen)
+
+
 def scripted_llm(messages: list[dict[str, Any]]) -> str:
     """The command-line server's responder: label selection prompts (numbered `Path N.` lines) get
-    `select_label_paths`, question-answering prompts `echo_first_evidence`."""
+    `select_label_paths`, relation-targeting prompts (`→ relation` lines) `select_relations`,
+    question-answering prompts `echo_first_evidence`."""
     user = messages[-1].get("content", "") if messages else ""
     if any(_PATH_LINE.match(line.strip()) for line in user.splitlines()):
         return select_label_paths(messages)
+    if "Relations with the entity:" in user:
+        return select_relations(messages)
     return echo_first_evidence(messages)
 
 

@@ -97,6 +97,13 @@ def _report_split(report) -> None:
             + (f"; {lc['paths_not_in_subgraph']} stored paths not in the fetched subgraph" if lc["paths_not_in_subgraph"] else ""),
             highlight=False,
         )
+    if rc := result.relation_counts:
+        console.print(
+            f"  relation targets: {rc['source']} (stored by `kgdb label`) for {rc['questions']} questions ({rc['relations']} relations "
+            f"marking {rc['augmented_triples']} topic triples as question-triple positives)"
+            + (f"; {rc['unknown_relations']} stored relations no longer in the graph" if rc["unknown_relations"] else ""),
+            highlight=False,
+        )
 
 
 def default_threads() -> int:
@@ -134,6 +141,7 @@ def train_retriever(
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
     tune_per_file: Annotated[int, typer.Option("--tune-per-file", help="rrp: val questions per file that choose λ1 and θ (a fixed prefix).")] = 300,
     labels: Annotated[LabelSource, typer.Option("--labels", help="Training positives: shortest-path triples, or the triples on the paths `kgdb label --method rapl|reg` stored (questions without them fall back to shortest).")] = LabelSource.shortest,
+    relation_targets: Annotated[bool, typer.Option("--relation-targets", help="rapl: add RAPL's relation targeting (Eq. 8) to the question-triple loss: the triples leaving a topic by a relation `kgdb label --method rapl-relations` stored for the question are positives too (questions without R_* unchanged). Combines with any --labels.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Questions per optimiser step, scored as one disjoint union (retrievers that support it: subgraphrag); the loss is the mean over the questions.")] = 1,
     nproc: Annotated[int, typer.Option("--nproc", min=1, help="Data-parallel training processes on this machine (PyTorch DDP: gloo on CPU, NCCL with one GPU each); the database is read once, by this process.")] = 1,
 ) -> None:
@@ -149,6 +157,8 @@ def train_retriever(
     threads = threads or default_threads()
     if retriever in (PLANNER, "rrp") and labels is not LabelSource.shortest:
         raise InputError(f"{retriever} learns shortest relation paths; --labels applies to the registered retrievers", path="--labels")
+    if retriever in (PLANNER, "rrp") and relation_targets:
+        raise InputError(f"{retriever} learns shortest relation paths; --relation-targets applies to rapl", path="--relation-targets")
     if retriever in (PLANNER, "rrp") and batch_size > 1:
         raise InputError(f"{retriever} has its own batching; --batch-size applies to the registered retrievers", path="--batch-size")
     if retriever in (PLANNER, "rrp") and nproc > 1:
@@ -219,7 +229,7 @@ def train_retriever(
             graph, settings, retriever, questions, name=name, hops=hops, cap=cap, max_epochs=max_epochs,
             patience=patience, lr=lr, seed=seed, settings_overrides=_parse_settings(setting or []),
             max_train=max_train, max_val=max_val, resume=resume, threads=threads, labels=labels.value, nproc=nproc,
-            batch_size=batch_size, on_split=lambda report: _report_split(report), on_fetch_start=on_fetch_start,
+            relation_targets=relation_targets, batch_size=batch_size, on_split=lambda report: _report_split(report), on_fetch_start=on_fetch_start,
             on_fetch=lambda n: bar.advance(fetch_task, n), on_start=on_start, on_step=on_step, on_features=on_features,
             on_epoch=on_epoch,
         )

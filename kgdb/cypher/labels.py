@@ -1,7 +1,9 @@
 """LLM label selections in the graph: what `kgdb label` writes and `kgdb train --labels` reads.
 
 Model (see `label_write.cypher`): `(:Question)-[:LABELLED]->(:Labelling)-[:SELECTED]->(:LabelPath)`,
-one `Labelling` per (question, method, model, prompt version) keyed by `labelling_key`. Labels are
+one `Labelling` per (question, method, model, prompt version) keyed by `labelling_key`. Relation
+targeting (`rapl-relations`) selects relations, not paths: its `Labelling` holds them as the lists
+`relations` / `directions` (+1 topic is the head, -1 the tail) beside the `topics` they were read from. Labels are
 bookkeeping nodes, never edges between two `:Entity` nodes, so they stay out of triple counts.
 """
 
@@ -38,6 +40,15 @@ class LabelPathRow:
 
 
 @dataclass
+class LabelRelationRow:
+    """One selected relation of relation targeting (R_*)."""
+
+    rank: int
+    name: str
+    direction: int  # +1: a topic is the head of its triples; -1: the tail
+
+
+@dataclass
 class Labelling:
     qid: str
     method: str
@@ -52,6 +63,9 @@ class Labelling:
     error: str | None = None
     reply: str = ""
     paths: list[LabelPathRow] = field(default_factory=list)
+    relations: list[LabelRelationRow] = field(default_factory=list)
+    topics: list[str] = field(default_factory=list)  # entity ids the candidate relations were read from
+    ignored: int = 0  # reply items that named no candidate (out of range, unknown relation)
 
     @property
     def key(self) -> str:
@@ -59,7 +73,8 @@ class Labelling:
 
 
 def write_labelling(graph: Graph, lab: Labelling) -> int:
-    """Store (or replace) one question's labelling; returns the number of label paths written."""
+    """Store (or replace) one question's labelling; returns the number of label paths written
+    (relations are properties of the `Labelling`, always written with it)."""
     row = graph.single(
         "label_write",
         key=lab.key,
@@ -76,6 +91,10 @@ def write_labelling(graph: Graph, lab: Labelling) -> int:
         prompt_tokens=lab.prompt_tokens,
         completion_tokens=lab.completion_tokens,
         paths=[p.__dict__ for p in lab.paths],
+        relations=[r.name for r in lab.relations],
+        directions=[r.direction for r in lab.relations],
+        topics=list(lab.topics),
+        ignored=lab.ignored,
     )
     if row is None or row["written"] != len(lab.paths):
         raise KgdbError(f"labelling {lab.key}: wrote {0 if row is None else row['written']} of {len(lab.paths)} label paths")
@@ -105,3 +124,24 @@ def training_paths(graph: Graph, qids: list[str], method: str) -> TrainingLabels
         paths.setdefault(r["qid"], []).append(list(zip(r["heads"], r["relations"], r["tails"])))
     blob = json.dumps([[r["qid"], r["labelling"], r["created"], r["rank"], r["heads"], r["relations"], r["tails"]] for r in rows])
     return TrainingLabels(paths, hashlib.sha256(blob.encode()).hexdigest()[:16])
+
+
+@dataclass
+class TrainingRelations:
+    """Per question, R_* as (Relation.idx, direction) pairs from its newest `ok` relation targeting."""
+
+    targets: dict[str, list[tuple[int, int]]]
+    digest: str  # changes whenever the stored R_* of these questions change (cache key part)
+    unknown: int = 0  # stored relations no longer in the graph (skipped)
+
+
+def training_relations(graph: Graph, qids: list[str], method: str) -> TrainingRelations:
+    rows = graph.run("label_training_relations", qids=list(qids), method=method)
+    targets: dict[str, list[tuple[int, int]]] = {}
+    unknown = 0
+    for r in rows:
+        pairs = [(int(i), int(d)) for i, d in zip(r["relations"], r["directions"]) if i is not None]
+        unknown += len(r["relations"]) - len(pairs)
+        targets[r["qid"]] = pairs
+    blob = json.dumps([[r["qid"], r["labelling"], r["created"], r["relations"], r["directions"]] for r in rows])
+    return TrainingRelations(targets, hashlib.sha256(blob.encode()).hexdigest()[:16], unknown)

@@ -41,6 +41,10 @@ class CachedQuestion:
     # Per-node features a retriever computed once from this subgraph (key -> float32 [n, w]), e.g.
     # SubgraphRAG's DDE under "dde-2-2"; stored with the arrays by `save_cache` / `add_features`.
     features: dict[str, np.ndarray] = field(default_factory=dict)
+    # RAPL's relation targeting (Eq. 8), uint8 [m] from `kgdb.data.label_relations.relation_target_mask`:
+    # bit 1 the triple read forward, bit 2 read backwards, leaves a topic with a relation in R_*.
+    # None: no R_* for this question (and in every cache written before relation targeting existed).
+    relation_targets: np.ndarray | None = None
 
     @property
     def num_triples(self) -> int:
@@ -75,6 +79,12 @@ def save_cache(path: Path, items: list[CachedQuestion], meta: dict) -> None:
         parts = [np.asarray(it.features[key], dtype=np.float32) for it in items]
         arrays[_FEATURE + key] = np.concatenate(parts)
         arrays[_FEATURE + key + "_offsets"] = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
+    # Optional, so caches without it (all older ones) stay readable; a question without R_* stores zeros
+    # and reads back as None, which is what zeros mean (no augmentation).
+    if any(it.relation_targets is not None for it in items):
+        parts = [np.zeros(it.num_triples, np.uint8) if it.relation_targets is None else np.asarray(it.relation_targets, np.uint8) for it in items]
+        arrays["relation_targets"] = np.concatenate(parts)
+        arrays["relation_targets_offsets"] = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
     # Per-process temporary names: two runs adding features to one shared cache never mix writes.
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
     np.savez(tmp, **arrays)
@@ -93,6 +103,7 @@ def load_cache(path: Path) -> list[CachedQuestion] | None:
     data = np.load(path)
     feature_keys = [k[len(_FEATURE) :] for k in data.files if k.startswith(_FEATURE) and not k.endswith("_offsets")]
     features = {k: (data[_FEATURE + k], data[_FEATURE + k + "_offsets"]) for k in feature_keys}
+    targets = (data["relation_targets"], data["relation_targets_offsets"]) if "relation_targets" in data.files else None
     items = []
     for i, qid in enumerate(meta["qids"]):
         parts = {}
@@ -116,9 +127,18 @@ def load_cache(path: Path) -> list[CachedQuestion] | None:
                 hop=int(data["hop"][i]),
                 fetch_ms=float(data["fetch_ms"][i]),
                 features={k: rows[off[i] : off[i + 1]] for k, (rows, off) in features.items()},
+                relation_targets=_relation_targets(targets, i),
             )
         )
     return items
+
+
+def _relation_targets(stored: tuple[np.ndarray, np.ndarray] | None, i: int) -> np.ndarray | None:
+    if stored is None:
+        return None
+    rows, off = stored
+    mask = rows[off[i] : off[i + 1]].astype(np.uint8)
+    return mask if mask.any() else None
 
 
 def add_features(path: Path, items: list[CachedQuestion]) -> None:
@@ -142,3 +162,5 @@ class CachedSplit:
     errors: list[str] = field(default_factory=list)  # fetch failures; such a split is not cached
     # --labels other than shortest: {"source", "llm", "fallback_shortest", "paths", "paths_not_in_subgraph"}
     label_counts: dict = field(default_factory=dict)
+    # --relation-targets: {"source", "questions", "relations", "augmented_triples", "unknown_relations"}
+    relation_counts: dict = field(default_factory=dict)

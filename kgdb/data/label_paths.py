@@ -160,10 +160,11 @@ def numbered_lines(sg: Subgraph, pool: CandidatePool) -> list[str]:
 
 # --- reply parsing -------------------------------------------------------------------------
 
-_ANS = re.compile(r"^\s*(?:[-*•]\s*)?\**ans\**\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+# Shared with relation targeting (`kgdb.data.label_relations`): one reply grammar for every label method.
+ANS_LINE = re.compile(r"^\s*(?:[-*•]\s*)?\**ans\**\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
 _PATH_REF = re.compile(r"\bpath\s*#?\s*(\d+)", re.IGNORECASE)
 _BARE = re.compile(r"^\s*#?(\d+)\s*[.)]?\s*$")
-_NONE = re.compile(r"^\s*(none|no (rational |relevant )?paths?|not available|n/a)\b", re.IGNORECASE)
+NONE_REPLY = re.compile(r"^\s*(none|no (rational |relevant |likely |possible )?(paths?|relations?)|not available|n/a)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -185,13 +186,13 @@ def parse_selection(reply: str, n_candidates: int) -> Selection:
     indices: list[int] = []
     ignored: list[str] = []
     said_none = False
-    for m in _ANS.finditer(reply or ""):
+    for m in ANS_LINE.finditer(reply or ""):
         body = m.group(1).strip()
         refs = [int(x) for x in _PATH_REF.findall(body)]
         if not refs and (bare := _BARE.match(body)):
             refs = [int(bare.group(1))]
         if not refs:
-            if _NONE.match(body):
+            if NONE_REPLY.match(body):
                 said_none = True
             else:
                 ignored.append(body[:80])

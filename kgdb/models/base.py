@@ -119,11 +119,15 @@ class Targets:
     """Training labels of one question, in every kind the data cache holds.
 
     `triples`: 1.0 for triples on a shortest topic-answer path ([m]); `entities`: 1.0 for the gold
-    answer nodes ([n]). A retriever's `label_kind` says which one it learns from.
+    answer nodes ([n]). A retriever's `label_kind` says which one it learns from. `relation_targets`
+    (bool [m, 2], or None): RAPL's relation targeting (Eq. 8) - column 0 the triple read forward,
+    column 1 read backwards, leaves a topic by a relation the LLM targeted (R_*); only retrievers with
+    `uses_relation_targets` read it.
     """
 
     triples: Tensor
     entities: Tensor
+    relation_targets: Tensor | None = None
 
     def of(self, kind: LabelKind) -> Tensor:
         return self.triples if kind == "triples" else self.entities
@@ -149,7 +153,8 @@ class Retriever(nn.Module):
     `prepare(tables)` may precompute per-table caches for inference; `node_feature_key()` and
     `node_features(x)` name and compute per-node features that depend only on the subgraph (not on
     the weights), which training computes once per cached subgraph and stores in the cache;
-    `batched_training`: whether `forward` and `loss` take several questions at once (`--batch-size`).
+    `batched_training`: whether `forward` and `loss` take several questions at once (`--batch-size`);
+    `uses_relation_targets`: whether `loss` reads `Targets.relation_targets` (`--relation-targets`).
     """
 
     name: ClassVar[str] = ""
@@ -159,6 +164,7 @@ class Retriever(nn.Module):
     returns: ClassVar[ReturnKind] = "triple_scores"
     description: ClassVar[str] = ""
     batched_training: ClassVar[bool] = False
+    uses_relation_targets: ClassVar[bool] = False
 
     def __init__(self, config: Any = None, embedding_dim: int = 0):
         super().__init__()

@@ -11,9 +11,10 @@ import numpy as np
 
 from kgdb.cypher import Graph
 from kgdb.cypher import fetching
-from kgdb.cypher.labels import training_paths
+from kgdb.cypher.labels import training_paths, training_relations
 from kgdb.data.cache import CachedSplit, cache_key, file_digest, load_cache, save_cache
 from kgdb.data.label_paths import mask_from_paths
+from kgdb.data.label_relations import RELATIONS_METHOD, relation_target_mask
 from kgdb.data.questions import QuestionRecord
 
 SHORTEST = "shortest"
@@ -38,11 +39,14 @@ def prepare_split(
     chunk: int | None = None,
     max_triples: int | None = None,
     labels: str = SHORTEST,
+    relation_targets: bool = False,
 ) -> CachedSplit:
     """Load the split's labelled subgraphs from disk, or fetch them once and store them.
 
     `labels`: "shortest" (the weak labels computed at fetch time) or an LLM method ("rapl", "reg")
-    whose selections `kgdb label` stored in the graph; see `_with_llm_labels`."""
+    whose selections `kgdb label` stored in the graph; see `_with_llm_labels`. `relation_targets`:
+    also carry each question's stored R_* (`kgdb label --method rapl-relations`) as a per-triple mask;
+    see `_with_relation_targets`."""
     from kgdb.limits import FETCH_CHUNK, FETCH_MAX_TRIPLES
 
     chunk, max_triples = chunk or FETCH_CHUNK, max_triples or FETCH_MAX_TRIPLES
@@ -64,7 +68,7 @@ def prepare_split(
     if items is not None:
         meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
         base = CachedSplit(items, path, True, meta.get("counts", {}))
-        return base if labels == SHORTEST else _with_llm_labels(graph, base, labels, key, dataset, split)
+        return _with_supervision(graph, base, labels, relation_targets, key, dataset, split)
     on_start(len(questions))
     embeddings = embed([q.text for q in questions])
     items, counts, errors = fetching.fetch_labelled(
@@ -74,7 +78,12 @@ def prepare_split(
     if not errors:  # a transient server failure must not be frozen into the cache
         save_cache(path, items, {"key": key, "dataset": dataset, "split": split, "hops": hops, "cap": cap, "counts": counts})
     base = CachedSplit(items, path, False, counts, errors)
-    return base if labels == SHORTEST else _with_llm_labels(graph, base, labels, key, dataset, split)
+    return _with_supervision(graph, base, labels, relation_targets, key, dataset, split)
+
+
+def _with_supervision(graph: Graph, base: CachedSplit, labels: str, relation_targets: bool, key: str, dataset: str, split: str) -> CachedSplit:
+    out = base if labels == SHORTEST else _with_llm_labels(graph, base, labels, key, dataset, split)
+    return _with_relation_targets(graph, out, dataset, split) if relation_targets else out
 
 
 def _with_llm_labels(graph: Graph, base: CachedSplit, method: str, base_key: str, dataset: str, split: str) -> CachedSplit:
@@ -105,3 +114,33 @@ def _with_llm_labels(graph: Graph, base: CachedSplit, method: str, base_key: str
         save_cache(path, items, {"key": key, "base": str(base.path), "dataset": dataset, "split": split, "counts": base.counts,
                                  "label_counts": counts})
     return CachedSplit(items, path, base.from_disk, base.counts, base.errors, counts)
+
+
+def _with_relation_targets(graph: Graph, base: CachedSplit, dataset: str, split: str) -> CachedSplit:
+    """The split with each question's `relation_targets` = its newest stored R_* as a per-triple mask
+    (`relation_target_mask`: the triples a topic's relation in R_* leaves it by, in that direction).
+    Questions without R_* keep None. Cached beside `base` (the shortest-path or LLM-labelled split)
+    under a key of base's file, the method and a digest of the stored R_*, so relabelling invalidates it."""
+    stored = training_relations(graph, [it.qid for it in base.items], RELATIONS_METHOD)
+    key = cache_key(base=base.path.name, relation_targets=RELATIONS_METHOD, stored=stored.digest)
+    path = base.path.parent / f"{base.path.stem}-{RELATIONS_METHOD}-{key[:16]}.npz"
+    items = load_cache(path)
+    if items is not None:
+        meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        return dataclasses.replace(base, items=items, path=path, relation_counts=meta.get("relation_counts", {}))
+    counts = {"source": RELATIONS_METHOD, "questions": 0, "relations": 0, "augmented_triples": 0, "unknown_relations": stored.unknown}
+    items = []
+    for it in base.items:
+        pairs = stored.targets.get(it.qid)
+        if not pairs:
+            items.append(dataclasses.replace(it, relation_targets=None))
+            continue
+        mask = relation_target_mask(it.head, it.relation, it.tail, it.topic, pairs)
+        counts["questions"] += 1
+        counts["relations"] += len(pairs)
+        counts["augmented_triples"] += int((mask & 1).astype(bool).sum() + (mask & 2).astype(bool).sum())
+        items.append(dataclasses.replace(it, relation_targets=mask if mask.any() else None))
+    if not base.errors:
+        save_cache(path, items, {"key": key, "base": str(base.path), "dataset": dataset, "split": split, "counts": base.counts,
+                                 "label_counts": base.label_counts, "relation_counts": counts})
+    return dataclasses.replace(base, items=items, path=path, relation_counts=counts)

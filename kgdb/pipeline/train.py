@@ -51,6 +51,7 @@ def train_retriever(
     resume: bool = False,
     threads: int | None = None,
     labels: str = SHORTEST,
+    relation_targets: bool = False,
     nproc: int = 1,
     batch_size: int = 1,
     on_split: Callable[[SplitReport], None] = lambda report: None,
@@ -67,6 +68,8 @@ def train_retriever(
     `labels` picks the training split's positives: "shortest" or the `kgdb label` method whose
     stored selections to use (questions without them keep shortest-path labels). Validation always
     uses shortest-path labels, so val triple recall (the selection metric) means one thing.
+    `relation_targets`: carry the training split's stored R_* (`kgdb label --method rapl-relations`)
+    into the retriever's loss (RAPL's Eq. 8); only for retrievers with `uses_relation_targets`.
     Per-node features the retriever declares (SubgraphRAG's DDE) are computed here for the subgraphs
     whose cache file lacks them and added to it (`on_features(computed, from cache)`)."""
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
@@ -78,6 +81,8 @@ def train_retriever(
     cls = registry.get(retriever)
     if labels not in LABEL_SOURCES:
         raise InputError(f"unknown label source {labels!r}; choose one of {', '.join(LABEL_SOURCES)}", path="--labels")
+    if relation_targets and not cls.uses_relation_targets:
+        raise InputError(f"{retriever}'s loss has no use for relation targets (RAPL's Eq. 8); drop --relation-targets", path="--relation-targets")
     if batch_size > 1 and not cls.batched_training:
         raise InputError(f"{retriever} trains one question per step; drop --batch-size", path="--batch-size")
     if not cls.trainable:
@@ -101,6 +106,7 @@ def train_retriever(
             embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
             on_start=lambda total, split=split: on_fetch_start(split, total), on_progress=on_fetch,
             chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, labels=labels if split == "train" else SHORTEST,
+            relation_targets=relation_targets and split == "train",
         )
         on_split(SplitReport(qs.dataset, split, splits[split]))
     tr, va = splits["train"], splits["val"]
@@ -157,6 +163,7 @@ def train_retriever(
             "questions": str(questions),
             "fetch": {"hops": hops, "cap": cap},
             "labels": {"source": labels, **tr.label_counts} if labels != SHORTEST else {"source": SHORTEST},
+            "relation_targets": tr.relation_counts or None,
             "train": {**cfg.__dict__, "max_train": max_train, "max_val": max_val, "device": device, "threads": threads, "nproc": nproc},
             "data_cache": {"train": str(tr.path), "val": str(va.path), "train_from_disk": tr.from_disk},
             "data_seconds": round(data_seconds, 2),

@@ -1,8 +1,10 @@
-"""`kgdb label`: LLM-refined training labels (RAPL's rational paths, ReG's S(I)), stored in the graph.
+"""`kgdb label`: LLM-refined training labels (RAPL's rational paths, ReG's S(I), RAPL's relation
+targeting R_*), stored in the graph.
 
 Per training question: fetch its subgraph exactly as training does (same hops and cap), build the
-stage-1 candidate pool (`kgdb.data.label_paths`), ask the configured OpenAI-compatible LLM to select
-(versioned template `kgdb/qa/prompts/label_<method>_v<n>.txt`), parse the reply, and store the
+stage-1 candidate pool (`kgdb.data.label_paths`; for `rapl-relations` the topic entities' relations,
+`kgdb.data.label_relations`), ask the configured OpenAI-compatible LLM to select
+(versioned template `kgdb/qa/prompts/label_<method>_v<n>.txt`, `-` written `_`), parse the reply, and store the
 selection with its provenance through `kgdb.cypher.labels`. A reply without a usable `ans:` line gets
 one follow-up turn, then the question is recorded as `failed` (asked again by the next run); so is an
 endpoint error left after the client's retries, except before any call has succeeded: then the
@@ -27,9 +29,10 @@ import numpy as np
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.cypher.fetching import fetch
-from kgdb.cypher.labels import Labelling, LabelPathRow, labelled_qids, write_labelling
+from kgdb.cypher.labels import Labelling, LabelPathRow, LabelRelationRow, labelled_qids, write_labelling
 from kgdb.cypher.linking import existing_entities
 from kgdb.data.label_paths import MAX_MEMBERS, METHODS, CandidatePool, Selection, build_pool, numbered_lines, parse_selection, render_path, walk
+from kgdb.data.label_relations import RELATIONS_METHOD, RelationPool, parse_relations, relation_lines, relation_pool
 from kgdb.data.questions import QuestionRecord, read_questions
 from kgdb.errors import InputError, KgdbError
 from kgdb.qa.prompts import load_template, normalise_question
@@ -39,7 +42,13 @@ FOLLOW_UP = (
     'Your reply has no line of the form "ans: Path N". Answer again with only those lines, one per '
     'selected path, using the numbers of the list above; write "ans: none" if no path fits.'
 )
+FOLLOW_UP_RELATIONS = (
+    'Your reply has no line of the form "ans: → relation" naming a listed relation. Answer again with only '
+    'those lines, one per chosen relation, the arrow and the name exactly as listed above; write "ans: none" '
+    "if no relation fits."
+)
 MAX_ANSWER_NAMES = 10
+LABEL_METHODS = (*METHODS, RELATIONS_METHOD)  # path selections, then relation targeting
 
 
 class LLMNotConfigured(KgdbError):
@@ -58,6 +67,8 @@ class LabelReport:
     status: Counter = field(default_factory=Counter)  # ok / none / no_candidates / failed
     paths: int = 0
     candidates: int = 0
+    relations: int = 0  # rapl-relations: relations stored (R_* sizes summed)
+    ignored: int = 0  # reply items that named no candidate (unknown relation, path out of range)
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -77,11 +88,22 @@ def require_llm(settings: Settings) -> None:
         )
 
 
-def build_messages(method: str, version: int, question: str, lines: list[str], answers: list[str]) -> tuple[str, list[dict[str, str]]]:
-    template = load_template(f"label_{method}", version)
-    shown = ", ".join(answers[:MAX_ANSWER_NAMES]) + (f" (+{len(answers) - MAX_ANSWER_NAMES} more)" if len(answers) > MAX_ANSWER_NAMES else "")
+def template_format(method: str) -> str:
+    """The prompt format of a label method: `label_<method>`, with `-` written `_` (file names)."""
+    return "label_" + method.replace("-", "_")
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:MAX_ANSWER_NAMES]) + (f" (+{len(names) - MAX_ANSWER_NAMES} more)" if len(names) > MAX_ANSWER_NAMES else "")
+
+
+def build_messages(
+    method: str, version: int, question: str, lines: list[str], answers: list[str], entities: list[str] = ()
+) -> tuple[str, list[dict[str, str]]]:
+    template = load_template(template_format(method), version)
     user = Template(template.sections["user"]).safe_substitute(
-        evidence="\n".join(lines), question=normalise_question(question), answers=shown or "(none in the graph)"
+        evidence="\n".join(lines), question=normalise_question(question), answers=_names(answers) or "(none in the graph)",
+        entities=_names(list(entities)),
     )
     return template.name, [
         {"role": "system", "content": template.sections["system"]},
@@ -99,20 +121,47 @@ class _Asked:
     error: str | None = None
 
 
-def _ask(llm, messages: list[dict[str, str]], n: int) -> _Asked:
+@dataclass
+class _Prepared:
+    """What one question's LLM call needs and how its reply is read (path methods vs relation targeting)."""
+
+    messages: list[dict[str, str]]
+    parse: Callable[[str], Selection]
+    follow_up: str
+    expected: str  # the reply line that was missing, for the failure message
+
+
+def _ask(llm, prepared: _Prepared) -> _Asked:
     """One selection call, plus one follow-up turn when the reply has no usable `ans:` line."""
     usage = Reasoning(answers=[], reply="", reasoner=llm.name, llm_used=True)
+    messages = prepared.messages
     try:
         reply = llm.complete(messages, usage)
-        selection = parse_selection(reply, n)
+        selection = prepared.parse(reply)
         if selection.status == "malformed":
-            second = llm.complete([*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": FOLLOW_UP}], usage)
+            follow_up = [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": prepared.follow_up}]
+            second = llm.complete(follow_up, usage)
             reply = reply + "\n\n--- follow-up ---\n" + second
-            selection = parse_selection(second, n)
+            selection = prepared.parse(second)
     except LLMError as exc:
         return _Asked(Selection("malformed", [], []), "", usage, str(exc))
-    error = "no usable 'ans: Path N' line after one retry" if selection.status == "malformed" else None
+    error = f"no usable '{prepared.expected}' line after one retry" if selection.status == "malformed" else None
     return _Asked(selection, reply, usage, error)
+
+
+def _prepare(method: str, prompt_version: int, q: QuestionRecord, sg, pool: CandidatePool | RelationPool) -> _Prepared:
+    if isinstance(pool, RelationPool):
+        _, messages = build_messages(method, prompt_version, q.text, relation_lines(pool), [], pool.topic_names)
+        candidates = pool.candidates
+        return _Prepared(messages, lambda reply: parse_relations(reply, candidates), FOLLOW_UP_RELATIONS, "ans: → relation")
+    _, messages = build_messages(method, prompt_version, q.text, numbered_lines(sg, pool), pool.answer_names)
+    n = len(pool.candidates)
+    return _Prepared(messages, lambda reply: parse_selection(reply, n), FOLLOW_UP, "ans: Path N")
+
+
+def selected_relations(pool: RelationPool, selection: Selection) -> list[LabelRelationRow]:
+    """The selected candidate relations, as rows to store (rank = order in the reply)."""
+    return [LabelRelationRow(rank, pool.candidates[i].name, pool.candidates[i].direction) for rank, i in enumerate(selection.indices, 1)]
 
 
 def selected_paths(sg, pool: CandidatePool, selection: Selection) -> list[LabelPathRow]:
@@ -154,13 +203,13 @@ def label_questions(
     from kgdb.embeddings import get_embedder
     from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
 
-    if method not in METHODS:
-        raise InputError(f"unknown label method {method!r}; choose one of {', '.join(METHODS)}", path="--method")
+    if method not in LABEL_METHODS:
+        raise InputError(f"unknown label method {method!r}; choose one of {', '.join(LABEL_METHODS)}", path="--method")
     if concurrency < 1:
         raise InputError(f"must be at least 1, got {concurrency}", path="--concurrency")
     require_llm(settings)
     model = settings.llm_model or ""
-    template = load_template(f"label_{method}", prompt_version).name
+    template = load_template(template_format(method), prompt_version).name
     qs = read_questions(questions)
     records = qs.split(split)[:limit]  # splits are in file order, so a prefix is a fixed subsample
     start = time.perf_counter()
@@ -177,6 +226,8 @@ def label_questions(
 
     def store(lab: Labelling) -> None:
         report.paths += write_labelling(graph, lab)
+        report.relations += len(lab.relations)
+        report.ignored += lab.ignored
         report.status[lab.status] += 1
         report.calls += lab.calls
         report.prompt_tokens += lab.prompt_tokens
@@ -185,17 +236,20 @@ def label_questions(
             report.failures.append(f"{lab.qid}: {lab.error}")
         on_done(lab.status, report)
 
-    def finish(fut: Future, q: QuestionRecord, sg, pool: CandidatePool) -> None:
+    def finish(fut: Future, q: QuestionRecord, sg, pool: CandidatePool | RelationPool) -> None:
         asked: _Asked = fut.result()
         lab = Labelling(q.id, method, model, template, asked.selection.status if not asked.error else "failed",
                         candidates=len(pool.candidates), raw_candidates=pool.raw, calls=asked.usage.calls,
                         prompt_tokens=asked.usage.prompt_tokens, completion_tokens=asked.usage.completion_tokens,
-                        error=asked.error, reply=asked.reply)
+                        error=asked.error, reply=asked.reply, ignored=len(asked.selection.ignored),
+                        topics=[sg.entity_ids[t] for t in dict.fromkeys(sg.topic.tolist())] if isinstance(pool, RelationPool) else [])
         if asked.error and asked.usage.calls == 0 and report.calls == 0:
             # No call has ever succeeded: the endpoint or its settings are wrong (key, URL, model), so
             # stop with the client's clear error instead of recording every question as failed.
             raise LLMError(asked.error)
-        if lab.status == "ok":
+        if lab.status == "ok" and isinstance(pool, RelationPool):
+            lab.relations = selected_relations(pool, asked.selection)
+        elif lab.status == "ok":
             lab.paths = selected_paths(sg, pool, asked.selection)
         store(lab)
 
@@ -208,8 +262,7 @@ def label_questions(
                     store(Labelling(q.id, method, model, template, "no_candidates", raw_candidates=0 if pool is None else pool.raw))
                     continue
                 report.candidates += len(pool.candidates)
-                _, messages = build_messages(method, prompt_version, q.text, numbered_lines(sg, pool), pool.answer_names)
-                pending[pool_exec.submit(_ask, llm, messages, len(pool.candidates))] = (q, sg, pool)
+                pending[pool_exec.submit(_ask, llm, _prepare(method, prompt_version, q, sg, pool))] = (q, sg, pool)
                 while len(pending) >= 2 * concurrency:  # bounded look-ahead: stage 1 stays just ahead of the LLM
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for fut in finished:
@@ -228,11 +281,12 @@ def label_questions(
 
 def _stage_one(graph: Graph, q: QuestionRecord, emb: np.ndarray, method: str, hops: int, cap: int | None, settings: Settings):
     """The question's subgraph (as training fetches it) and its candidate pool; (None, None) when
-    no topic or no answer is in the graph."""
+    no topic or no answer is in the graph (relation targeting too: without an answer in the graph
+    the question has no target path, so its R_* would never be trained on)."""
     topics = existing_entities(graph, q.topics)
     answers = existing_entities(graph, q.answers)
     if not topics or not answers:
         return None, None
     sg = fetch(graph, topics, emb, hops=hops, cap=cap, question=q.text, qid=q.id, chunk=settings.fetch_chunk,
                max_triples=settings.fetch_max_triples)
-    return sg, build_pool(method, sg, answers)
+    return sg, relation_pool(sg) if method == RELATIONS_METHOD else build_pool(method, sg, answers)

@@ -25,7 +25,7 @@ from kgdb.errors import InputError
 TEMPLATE_DIR = Path(__file__).parent / "prompts"
 FORMATS = ("triples", "chains", "paths")
 # Label-selection prompts of `kgdb label` (kgdb/qa/labelling.py), same file layout.
-LABEL_FORMATS = ("label_rapl", "label_reg")
+LABEL_FORMATS = ("label_rapl", "label_reg", "label_rapl_relations")
 DEFAULT_VERSION = 1
 SECTIONS = ("system", "example_user", "example_assistant", "user")
 _SECTION = re.compile(r"^=== (\w+) ===$", re.MULTILINE)

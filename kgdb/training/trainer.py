@@ -78,9 +78,11 @@ def seed_everything(seed: int) -> None:
 def targets_of(item: CachedQuestion, device: torch.device | str) -> Targets:
     entities = np.zeros(len(item.entity_idx), dtype=np.float32)
     entities[item.answers] = 1.0
+    rt = item.relation_targets
     return Targets(
         torch.from_numpy(item.labels.astype(np.float32)).to(device),
         torch.from_numpy(entities).to(device),
+        None if rt is None else torch.from_numpy(np.stack([(rt & 1) > 0, (rt & 2) > 0], axis=1)).to(device),
     )
 
 

@@ -11,7 +11,9 @@ arrow as the shortest-path labels do. Per question:
 - two 2-layer GCNs (W_agg over line-graph neighbours + W_self), one on the line graph and one on
   its edge-reversed copy (the look-ahead), averaged: z_i (spec §3.3);
 - question triple: <z_q, z_v> over the triples leaving a topic, trained with Eq. 9's averaged
-  positive / negative log-sigmoid loss (positives = first triples of the target paths);
+  positive / negative log-sigmoid loss (positives = first triples of the target paths, plus with
+  `--relation-targets` Eq. 8's augmentation: the triples leaving a topic by a relation of the
+  question's stored R_*, `Targets.relation_targets`);
 - step-wise extension: a softmax over the line-graph successors of the previous triple plus a
   STOP node g([sum of the prefix, z_q]) (Eq. 5/6). Where the paper scores candidates with z_q
   alone, the query here is z_q + W_p(sum of the prefix), so the step depends on the path so far;
@@ -112,6 +114,7 @@ class RAPL(Retriever):
     trainable = True
     label_kind = "triples"
     returns = "paths"
+    uses_relation_targets = True
     description = "line-graph GCN path retriever with STOP node and look-ahead (RAPL, 2025); adaptive number of triples"
 
     def __init__(self, config: RAPLConfig | None = None, embedding_dim: int = 384):
@@ -187,17 +190,27 @@ class RAPL(Retriever):
                 self.cfg.max_len, self.cfg.max_targets,
             )
             targets._rapl_paths = paths  # computed once per training item
-        cand = x.topic_mask.index_select(0, enc.src)
-        if not paths or not cand.any():
+        if not paths or not x.topic_mask.index_select(0, enc.src).any():
             return enc.first.sum() * 0.0
+        lq, _, _ = self.question_triple_loss(enc, paths, targets)
+        path = paths[int(torch.randint(len(paths), (1,)))]
+        return lq + self._path_loss(enc, path)
+
+    def question_triple_loss(self, enc: Encoded, paths: list[list[int]], targets: Targets) -> tuple[Tensor, Tensor, Tensor]:
+        """Eq. 9 over V_cand = the augmented triples leaving a topic (Eq. 7), with (V_pos, V_neg) as
+        masks [2m]: V_pos = the target paths' first triples (v_q(0)) united with Eq. 8's augmentation
+        (candidates whose relation, read in their direction, is in R_*), V_neg = V_cand minus V_pos."""
+        cand = enc.x.topic_mask.index_select(0, enc.src)
         pos = torch.zeros_like(cand)
         pos[torch.tensor(sorted({p[0] for p in paths}), device=cand.device)] = True
+        if targets.relation_targets is not None:
+            rt = targets.relation_targets.to(cand.device).bool()
+            pos = pos | (torch.cat([rt[:, 0], rt[:, 1]]) & cand)
         neg = cand & ~pos
         lq = -F.logsigmoid(enc.first[pos]).mean()
         if neg.any():
             lq = lq - F.logsigmoid(-enc.first[neg]).mean()
-        path = paths[int(torch.randint(len(paths), (1,)))]
-        return lq + self._path_loss(enc, path)
+        return lq, pos, neg
 
     def _path_loss(self, enc: Encoded, path: list[int]) -> Tensor:
         m2 = enc.src.shape[0]
