@@ -21,6 +21,7 @@ from kgdb.models.path_ranker import DENSE_FEATURES, PathRanker, RankerConfig
 from kgdb.models.planner import token_of
 from kgdb.training.path_ranker import RankerExample, RankerTrainConfig, evaluate_ranker, train_ranker_model
 from kgdb_graphs import load
+from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -162,3 +163,38 @@ def test_ranker_refuses_bad_input():
         ex = _examples(cfg.buckets, cfg.dense)[0]
         ex.positive[:] = False
         train_ranker_model(model, [ex], [ex], RankerTrainConfig(max_epochs=1))
+
+
+def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
+    from kgdb.data.relation_paths import TripleArrays
+    from kgdb.pipeline import TrainedPathPlanner, relation_path_retriever
+    from kgdb.pipeline.path_ranker import RankedPathPlanner
+    from kgdb.qa.ask import AskPipeline
+    from test_rrp_ask import TRIPLES as MOVIE_TRIPLES, _answers
+
+    graph, settings, files, env, base = movie_files
+    runner = CliRunner()
+    questions = [a for f in files for a in ("--questions", str(f))]
+    out = runner.invoke(app, base + ["train", "rrp-planner", *questions, "--max-epochs", "5", "--patience", "5", "--threads", "1"], env=env)
+    assert out.exit_code == 0, out.output
+    out = runner.invoke(app, base + ["train", "rrp-ranker", *questions, "--set", "planner=no-such-planner", "--threads", "1"], env=env)
+    assert out.exit_code == 1 and "no checkpoint 'no-such-planner'" in str(out.exception)
+    out = runner.invoke(app, base + ["train", "rrp-ranker", *questions, "--name", "ranker", "--max-epochs", "30", "--patience", "30",
+                                     "--lr", "0.01", "--threads", "1", "--tune-per-file", "10"], env=env)
+    assert out.exit_code == 0, out.output
+    assert "val answer Hit@1" in out.output and "answering mode" in out.output
+    config = json.loads((settings.checkpoints_dir / "ranker" / "config.json").read_text())
+    assert config["retriever"] == "rrp-ranker"
+    assert config["planner"].startswith("rrp-planner") and config["rethinking"]["mode"] in ("planner", "structural", "union", "rethink")
+    assert config["metrics"]["val_expected_hit@1"] > 0.5
+
+    retriever = relation_path_retriever(graph, settings, write=False)  # the newest ranker of this graph
+    assert isinstance(retriever.planner, RankedPathPlanner) and retriever.describe()["checkpoint"] == "ranker"
+    question = "who directed the films starring Lise Meitner"
+    paths = retriever.retrieve(question, ["Lise Meitner"]).paths
+    assert paths[0].relations == ("movie.starred_actors", "movie.directed_by") and paths[0].directions == (-1, 1)
+    gold = _answers(TripleArrays.from_triples(MOVIE_TRIPLES), "Lise Meitner", (("movie.starred_actors", -1), ("movie.directed_by", 1)))
+    res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask(question, ["Lise Meitner"])
+    assert sorted(a.answer for a in res.answers) == gold and not res.reasoning.llm_used
+    # a planner checkpoint named explicitly keeps the beam planner
+    assert isinstance(relation_path_retriever(graph, settings, checkpoint=config["planner"], write=False).planner, TrainedPathPlanner)
