@@ -337,7 +337,7 @@ def eval_rrp(
     questions: Annotated[Path, typer.Option("--questions", help=QUESTIONS_HELP)],
     split: Annotated[str, typer.Option("--split", help="val (default) or test (once, with the final settings).")] = "val",
     limit: Annotated[Optional[int], typer.Option("--limit", help="First N questions of the split (a fixed prefix).")] = None,
-    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Planner checkpoint (default: newest for this graph).")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Planner or path-ranker checkpoint (default: the newest ranker for this graph, else the newest planner).")] = None,
     structural: Annotated[Optional[str], typer.Option("--structural", help="Structural checkpoint (default: newest for this graph).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="JSON results file.")] = None,
 ) -> None:
