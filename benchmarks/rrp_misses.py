@@ -58,31 +58,44 @@ def main() -> None:
     arrays = TripleArrays.from_triples(graph_triples(graph))
     print(f"server {settings.neo4j_uri}; split {args.split}; mode {mode} (λ1 {retriever.lambda1}, θ {retriever.theta}); "
           f"planner {retriever.describe()['checkpoint']}, structural {retriever.describe()['structural']}")
-    header = f"{'file':<28} {'n':>5} {'Hit@1':>6} {'reach%':>6} " + " ".join(f"{c:>8.8}" for c in CAUSES[1:])
+    header = f"{'file':<28} {'n':>5} {'Hit@1':>6} {'MacF1':>6} {'reach%':>6} " + " ".join(f"{c:>8.8}" for c in CAUSES[1:])
     rows = []
     for path in args.questions:
         qs = read_questions(path)
         records = qs.split(args.split)[: args.limit]
         items = gather_questions(retriever, records)
         counts: collections.Counter = collections.Counter()
+        f1 = 0.0
         examples: dict[str, list[str]] = collections.defaultdict(list)
         for q, it in zip(records, items):
             cause, note = classify(q, it, arrays, mode, retriever, args.hops, shortest_relation_paths)
             counts[cause] += 1
+            f1 += answer_f1(q, it, mode, retriever)
             if cause != "hit" and len(examples[cause]) < args.examples:
                 examples[cause].append(f"{q.id} {q.text!r}: {note}")
         n = len(records)
         reach = n - counts["(a) unreachable"]
-        rows.append((qs.dataset, n, 100 * counts["hit"] / max(n, 1), 100 * reach / max(n, 1), [counts[c] for c in CAUSES[1:]]))
+        rows.append((qs.dataset, n, 100 * counts["hit"] / max(n, 1), 100 * f1 / max(n, 1), 100 * reach / max(n, 1), [counts[c] for c in CAUSES[1:]]))
         print(f"\n{qs.dataset} ({n} {args.split} questions)")
         for c in CAUSES[1:]:
             for line in examples[c]:
                 print(f"  {c}: {line}")
     print("\n" + header)
-    for name, n, hit, reach, cs in rows:
-        print(f"{name:<28} {n:>5} {hit:>6.2f} {reach:>6.2f} " + " ".join(f"{c:>8}" for c in cs))
+    for name, n, hit, f1, reach, cs in rows:
+        print(f"{name:<28} {n:>5} {hit:>6.2f} {f1:>6.2f} {reach:>6.2f} " + " ".join(f"{c:>8}" for c in cs))
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     graph.close()
+
+
+def answer_f1(q, it, mode, retriever) -> float:
+    """F1 of the answered entity ids against the gold ids (`score_mode`'s Macro-F1 term)."""
+    from kgdb.pipeline.structural import answers_of
+
+    if it.gathered is None or not q.answers:
+        return 0.0
+    pred, gold = set(answers_of(mode, it.gathered, retriever.lambda1, retriever.theta)), set(q.answers)
+    common = len(pred & gold)
+    return 2 * common / (len(pred) + len(gold)) if common else 0.0
 
 
 def classify(q, it, arrays, mode, retriever, hops, shortest_relation_paths) -> tuple[str, str]:

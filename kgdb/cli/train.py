@@ -125,7 +125,7 @@ def _parse_settings(pairs: list[str]) -> dict[str, str]:
 @app.command("train")
 def train_retriever(
     ctx: typer.Context,
-    retriever: Annotated[str, typer.Argument(help="A registered retriever (`kgdb retrievers` lists them), rrp-planner (the relation-path planner) or rrp (RRP's structural reasoner; then λ1, θ are tuned on val).")],
+    retriever: Annotated[str, typer.Argument(help="A registered retriever (`kgdb retrievers` lists them), rrp-planner (the relation-path planner), rrp-ranker (a ranker over every enumerated relation path, reading a trained planner: --set planner=NAME, default the newest) or rrp (RRP's structural reasoner; then λ1, θ are tuned on val).")],
     questions: Annotated[list[Path], typer.Option("--questions", help=QUESTIONS_HELP + " Repeatable for rrp-planner and rrp (one model for all files).")],
     name: Annotated[Optional[str], typer.Option("--name", help="Checkpoint name (default <retriever>-<dataset>).")] = None,
     hops: Annotated[Optional[int], typer.Option("--hops", help="Subgraph radius around the topic entities (default 2); for rrp-planner the longest relation path, for rrp the reasoning steps (default 3).")] = None,
@@ -139,7 +139,7 @@ def train_retriever(
     max_val: Annotated[Optional[int], typer.Option("--max-val", help="Use only the first N validation questions.")] = None,
     threads: Annotated[int, typer.Option("--threads", help="CPU threads for torch (default: half the cores, at most 8).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
-    tune_per_file: Annotated[int, typer.Option("--tune-per-file", help="rrp: val questions per file that choose λ1 and θ (a fixed prefix).")] = 300,
+    tune_per_file: Annotated[int, typer.Option("--tune-per-file", help="rrp, rrp-ranker: val questions per file that choose λ1 and θ (a fixed prefix; 0: rrp-ranker skips the tuning).")] = 300,
     labels: Annotated[LabelSource, typer.Option("--labels", help="Training positives: shortest-path triples, or the triples on the paths `kgdb label --method rapl|reg` stored (questions without them fall back to shortest).")] = LabelSource.shortest,
     relation_targets: Annotated[bool, typer.Option("--relation-targets", help="rapl: add RAPL's relation targeting (Eq. 8) to the question-triple loss: the triples leaving a topic by a relation `kgdb label --method rapl-relations` stored for the question are positives too (questions without R_* unchanged). Combines with any --labels.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Questions per optimiser step, scored as one disjoint union (retrievers that support it: subgraphrag); the loss is the mean over the questions.")] = 1,
@@ -152,22 +152,27 @@ def train_retriever(
     topic to answer; selection: val path Hit@1; no resume).
     """
     from kgdb.pipeline import PLANNER, train_retriever
+    from kgdb.pipeline.path_ranker import RANKER
 
     settings = settings_from(ctx)
     threads = threads or default_threads()
-    if retriever in (PLANNER, "rrp") and labels is not LabelSource.shortest:
+    if retriever in (PLANNER, RANKER, "rrp") and labels is not LabelSource.shortest:
         raise InputError(f"{retriever} learns shortest relation paths; --labels applies to the registered retrievers", path="--labels")
-    if retriever in (PLANNER, "rrp") and relation_targets:
+    if retriever in (PLANNER, RANKER, "rrp") and relation_targets:
         raise InputError(f"{retriever} learns shortest relation paths; --relation-targets applies to rapl", path="--relation-targets")
-    if retriever in (PLANNER, "rrp") and batch_size > 1:
+    if retriever in (PLANNER, RANKER, "rrp") and batch_size > 1:
         raise InputError(f"{retriever} has its own batching; --batch-size applies to the registered retrievers", path="--batch-size")
-    if retriever in (PLANNER, "rrp") and nproc > 1:
+    if retriever in (PLANNER, RANKER, "rrp") and nproc > 1:
         raise InputError(f"{retriever} trains in one process; drop --nproc", path="--nproc")
     if nproc > 1:
         console.print(f"data-parallel training in {nproc} processes (DDP); epoch lines come from rank 0", highlight=False)
     if retriever == "rrp":
         _train_structural(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
                           steps=hops or 3, resume=resume, max_val=max_val, tune_per_file=tune_per_file)
+        return
+    if retriever == RANKER:
+        _train_ranker(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
+                      planner=_parse_settings(setting or []).get("planner"), tune_per_file=tune_per_file)
         return
     if retriever == PLANNER:
         _train_planner(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
@@ -263,6 +268,41 @@ def _train_planner(ctx, settings, questions: list[Path], *, name, max_epochs, pa
                   f"checkpoint {escape(str(ckpt.path))}", highlight=False)
 
 
+def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, patience, lr, seed, threads, planner, tune_per_file) -> None:
+    from kgdb.pipeline.path_ranker import train_path_ranker, tune_ranker_and_store
+    from kgdb.pipeline.structural import ABLATIONS
+
+    def on_examples(split: str, n: int, counts: dict) -> None:
+        console.print(f"{split}: {n} questions, {counts['candidates']} candidate paths, {counts['no_candidate']} without any, "
+                      f"{counts['no_positive']} whose candidates reach no answer", highlight=False)
+
+    def on_epoch(log) -> None:
+        console.print(f"epoch {log.epoch}: loss {log.loss:.4f}, val answer Hit@1 {log.val_hit1:.4f} (expected over the top path's answers), "
+                      f"Macro-F1 {log.val_f1:.4f}, path Hit@1 {log.val_path_hit1:.4f}, {log.seconds:.1f} s")
+
+    with open_graph(ctx) as graph, progress() as bar:
+        task = bar.add_task("candidates", total=None)
+        ckpt, result = train_path_ranker(
+            graph, settings, questions, planner=planner, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed,
+            threads=threads, on_start=lambda split, n: bar.reset(task, total=n, description=f"candidates {split}"),
+            on_progress=lambda n: bar.advance(task, n), on_examples=on_examples, on_epoch=on_epoch)
+        bar.update(task, visible=False)
+        console.print(f"best epoch {result.best_epoch}: val answer Hit@1 {result.best_val_hit1:.4f}, Macro-F1 {result.best_val_f1:.4f}; "
+                      f"{result.train_questions} training questions ({result.skipped_no_positive} without a positive skipped); "
+                      f"checkpoint {escape(str(ckpt.path))}", highlight=False)
+        if not tune_per_file:
+            return
+        tune_task = bar.add_task("tune mode, λ1, θ on val", total=None)
+        tuned = tune_ranker_and_store(graph, settings, ckpt, questions, per_file=tune_per_file, on_start=lambda n: bar.update(tune_task, total=n),
+                                      on_progress=lambda n: bar.advance(tune_task, n))
+    table = Table("mode (val, entity ids)", "n", "Hit@1", "Macro-F1", "reachable %",
+                  title=f"λ1 {tuned['lambda1']}, θ {tuned['theta']}, answering mode {tuned['mode']} (chosen on val)")
+    for mode in ABLATIONS:
+        m = tuned["ablation_val"][mode]
+        table.add_row(mode, str(m["n"]), f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}")
+    console.print(table)
+
+
 def _train_structural(ctx, settings, questions: list[Path], *, name, max_epochs, patience, lr, seed, threads, steps, resume, max_val,
                       tune_per_file) -> None:
     from kgdb.pipeline.structural import ABLATIONS, tune_and_store, train_structural
@@ -307,7 +347,7 @@ def eval_rrp(
     questions: Annotated[Path, typer.Option("--questions", help=QUESTIONS_HELP)],
     split: Annotated[str, typer.Option("--split", help="val (default) or test (once, with the final settings).")] = "val",
     limit: Annotated[Optional[int], typer.Option("--limit", help="First N questions of the split (a fixed prefix).")] = None,
-    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Planner checkpoint (default: newest for this graph).")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Planner or path-ranker checkpoint (default: the newest ranker for this graph, else the newest planner).")] = None,
     structural: Annotated[Optional[str], typer.Option("--structural", help="Structural checkpoint (default: newest for this graph).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="JSON results file.")] = None,
 ) -> None:

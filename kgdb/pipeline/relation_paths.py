@@ -463,7 +463,13 @@ def relation_path_retriever(
             if structural:
                 raise
     tuned = (runner.checkpoint.config.get("rethinking") or {}) if runner is not None and runner.checkpoint else {}
-    planner = load_planner(graph, settings, checkpoint, beam=int(tuned.get("beam", 3)) if beam is None else beam, constrained=constrained)
+    from kgdb.pipeline.path_ranker import load_ranker  # a ranker checkpoint replaces the beam planner (and its tuned settings)
+
+    planner = load_ranker(graph, settings, checkpoint, beam=beam)
+    if planner is not None:
+        tuned = planner.checkpoint.config.get("rethinking") or {}
+    else:
+        planner = load_planner(graph, settings, checkpoint, beam=int(tuned.get("beam", 3)) if beam is None else beam, constrained=constrained)
     retriever = RelationPathRetriever(
         graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks, structural=runner,
         mode=chosen_mode(tuned) if mode is None else mode,

@@ -1,0 +1,71 @@
+"""Every relation path around a question's topic entities, enumerated in the database: the candidates
+the RRP path ranker (`kgdb.models.path_ranker`) scores, so that a reachable right path is always
+among them instead of depending on a decoder's beam.
+
+Paths of 1 and 2 hops from each topic, and 3-hop paths whose second hop lands on a CVT node (a
+compound value: "topic -> position held -> office holder" style facts). One `relation_steps.cypher`
+query per hop for all prefixes of all topics. Reach is set-based (as the planner's labels and
+`beam_step.cypher`): a path reaches the distinct entities at the end of any walk that follows its
+steps; each hop continues from the first `cap` of them in id order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kgdb.cypher import Graph
+from kgdb.errors import InputError
+
+Step = tuple[str, int]  # (relation, +1 head -> tail | -1 against)
+
+
+@dataclass
+class CandidatePath:
+    """One relation path and what it reaches from the topics (a union over the topics it leaves)."""
+
+    steps: tuple[Step, ...]
+    ends: set[str] = field(default_factory=set)  # reached entity ids (each topic's first `cap`)
+    cvt: set[str] = field(default_factory=set)  # the CVT nodes among `ends`
+    reached: int = 0  # entities reached before the cap, summed over the topics
+    topics: set[str] = field(default_factory=set)  # the topics it grounds from
+
+
+def relation_steps(graph: Graph, prefixes: list[list[str]], cap: int = 200) -> list[list[tuple[str, int, int, list[str], list[str]]]]:
+    """Per prefix (a list of entity ids): every (relation, direction, entities reached, first `cap`
+    ids, the CVT ids among them) step leaving those entities, sorted by (relation, direction)."""
+    out: list[list[tuple[str, int, int, list[str], list[str]]]] = [[] for _ in prefixes]
+    if not prefixes:
+        return out
+    rows = graph.run("relation_steps", prefixes=[{"key": i, "ids": list(ids)} for i, ids in enumerate(prefixes)], cap=cap)
+    for r in rows:
+        out[int(r["key"])].append((r["relation"], int(r["direction"]), int(r["reached"]), list(r["ids"]), list(r["cvt"])))
+    return out
+
+
+def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2, cvt_hops: int = 3, cap: int = 200) -> list[CandidatePath]:
+    """Every relation path of 1..`max_hops` steps from any of `topics`, plus those of up to
+    `cvt_hops` steps continued only from the CVT nodes the previous hop reached; sorted by (length,
+    steps). A topic that is not in the graph contributes nothing."""
+    if max_hops < 1 or cvt_hops < max_hops:
+        raise InputError(f"need 1 <= max_hops <= cvt_hops, got max_hops={max_hops}, cvt_hops={cvt_hops}", path="max_hops")
+    topics = list(dict.fromkeys(t for t in topics if t))
+    found: dict[tuple[Step, ...], CandidatePath] = {}
+    # frontier: (topic, steps so far, entities to continue from)
+    frontier: list[tuple[str, tuple[Step, ...], list[str]]] = [(t, (), [t]) for t in topics]
+    for hop in range(1, cvt_hops + 1):
+        if not frontier:
+            break
+        nxt = []
+        for (topic, steps, _), rows in zip(frontier, relation_steps(graph, [ids for _, _, ids in frontier], cap)):
+            for relation, direction, reached, ids, cvt in rows:
+                path = steps + ((relation, direction),)
+                c = found.setdefault(path, CandidatePath(path))
+                c.ends.update(ids)
+                c.cvt.update(cvt)
+                c.reached += reached
+                c.topics.add(topic)
+                go_on = ids if hop < max_hops else cvt  # past max_hops only through CVT nodes
+                if hop < cvt_hops and go_on:
+                    nxt.append((topic, path, go_on))
+        frontier = nxt
+    return sorted(found.values(), key=lambda c: (len(c.steps), c.steps))

@@ -1,0 +1,23 @@
+// Enumerating relation paths (the RRP path ranker's candidates), one hop for many prefixes at once: for
+// every prefix (a relation path's distinct end entities $prefixes[i].ids), every (relation, direction)
+// step that leaves them and the distinct entities each step reaches; set semantics, as the planner's
+// labels (kgdb/data/relation_paths.py) and beam_step.cypher. Parallel relationships are separate steps;
+// direction 1 follows a relationship head -> tail (the prefix's entity is the head), -1 against it.
+// `reached` counts every entity a step reaches; `ids` keeps the first $cap of them in id order (the
+// next hop starts from those, as grounding's bounded frontier does) and `cvt` those of them that are
+// unnamed compound-value (CVT) nodes. Write-back copies (:SCORED) are not relations of the graph.
+// Parameters:
+//   :param prefixes => [{key: 0, ids: ['Jamaica']}]
+//   :param cap => 200      // most entities kept per step
+UNWIND $prefixes AS p
+CALL (p) {
+  UNWIND p.ids AS id
+  MATCH (x:Entity {id: id})-[r]-(y:Entity)
+  WHERE NOT r:SCORED
+  WITH DISTINCT type(r) AS relation, CASE WHEN startNode(r) = x THEN 1 ELSE -1 END AS direction, y
+  ORDER BY relation, direction, y.id
+  WITH relation, direction, collect(y) AS ends
+  RETURN relation, direction, size(ends) AS reached, ends[..$cap] AS kept
+}
+RETURN p.key AS key, relation, direction, reached, [e IN kept | e.id] AS ids, [e IN kept WHERE e:CVT | e.id] AS cvt
+ORDER BY key, relation, direction;

@@ -1,0 +1,143 @@
+"""Training the RRP path ranker (`kgdb.models.path_ranker.PathRanker`) on enumerated candidates.
+
+Mini-batches of questions, Adam with weight decay (a few hundred WebQSP questions against a
+thousand relations), the listwise loss over each question's candidates. After every epoch the val
+questions are ranked and the model with the best val answer Hit@1 of its top path (the expected
+Hit@1 when the top path's answers are taken in any order: gold ends / ends), then Macro-F1, is kept,
+with early stopping on patience. Tensors only: the examples come from the seam
+(`kgdb.pipeline.path_ranker`).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from kgdb.models.path_ranker import PathRanker
+from kgdb.models.planner import pack_questions
+from kgdb.training.trainer import seed_everything
+
+
+@dataclass
+class RankerExample:
+    qid: str
+    q_emb: np.ndarray  # float32 [d], question without the topic names
+    words: list[int]  # hashed word features
+    tokens: np.ndarray  # int64 [N, H] candidate paths as planner tokens, 0-padded
+    dense: np.ndarray  # float32 [N, F]
+    positive: np.ndarray  # bool [N]: the candidates that match the answers best
+    hit: np.ndarray  # float32 [N]: gold share of the candidate's answers (expected Hit@1 of taking it)
+    f1: np.ndarray  # float32 [N]: F1 of the candidate's answers against the gold ones
+
+
+@dataclass(frozen=True)
+class RankerTrainConfig:
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    batch_size: int = 16
+    max_epochs: int = 40
+    patience: int = 6
+    seed: int = 42
+
+
+@dataclass
+class RankerEpoch:
+    epoch: int
+    loss: float
+    val_hit1: float
+    val_f1: float
+    val_path_hit1: float  # the top candidate is a positive
+    seconds: float
+
+
+@dataclass
+class RankerResult:
+    best_epoch: int
+    best_val_hit1: float
+    best_val_f1: float
+    epochs: list[RankerEpoch] = field(default_factory=list)
+    train_questions: int = 0
+    skipped_no_positive: int = 0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def collate(batch: Sequence[RankerExample], device: torch.device | str = "cpu"):
+    """(q_emb [B, d], words, offsets, tokens [N, H], dense [N, F], owner [N], positive [N])."""
+    width = max(ex.tokens.shape[1] for ex in batch)
+    tokens = np.concatenate([np.pad(ex.tokens, ((0, 0), (0, width - ex.tokens.shape[1]))) for ex in batch])
+    owner = np.concatenate([np.full(len(ex.tokens), i, np.int64) for i, ex in enumerate(batch)])
+    words, offsets = pack_questions([ex.words for ex in batch], device)
+    t = lambda a, dt: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
+    return (t(np.stack([ex.q_emb for ex in batch]), torch.float32), words, offsets, t(tokens, torch.long),
+            t(np.concatenate([ex.dense for ex in batch]), torch.float32), t(owner, torch.long),
+            t(np.concatenate([ex.positive for ex in batch]), torch.bool))
+
+
+@torch.no_grad()
+def rank_scores(model: PathRanker, ex: RankerExample) -> np.ndarray:
+    q, words, offsets, tokens, dense, owner, _ = collate([ex], model.relation_emb.device)
+    return model.eval()(q, words, offsets, tokens, dense, owner).cpu().numpy()
+
+
+def evaluate_ranker(model: PathRanker, examples: Sequence[RankerExample]) -> tuple[float, float, float]:
+    """(expected answer Hit@1, Macro-F1, path Hit@1) of the top candidate, over all `examples`
+    (a question without candidates counts as a miss)."""
+    hit = f1 = path = 0.0
+    for ex in examples:
+        if not len(ex.tokens):
+            continue
+        top = int(np.argmax(rank_scores(model, ex)))
+        hit, f1, path = hit + float(ex.hit[top]), f1 + float(ex.f1[top]), path + bool(ex.positive[top])
+    n = max(len(examples), 1)
+    return hit / n, f1 / n, path / n
+
+
+def train_ranker_model(
+    model: PathRanker,
+    train: Sequence[RankerExample],
+    val: Sequence[RankerExample],
+    cfg: RankerTrainConfig,
+    on_epoch: Callable[[RankerEpoch], None] = lambda e: None,
+) -> tuple[PathRanker, RankerResult]:
+    seed_everything(cfg.seed)
+    usable = [ex for ex in train if ex.positive.any()]
+    if not usable:
+        raise ValueError("no training question has a candidate path that reaches an answer")
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    rng = np.random.default_rng(cfg.seed)
+    result = RankerResult(0, -1.0, -1.0, train_questions=len(usable), skipped_no_positive=len(train) - len(usable))
+    best_state, bad = copy.deepcopy(model.state_dict()), 0
+    device = model.relation_emb.device
+    for epoch in range(1, cfg.max_epochs + 1):
+        t0 = time.perf_counter()
+        model.train()
+        total = 0.0
+        order = rng.permutation(len(usable))
+        for start in range(0, len(order), cfg.batch_size):
+            batch = [usable[i] for i in order[start : start + cfg.batch_size]]
+            q, words, offsets, tokens, dense, owner, positive = collate(batch, device)
+            loss = model.loss(model(q, words, offsets, tokens, dense, owner), owner, positive) / len(batch)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(batch)
+        hit, f1, path = evaluate_ranker(model, val)
+        log = RankerEpoch(epoch, total / len(usable), hit, f1, path, time.perf_counter() - t0)
+        result.epochs.append(log)
+        on_epoch(log)
+        if (hit, f1) > (result.best_val_hit1, result.best_val_f1):
+            result.best_epoch, result.best_val_hit1, result.best_val_f1 = epoch, hit, f1
+            best_state, bad = copy.deepcopy(model.state_dict()), 0
+        else:
+            bad += 1
+            if bad >= cfg.patience:
+                break
+    model.load_state_dict(best_state)
+    return model.eval(), result

@@ -1,0 +1,200 @@
+"""The RRP path ranker: the Cypher enumeration of relation paths around the topics equals a
+brute-force enumeration of a hand-made multigraph (parallel relationships, both directions, a CVT
+node, a write-back copy that is no relation), the ranker overfits a tiny set, and, trained through
+`kgdb train rrp-ranker` on tiny question files, it replaces the beam planner in `kgdb ask`; bad input
+gets clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from kgdb.cli import app
+from kgdb.cypher.path_candidates import relation_paths_around
+from kgdb.cypher.paths import entity_names
+from kgdb.errors import InputError
+from kgdb.models.path_ranker import DENSE_FEATURES, PathRanker, RankerConfig
+from kgdb.models.planner import token_of
+from kgdb.training.path_ranker import RankerExample, RankerTrainConfig, evaluate_ranker, train_ranker_model
+from kgdb_graphs import load
+from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+CVT = "m.0cvt1"  # an m. id without a name: a compound-value node
+TRIPLES = [
+    ("Jamaica", "location.country.languages_spoken", "Jamaican English"),
+    ("Jamaica", "location.country.official_language", "Jamaican English"),  # parallel relationship
+    ("Jamaican English", "language.human_language.countries_spoken_in", "Jamaica"),  # the other direction
+    ("Jamaica", "location.country.capital", "Kingston"),
+    ("Kingston", "location.location.containedby", "Jamaica"),
+    ("Kingston", "location.location.containedby", "Surrey County"),
+    ("Jamaica", "government.governmental_jurisdiction.governing_officials", CVT),
+    (CVT, "government.government_position_held.office_holder", "Andrew Holness"),
+    (CVT, "government.government_position_held.basic_title", "Prime Minister"),
+    ("Andrew Holness", "people.person.place_of_birth", "Saint Andrew Parish"),
+    ("Prime Minister", "government.government_office_category.officeholders", CVT),
+    ("Saint Andrew Parish", "location.location.containedby", "Jamaica"),
+    ("Jamaica", "location.country.administrative_divisions", "Saint Andrew Parish"),
+    ("Saint Andrew Parish", "government.governmental_jurisdiction.governing_officials", CVT),
+]
+
+
+def brute_force(topics, max_hops=2, cvt_hops=3):
+    """Relation path -> (ends, topics it leaves), walks with set semantics; past max_hops only from CVT nodes."""
+    def step(nodes):
+        out = {}
+        for h, r, t in TRIPLES:
+            if h in nodes:
+                out.setdefault((r, 1), set()).add(t)
+            if t in nodes:
+                out.setdefault((r, -1), set()).add(h)
+        return out
+
+    found = {}
+    for topic in topics:
+        frontier = {(): {topic}}
+        for hop in range(1, cvt_hops + 1):
+            nxt = {}
+            for path, nodes in frontier.items():
+                for s, ends in step(nodes).items():
+                    nxt[path + (s,)] = ends
+                    ends_all, by = found.setdefault(path + (s,), (set(), set()))
+                    ends_all |= ends
+                    by.add(topic)
+            frontier = {p: (e if hop < max_hops else e & {CVT}) for p, e in nxt.items()}
+            frontier = {p: e for p, e in frontier.items() if e}
+    return found
+
+
+@pytest.fixture
+def jamaica(graph):
+    load(graph, TRIPLES)
+    graph.run_text("MATCH (h:Entity {id: 'Jamaica'}), (t:Entity {id: 'Kingston'}) CREATE (h)-[:SCORED {run: 'r1', score: 1.0}]->(t)")
+    assert entity_names(graph, [CVT])[CVT][1], "the fixture's CVT node must be labelled CVT"
+    return graph
+
+
+def test_enumeration_equals_brute_force(jamaica):
+    for topics in (["Jamaica"], ["Kingston", "Prime Minister"], ["Nowhere"]):
+        got = relation_paths_around(jamaica, topics)
+        want = brute_force([t for t in topics if t != "Nowhere"])
+        assert {c.steps: (c.ends, c.topics) for c in got} == want
+        assert [c.steps for c in got] == sorted(want, key=lambda p: (len(p), p))
+        for c in got:
+            assert c.cvt == c.ends & {CVT} and c.reached == sum(len(brute_force([t])[c.steps][0]) for t in c.topics)
+    paths = {c.steps for c in relation_paths_around(jamaica, ["Jamaica"])}
+    # parallel relationships are separate paths, both directions are taken, :SCORED is no relation
+    assert {(("location.country.languages_spoken", 1),), (("location.country.official_language", 1),),
+            (("language.human_language.countries_spoken_in", -1),)} <= paths
+    assert not any(r == "SCORED" for p in paths for r, _ in p)
+    # three hops only through the CVT node: the parish's office holder, never on through a named entity
+    three = {p for p in paths if len(p) == 3}
+    assert (("location.country.administrative_divisions", 1), ("government.governmental_jurisdiction.governing_officials", 1),
+            ("government.government_position_held.office_holder", 1)) in three
+    assert all(CVT in brute_force(["Jamaica"])[p[:2]][0] for p in three)
+    assert not any(p[:2] == (("location.country.capital", 1), ("location.location.containedby", 1)) for p in three)
+
+
+def test_enumeration_caps_the_frontier_and_refuses_bad_hops(jamaica):
+    capped = {c.steps: c for c in relation_paths_around(jamaica, ["Kingston"], cap=1)}
+    c = capped[(("location.location.containedby", 1),)]
+    assert c.ends == {"Jamaica"} and c.reached == 2  # the first in id order kept, both counted
+    with pytest.raises(InputError, match="max_hops"):
+        relation_paths_around(jamaica, ["Jamaica"], max_hops=0)
+    with pytest.raises(InputError, match="max_hops"):
+        relation_paths_around(jamaica, ["Jamaica"], max_hops=3, cvt_hops=2)
+
+
+QUESTIONS = [  # (question, candidate paths as (relation, direction) lists, index of the right one)
+    ("what language do they speak in X", [[(0, 1)], [(1, 1)], [(2, 1), (3, 1)]], 0),
+    ("what is the capital of X", [[(0, 1)], [(1, 1)], [(2, 1), (3, 1)]], 1),
+    ("who holds office in X", [[(0, 1)], [(1, 1)], [(2, 1), (3, 1)]], 2),
+    ("what language is spoken in X", [[(0, 1)], [(1, -1)], [(2, 1), (3, -1)]], 0),
+    ("which city is the capital of X", [[(0, -1)], [(1, 1)], [(2, 1), (3, 1)]], 1),
+]
+
+
+def _examples(buckets: int, dense_width: int):
+    from kgdb.models.planner import text_features
+
+    rng = np.random.default_rng(0)
+    out = []
+    for i, (text, paths, right) in enumerate(QUESTIONS):
+        tokens = np.zeros((len(paths), 2), np.int64)
+        for j, p in enumerate(paths):
+            tokens[j, : len(p)] = [token_of(r, d) for r, d in p]
+        pos = np.arange(len(paths)) == right
+        out.append(RankerExample(f"q{i}", rng.normal(size=8).astype(np.float32), text_features(text, buckets), tokens,
+                                 rng.normal(size=(len(paths), dense_width)).astype(np.float32), pos, pos.astype(np.float32),
+                                 pos.astype(np.float32)))
+    return out
+
+
+def test_ranker_overfits_a_tiny_set_and_is_deterministic():
+    cfg = RankerConfig(hidden=16, word_dim=8, buckets=1 << 10, max_hops=3, dropout=0.0)
+    data = _examples(cfg.buckets, cfg.dense)
+    rel = torch.randn(4, 8, generator=torch.Generator().manual_seed(0))
+    train_cfg = RankerTrainConfig(lr=1e-2, batch_size=2, max_epochs=60, patience=60, seed=1)
+    torch.manual_seed(0)
+    model, result = train_ranker_model(PathRanker(cfg, rel), data, data, train_cfg)
+    assert result.best_val_hit1 == 1.0
+    assert evaluate_ranker(model, data) == (1.0, 1.0, 1.0)
+    torch.manual_seed(0)
+    again, _ = train_ranker_model(PathRanker(cfg, rel), data, data, train_cfg)
+    for a, b in zip(model.state_dict().values(), again.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_ranker_refuses_bad_input():
+    cfg = RankerConfig(hidden=8, word_dim=4, buckets=1 << 8, max_hops=2, dropout=0.0)
+    model = PathRanker(cfg, torch.randn(3, 8))
+    q, words, offsets = torch.randn(1, 8), torch.tensor([1, 2]), torch.tensor([0])
+    owner = torch.zeros(1, dtype=torch.long)
+    with pytest.raises(ValueError, match="outside the relation vocabulary"):
+        model(q, words, offsets, torch.tensor([[token_of(3, 1), 0]]), torch.zeros(1, len(DENSE_FEATURES)), owner)
+    with pytest.raises(ValueError, match="do not fit a ranker of 2 hops"):
+        model(q, words, offsets, torch.tensor([[1, 1, 1]]), torch.zeros(1, len(DENSE_FEATURES)), owner)
+    with pytest.raises(ValueError, match="no training question has a candidate path that reaches an answer"):
+        ex = _examples(cfg.buckets, cfg.dense)[0]
+        ex.positive[:] = False
+        train_ranker_model(model, [ex], [ex], RankerTrainConfig(max_epochs=1))
+
+
+def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
+    from kgdb.data.relation_paths import TripleArrays
+    from kgdb.pipeline import TrainedPathPlanner, relation_path_retriever
+    from kgdb.pipeline.path_ranker import RankedPathPlanner
+    from kgdb.qa.ask import AskPipeline
+    from test_rrp_ask import TRIPLES as MOVIE_TRIPLES, _answers
+
+    graph, settings, files, env, base = movie_files
+    runner = CliRunner()
+    questions = [a for f in files for a in ("--questions", str(f))]
+    out = runner.invoke(app, base + ["train", "rrp-planner", *questions, "--max-epochs", "5", "--patience", "5", "--threads", "1"], env=env)
+    assert out.exit_code == 0, out.output
+    out = runner.invoke(app, base + ["train", "rrp-ranker", *questions, "--set", "planner=no-such-planner", "--threads", "1"], env=env)
+    assert out.exit_code == 1 and "no checkpoint 'no-such-planner'" in str(out.exception)
+    out = runner.invoke(app, base + ["train", "rrp-ranker", *questions, "--name", "ranker", "--max-epochs", "30", "--patience", "30",
+                                     "--lr", "0.01", "--threads", "1", "--tune-per-file", "10"], env=env)
+    assert out.exit_code == 0, out.output
+    assert "val answer Hit@1" in out.output and "answering mode" in out.output
+    config = json.loads((settings.checkpoints_dir / "ranker" / "config.json").read_text())
+    assert config["retriever"] == "rrp-ranker"
+    assert config["planner"].startswith("rrp-planner") and config["rethinking"]["mode"] in ("planner", "structural", "union", "rethink")
+    assert config["metrics"]["val_expected_hit@1"] > 0.5
+
+    retriever = relation_path_retriever(graph, settings, write=False)  # the newest ranker of this graph
+    assert isinstance(retriever.planner, RankedPathPlanner) and retriever.describe()["checkpoint"] == "ranker"
+    question = "who directed the films starring Lise Meitner"
+    paths = retriever.retrieve(question, ["Lise Meitner"]).paths
+    assert paths[0].relations == ("movie.starred_actors", "movie.directed_by") and paths[0].directions == (-1, 1)
+    gold = _answers(TripleArrays.from_triples(MOVIE_TRIPLES), "Lise Meitner", (("movie.starred_actors", -1), ("movie.directed_by", 1)))
+    res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask(question, ["Lise Meitner"])
+    assert sorted(a.answer for a in res.answers) == gold and not res.reasoning.llm_used
+    # a planner checkpoint named explicitly keeps the beam planner
+    assert isinstance(relation_path_retriever(graph, settings, checkpoint=config["planner"], write=False).planner, TrainedPathPlanner)
