@@ -46,6 +46,11 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--hops", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="write back + build chains (pruned afterwards)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also time, per question, every database round trip (by query name) and every sentence encoding")
+    ap.add_argument("--topics", choices=("linked", "gold"), default="linked",
+                    help="linked: link topics from the text as a user's question is (default); gold: the file's topics")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (the shared machine: 1)")
     args = ap.parse_args()
     if args.cold:
         cold(args)
@@ -59,6 +64,9 @@ def main() -> None:
     from kgdb.errors import KgdbError
     from kgdb.qa.ask import ASK_STAGES, AskPipeline
 
+    import torch
+
+    torch.set_num_threads(args.threads)
     settings = load_settings()
     args.retriever = args.retriever or ("relation-paths" if args.reasoner == "rrp" else "subgraphrag")
     questions = read_questions(args.questions).questions[: args.warmup + args.n]
@@ -71,11 +79,19 @@ def main() -> None:
     for s in ("plan", "ground", "structural", "rethink"):  # the relation-path retriever's stages
         stages.setdefault(s, [])
     runs, failed = [], 0
+    calls: list[tuple[str, float]] = []  # (database query name or "encode", ms) of the current question
+    per_question: list[list[tuple[str, float]]] = []
+    if args.profile:
+        _record(graph, "run_text", calls, lambda a, kw: kw.get("_name", "inline"))
+        embedder = getattr(pipe.retrieval, "embedder", None)
+        if embedder is not None:
+            _record(embedder, "encode", calls, lambda a, kw: "encode")
     load_start = os.getloadavg()
     for i, q in enumerate(questions):
+        calls.clear()
         start = time.perf_counter()
         try:
-            res = pipe.ask(q.text, qid=f"bench-{q.id}")
+            res = pipe.ask(q.text, q.topics if args.topics == "gold" else None, qid=f"bench-{q.id}")
         except KgdbError:
             failed += 1
             continue
@@ -85,6 +101,7 @@ def main() -> None:
         if i < args.warmup:
             continue
         totals.append(wall)
+        per_question.append(list(calls))
         for s in stages:
             stages[s].append(res.timings.get(s, 0.0))
     if runs:
@@ -106,6 +123,31 @@ def main() -> None:
         if not v:
             continue
         print(f"{s:<10} {statistics.median(v):9.1f} {statistics.fmean(v):9.1f}")
+    if args.profile and per_question:
+        n = len(per_question)
+        names = sorted({name for qc in per_question for name, _ in qc})
+        print(f"\nper question, over {n} questions: calls and ms of each database query (by name) and of sentence encoding")
+        print(f"{'call':<28} {'calls':>7} {'p50 ms':>9} {'mean ms':>9}")
+        for name in names:
+            ms = [sum(t for nm, t in qc if nm == name) for qc in per_question]
+            count = sum(1 for qc in per_question for nm, _ in qc if nm == name) / n
+            print(f"{name:<28} {count:7.2f} {statistics.median(ms):9.1f} {statistics.fmean(ms):9.1f}")
+        trips = [sum(1 for nm, _ in qc if nm != "encode") for qc in per_question]
+        print(f"{'database round trips':<28} {statistics.fmean(trips):7.2f}")
+
+
+def _record(obj, method: str, calls: list, name_of) -> None:
+    """Wrap `obj.method` (this instance only) so each call appends (name, ms) to `calls`."""
+    inner = getattr(obj, method)
+
+    def timed(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return inner(*a, **kw)
+        finally:
+            calls.append((name_of(a, kw), (time.perf_counter() - t) * 1000))
+
+    setattr(obj, method, timed)
 
 
 def cold(args: argparse.Namespace) -> None:
