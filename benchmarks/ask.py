@@ -15,6 +15,10 @@ that checkout first on PYTHONPATH, before and after alternating, and the table s
 their ratio; the load average is printed next to the timings (the machine may be shared).
 Warm-up questions (model load, first queries) are not counted. With --write the scores are written
 back and evidence chains built, as plain `kgdb ask` does; the runs created are pruned at the end.
+With --reasoner rrp the sum of the RRP stages (plan, ground, structural, rethink: linking excluded)
+is printed too; --profile adds, per question, the calls and milliseconds of every database query
+(by its name) and of every sentence encoding, so a stage's time splits into round trips, encoding
+and the rest (torch, Python).
 """
 
 from __future__ import annotations
@@ -118,6 +122,10 @@ def main() -> None:
           f"mean {statistics.fmean(totals):.1f}  max {max(totals):.1f}")
     print(f"load average (1/5/15 min) at start {' '.join(f'{x:.2f}' for x in load_start)}, "
           f"at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
+    rrp = [sum(stages[s][i] for s in ("plan", "ground", "structural", "rethink")) for i in range(len(totals))]
+    if any(rrp):  # the issue's latency: planner + grounding + reasoning + rethinking (no linking)
+        print(f"RRP stages (plan + ground + structural + rethink) per question ms: p50 {statistics.median(rrp):.1f}  "
+              f"p95 {pct(rrp, 0.95):.1f}  mean {statistics.fmean(rrp):.1f}")
     print(f"{'stage':<10} {'p50 ms':>9} {'mean ms':>9}")
     for s, v in stages.items():
         if not v:
