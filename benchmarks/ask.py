@@ -15,6 +15,10 @@ that checkout first on PYTHONPATH, before and after alternating, and the table s
 their ratio; the load average is printed next to the timings (the machine may be shared).
 Warm-up questions (model load, first queries) are not counted. With --write the scores are written
 back and evidence chains built, as plain `kgdb ask` does; the runs created are pruned at the end.
+With --reasoner rrp the sum of the RRP stages (plan, ground, structural, rethink: linking excluded)
+is printed too; --profile adds, per question, the calls and milliseconds of every database query
+(by its name) and of every sentence encoding, so a stage's time splits into round trips, encoding
+and the rest (torch, Python).
 """
 
 from __future__ import annotations
@@ -46,6 +50,11 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--hops", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="write back + build chains (pruned afterwards)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also time, per question, every database round trip (by query name) and every sentence encoding")
+    ap.add_argument("--topics", choices=("linked", "gold"), default="linked",
+                    help="linked: link topics from the text as a user's question is (default); gold: the file's topics")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (the shared machine: 1)")
     args = ap.parse_args()
     if args.cold:
         cold(args)
@@ -59,6 +68,9 @@ def main() -> None:
     from kgdb.errors import KgdbError
     from kgdb.qa.ask import ASK_STAGES, AskPipeline
 
+    import torch
+
+    torch.set_num_threads(args.threads)
     settings = load_settings()
     args.retriever = args.retriever or ("relation-paths" if args.reasoner == "rrp" else "subgraphrag")
     questions = read_questions(args.questions).questions[: args.warmup + args.n]
@@ -71,11 +83,19 @@ def main() -> None:
     for s in ("plan", "ground", "structural", "rethink"):  # the relation-path retriever's stages
         stages.setdefault(s, [])
     runs, failed = [], 0
+    calls: list[tuple[str, float]] = []  # (database query name or "encode", ms) of the current question
+    per_question: list[list[tuple[str, float]]] = []
+    if args.profile:
+        _record(graph, "run_text", calls, lambda a, kw: kw.get("_name", "inline"))
+        embedder = getattr(pipe.retrieval, "embedder", None)
+        if embedder is not None:
+            _record(embedder, "encode", calls, lambda a, kw: "encode")
     load_start = os.getloadavg()
     for i, q in enumerate(questions):
+        calls.clear()
         start = time.perf_counter()
         try:
-            res = pipe.ask(q.text, qid=f"bench-{q.id}")
+            res = pipe.ask(q.text, q.topics if args.topics == "gold" else None, qid=f"bench-{q.id}")
         except KgdbError:
             failed += 1
             continue
@@ -85,6 +105,7 @@ def main() -> None:
         if i < args.warmup:
             continue
         totals.append(wall)
+        per_question.append(list(calls))
         for s in stages:
             stages[s].append(res.timings.get(s, 0.0))
     if runs:
@@ -101,11 +122,40 @@ def main() -> None:
           f"mean {statistics.fmean(totals):.1f}  max {max(totals):.1f}")
     print(f"load average (1/5/15 min) at start {' '.join(f'{x:.2f}' for x in load_start)}, "
           f"at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
+    rrp = [sum(stages[s][i] for s in ("plan", "ground", "structural", "rethink")) for i in range(len(totals))]
+    if any(rrp):  # the issue's latency: planner + grounding + reasoning + rethinking (no linking)
+        print(f"RRP stages (plan + ground + structural + rethink) per question ms: p50 {statistics.median(rrp):.1f}  "
+              f"p95 {pct(rrp, 0.95):.1f}  mean {statistics.fmean(rrp):.1f}")
     print(f"{'stage':<10} {'p50 ms':>9} {'mean ms':>9}")
     for s, v in stages.items():
         if not v:
             continue
         print(f"{s:<10} {statistics.median(v):9.1f} {statistics.fmean(v):9.1f}")
+    if args.profile and per_question:
+        n = len(per_question)
+        names = sorted({name for qc in per_question for name, _ in qc})
+        print(f"\nper question, over {n} questions: calls and ms of each database query (by name) and of sentence encoding")
+        print(f"{'call':<28} {'calls':>7} {'p50 ms':>9} {'mean ms':>9}")
+        for name in names:
+            ms = [sum(t for nm, t in qc if nm == name) for qc in per_question]
+            count = sum(1 for qc in per_question for nm, _ in qc if nm == name) / n
+            print(f"{name:<28} {count:7.2f} {statistics.median(ms):9.1f} {statistics.fmean(ms):9.1f}")
+        trips = [sum(1 for nm, _ in qc if nm != "encode") for qc in per_question]
+        print(f"{'database round trips':<28} {statistics.fmean(trips):7.2f}")
+
+
+def _record(obj, method: str, calls: list, name_of) -> None:
+    """Wrap `obj.method` (this instance only) so each call appends (name, ms) to `calls`."""
+    inner = getattr(obj, method)
+
+    def timed(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return inner(*a, **kw)
+        finally:
+            calls.append((name_of(a, kw), (time.perf_counter() - t) * 1000))
+
+    setattr(obj, method, timed)
 
 
 def cold(args: argparse.Namespace) -> None:

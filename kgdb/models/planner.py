@@ -91,9 +91,12 @@ class PathPlanner(nn.Module):
         h = self.gru(self.drop(x), h)
         return h, self.out(self.drop(h)) @ table.T + self.bias
 
-    def log_prob(self, q_emb: torch.Tensor, words: torch.Tensor, offsets: torch.Tensor, paths: torch.Tensor) -> torch.Tensor:
-        """log P(path | q) per row; `paths` [B, T] tokens, each ending with STOP, padded with -1."""
-        table = self.tokens()
+    def log_prob(
+        self, q_emb: torch.Tensor, words: torch.Tensor, offsets: torch.Tensor, paths: torch.Tensor, table: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """log P(path | q) per row; `paths` [B, T] tokens, each ending with STOP, padded with -1.
+        `table`: `tokens()` computed once by a caller that does not train (inference)."""
+        table = self.tokens() if table is None else table
         h = self.start(q_emb, words, offsets)
         total = torch.zeros(paths.shape[0], device=paths.device)
         prev = None
@@ -123,15 +126,17 @@ class PathPlanner(nn.Module):
 
     @torch.no_grad()
     def beam_search(
-        self, q_emb: torch.Tensor, words: torch.Tensor, beam: int = 5, allowed: Callable[[list[tuple[int, ...]]], Sequence[Sequence[int]]] | None = None
+        self, q_emb: torch.Tensor, words: torch.Tensor, beam: int = 5, allowed: Callable[[list[tuple[int, ...]]], Sequence[Sequence[int]]] | None = None,
+        table: torch.Tensor | None = None,
     ) -> list[tuple[tuple[int, ...], float]]:
         """The `beam` most probable complete relation paths of one question, as (tokens, log P).
 
         `allowed(prefixes)` (optional) names, for every live prefix of a decoding step at once, the
         tokens that may follow it, e.g. the relations that really leave the entities the prefix
         reaches (graph-constrained decoding, one database call per step); the probabilities stay
-        those of the unconstrained model."""
-        table = self.tokens()
+        those of the unconstrained model. `table`: `tokens()` computed once by the caller (it
+        projects every relation of the vocabulary: most of the decoder's time on a large one)."""
+        table = self.tokens() if table is None else table
         h = self.start(q_emb[None], words, torch.zeros(1, dtype=torch.long, device=words.device))
         live: list[tuple[tuple[int, ...], float]] = [((), 0.0)]
         states = h

@@ -129,9 +129,12 @@ class RelationPathRetriever:
             raise InputError("the question is empty", path="QUESTION")
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        q_emb = self.embedder.encode([question])[0] if q_emb is None else q_emb
+        if q_emb is None and not topics:  # only linking from the text reads the whole question's vector
+            q_emb = self.embedder.encode([question])[0]
         found = question_topics(self.graph, question, q_emb, topics, entity_vectors=self._entity_vectors)
-        names = {i: n for i, (n, _) in entity_names(self.graph, found.ids).items()}
+        names = {e.id: e.name for e in found.linked if e.id in found.ids}  # linking returned their names
+        if len(names) < len(found.ids):
+            names = {i: n for i, (n, _) in entity_names(self.graph, found.ids).items()}
         timings["link"] = _ms(t)
         t = time.perf_counter()
         topic_names = [names.get(i, i) for i in found.ids]
@@ -152,7 +155,10 @@ class RelationPathRetriever:
         for (plan, anchor), grounding in zip(jobs, groundings):
             grounded += [(plan, anchor, triples) for triples in grounding]
         reached = {plan for plan, _, _ in grounded}
-        for plan in [p for p in dict.fromkeys(plan for plan, _ in jobs) if p not in reached]:
+        # A graph-constrained planner only names relations that leave the topics' frontier, so a
+        # plan that grounds to nothing cannot name an unknown relation: no round trip to ask why.
+        unexplained = [] if getattr(self.planner, "constrained", False) else [p for p in dict.fromkeys(plan for plan, _ in jobs) if p not in reached]
+        for plan in unexplained:
             exc = why_empty(self.graph, found.ids[0], list(plan.relations))
             if isinstance(exc, UnknownRelationError):
                 notes.append(f"planned path skipped: {exc}")
@@ -324,6 +330,14 @@ class TrainedPathPlanner:
         self.model, self.relation_names, self.embedder, self.beam = model.eval(), relation_names, embedder, beam
         self.checkpoint, self.constrained, self.frontier_cap = checkpoint, constrained, frontier_cap
         self.relation_index = {r: i for i, r in enumerate(relation_names)}
+        self._table: torch.Tensor | None = None
+
+    def table(self) -> torch.Tensor:
+        """The decoder's token table (every relation projected), computed once: the weights are fixed here."""
+        if self._table is None:
+            with torch.no_grad():
+                self._table = self.model.tokens()
+        return self._table
 
     def _allowed(self, graph: Graph, topics: list[str]):
         """Graph-constrained decoding: after a prefix, only the (relation, direction) steps that leave
@@ -380,7 +394,7 @@ class TrainedPathPlanner:
             tokens[i, : len(r)] = torch.tensor(r)
         q = torch.from_numpy(np.asarray(q_emb, np.float32))[None].expand(len(rows), -1)
         words, offsets = pack_questions([text_features(text, self.model.cfg.buckets)] * len(rows))
-        probs = iter(self.model.log_prob(q, words, offsets, tokens).exp().tolist())
+        probs = iter(self.model.log_prob(q, words, offsets, tokens, table=self.table()).exp().tolist())
         return [next(probs) if ok else 0.0 for ok in known]
 
     def plan_encoded(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]) -> list[PlannedPath]:
@@ -390,7 +404,7 @@ class TrainedPathPlanner:
         words = torch.tensor(text_features(text, self.model.cfg.buckets))
         out = []
         allowed = self._allowed(graph, topics) if self.constrained else None
-        for tokens, logp in self.model.beam_search(q, words, self.beam, allowed):
+        for tokens, logp in self.model.beam_search(q, words, self.beam, allowed, table=self.table()):
             steps = [step_of(t) for t in tokens]
             out.append(PlannedPath(tuple(self.relation_names[r] for r, _ in steps), float(np.exp(logp)), tuple(d for _, d in steps)))
         return out
