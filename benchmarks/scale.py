@@ -162,7 +162,7 @@ def store_mb(home: Path) -> float:
 STAGES = ("link", "fetch", "featurise", "score")
 
 
-def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = "cosine") -> dict:
+def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = "cosine", checkpoint: str | None = None) -> dict:
     """Warm latency (total and per stage), subgraph sizes and answer recall@k on planted questions.
 
     Stages are the pipeline's own timings: link (candidate query + vectors filled for candidates),
@@ -178,7 +178,7 @@ def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = 
 
     settings = load_settings()
     with Graph.connect(settings) as graph:
-        pipe = RetrievePipeline(graph, settings, retriever, None, k=k, hops=hops, write=False)
+        pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, write=False)
         embs = pipe.embed([q["question"] for q in questions])
         t = time.perf_counter()
         for q, emb in zip(questions, embs):  # warm-up pass: caches, page cache, lazy vectors filled
@@ -214,7 +214,7 @@ def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = 
             "topics_linked": float(np.mean([r["linked"] for r in per])),
             "answer_in_subgraph": float(np.mean([r["in_subgraph"] for r in per])), "questions": len(questions),
             "stages_ms": {s: pct(s) for s in STAGES}, "triples_p50_p95": pct("triples"),
-            "truncated": float(np.mean([r["truncated"] for r in per])), "by_hop": by_hop, "retriever": retriever,
+            "truncated": float(np.mean([r["truncated"] for r in per])), "by_hop": by_hop, "retriever": pipe.name,
             "hops": pipe.hops, "cap": pipe.cap, "fetch_max_triples": settings.fetch_max_triples,
             "warmup_s": warm_s, "vectors_filled": filled, "per_question": per}
 
@@ -292,6 +292,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--hops", type=int, default=None, help="fetch depth (default: the pipeline's)")
     ap.add_argument("--retriever", default="cosine", help="retriever timed (untrained: cosine; or one with a shipped checkpoint)")
+    ap.add_argument("--checkpoint", default=None, help="checkpoint name or folder of a trained --retriever (e.g. the shipped cosine-dde)")
     ap.add_argument("--offset", type=int, default=0, help="skip this many planted questions first")
     ap.add_argument("--no-retrieval", action="store_true", help="loads only (retrieval needs entity vectors, or lazy filling)")
     ap.add_argument("--retrieval-only", action="store_true",
@@ -312,7 +313,7 @@ def main() -> None:
             questions = [json.loads(line) for line in (folder / "questions.jsonl").open(encoding="utf-8")][args.offset : args.offset + args.questions]
             row = next(r for r in results if (r["triples"], r["embeddings"]) == (n, args.embeddings))
             before = load_average()
-            row.update(retrieval(questions, args.k, args.hops, args.retriever))
+            row.update(retrieval(questions, args.k, args.hops, args.retriever, args.checkpoint))
             keep_per_question(row, args.out / f"retrieval-{label(n)}-{args.embeddings}.json")
             row["load_avg"] = f"{str(row.get('load_avg', '')).split('; retrieval')[0]}; retrieval {before:.1f} -> {load_average():.1f}"
             print(report(label(n), row, args.k) + f"\n[{label(n)}]   load average {row['load_avg']}", flush=True)
@@ -334,7 +335,7 @@ def main() -> None:
         store.write_text(json.dumps(results, indent=1))  # the load's figures are kept even if retrieval is cut short
         if not args.no_retrieval:
             before = load_average()
-            row.update(retrieval(questions, args.k, args.hops, args.retriever))
+            row.update(retrieval(questions, args.k, args.hops, args.retriever, args.checkpoint))
             keep_per_question(row, args.out / f"retrieval-{label(n)}-{args.embeddings}.json")
             row["load_avg"] += f"; retrieval {before:.1f} -> {load_average():.1f}"
             print(report(label(n), row, args.k), flush=True)
