@@ -57,12 +57,16 @@ def test_a_hub_frontier_stops_at_the_budget_in_one_chunk(graph):
     assert whole.num_triples == len(triples) and not whole.meta["truncated"]
     sg = fetch_subgraph(graph, ["Land"], q, hops=2, cap=100, chunk=256, max_triples=50)
     # Level 1 holds 5 triples, each city adds 31: the second city starts at 36 < 50, a team would start at 67.
-    assert sg.meta["truncated"] and sg.meta["levels"] == [5, 62] and sg.num_triples == 65
+    assert sg.meta["truncated"] and sg.meta["budget_reached"] and sg.meta["levels"] == [5, 62] and sg.num_triples == 65
     kept = {sg.entity_names[i] for i in np.unique(np.concatenate([sg.head, sg.tail]))}
     assert {"Region 0.0", "Region 1.29"} <= kept and not any(name.startswith("Coach") for name in kept)
     # Below the budget the capped per-node rule still applies: a cap of 20 keeps 20 triples per hub.
     capped = fetch_subgraph(graph, ["Land"], q, hops=2, cap=20, chunk=256)
     assert capped.meta["levels"] == [5, 5 * 20] and not capped.meta["truncated"]
+    # Hubs beyond the first level are bounded too: with max_hubs=2 only the two cities are expanded.
+    hubs = fetch_subgraph(graph, ["Land"], q, hops=2, cap=20, chunk=256, max_hubs=2)
+    assert hubs.meta["levels"] == [5, 2 * 20] and hubs.meta["hubs_skipped"] == 3 and hubs.meta["truncated"]
+    assert not hubs.meta["budget_reached"] and not any(name.startswith("Coach") for name in hubs.entity_names)
 
 
 def test_queries_that_write_nothing_run_as_reads():

@@ -79,7 +79,9 @@ def subgraph(
         f"subgraph of {', '.join(topics)}: {sg.num_triples} triples, {sg.num_nodes} entities "
         f"({int(sg.is_cvt.sum())} CVT), {len(set(sg.relation_names))} relation types; hops={hops} cap={cap}; "
         f"{sg.meta['seconds'] * 1000:.1f} ms (triples per level: {sg.meta['levels']})"
-        + (f"; truncated at KGDB_FETCH_MAX_TRIPLES={settings.fetch_max_triples}" if sg.meta.get("truncated") else ""),
+        + (f"; truncated at KGDB_FETCH_MAX_TRIPLES={settings.fetch_max_triples}" if sg.meta.get("budget_reached") else "")
+        + (f"; {sg.meta['hubs_skipped']} hubs not expanded (KGDB_FETCH_MAX_HUBS={settings.fetch_max_hubs})"
+           if sg.meta.get("hubs_skipped") else ""),
         markup=False, highlight=False,
     )
     for i in range(min(show, sg.num_triples)):

@@ -80,7 +80,7 @@ def fetch_subgraph(
     100k on the 10M-triple synthetic graph, seconds of server time). Hubs (degree above `cap`) cost
     the server a scan of all their relationships to keep `cap`, so levels 2+ expand at most
     `max_hubs` of them, the most question-like first; the others are left out (`meta["hubs_skipped"]`,
-    and `truncated`). Topic entities are always expanded. Raises KgdbError for an unknown topic
+    and `truncated`; `meta["budget_reached"]` says whether the triple budget also cut the frontier). Topic entities are always expanded. Raises KgdbError for an unknown topic
     id or bad settings, and a clear KgdbError naming the settings when a transaction still exceeds
     the server's memory limit.
     """
@@ -109,7 +109,7 @@ def fetch_subgraph(
         nodes = {c: [first[f"expanded_{c}"], first[f"node_{c}"]] for c in _NODE_COLUMNS}
         edges = {c: [first[c]] for c in _EDGE_COLUMNS}
         levels = [len(first["edge_ids"])]
-        total, truncated, hubs_skipped = levels[0], False, 0
+        total, truncated, hubs_skipped, budget_hit = levels[0], False, 0, False
         seen = np.union1d(np.asarray(first["expanded_idx"], np.int64), np.asarray(first["node_idx"], np.int64))
         frontier = np.setdiff1d(np.asarray(first["node_idx"], np.int64), first["expanded_idx"])
         last = first
@@ -126,7 +126,8 @@ def fetch_subgraph(
             # The entities whose expansion starts below the budget (the last one may pass it by < cap).
             cost = np.minimum(deg, cap)
             fits = int(np.count_nonzero(total + np.cumsum(cost) - cost < max_triples))
-            truncated = fits < frontier.size or not keep.all()
+            budget_hit = budget_hit or fits < frontier.size
+            truncated = budget_hit or not keep.all()
             frontier = frontier[:fits]
             degree = _Degrees()
             added, reached_parts, parts = 0, [], {c: [] for c in _EDGE_COLUMNS}
@@ -155,7 +156,8 @@ def fetch_subgraph(
 
     sg = _assemble(graph, first["expanded_idx"], nodes, edges)
     sg.question, sg.qid, sg.question_embedding = question, qid, emb
-    sg.meta.update(seconds=time.perf_counter() - start, hops=hops, cap=cap, levels=levels, truncated=truncated, hubs_skipped=hubs_skipped)
+    sg.meta.update(seconds=time.perf_counter() - start, hops=hops, cap=cap, levels=levels, truncated=truncated, hubs_skipped=hubs_skipped,
+                   budget_reached=budget_hit)
     return sg
 
 
