@@ -159,8 +159,18 @@ def store_mb(home: Path) -> float:
     return int(out.stdout.split()[0]) / 2**20
 
 
-def retrieval(questions: list[dict], k: int, hops: int | None) -> dict:
-    """Warm latency and answer recall@k of the cosine retriever on planted questions."""
+STAGES = ("link", "fetch", "featurise", "score")
+
+
+def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = "cosine", checkpoint: str | None = None) -> dict:
+    """Warm latency (total and per stage), subgraph sizes and answer recall@k on planted questions.
+
+    Stages are the pipeline's own timings: link (candidate query + vectors filled for candidates),
+    fetch (the subgraph levels from Neo4j), featurise (entity rows: cached, read from Neo4j, or
+    encoded and written back when a lazy load left them out) and score. Recall is also given per
+    planted hop count, with the share of questions whose topic was linked and whose answers were
+    in the fetched subgraph at all, so a low recall says whether linking, the fetch or the ranking
+    lost the answer."""
     from kgdb.config import load_settings
     from kgdb.cypher import Graph
     from kgdb.models.metrics import answer_recall_at
@@ -168,25 +178,66 @@ def retrieval(questions: list[dict], k: int, hops: int | None) -> dict:
 
     settings = load_settings()
     with Graph.connect(settings) as graph:
-        pipe = RetrievePipeline(graph, settings, "cosine", None, k=k, hops=hops, write=False)
+        pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, write=False)
         embs = pipe.embed([q["question"] for q in questions])
-        for q, emb in zip(questions, embs):  # warm-up pass: caches, JIT, page cache
+        t = time.perf_counter()
+        for q, emb in zip(questions, embs):  # warm-up pass: caches, page cache, lazy vectors filled
             pipe.retrieve(q["question"], None, q_emb=emb)
-        total, recalls, linked = [], [], 0
+        warm_s, filled = time.perf_counter() - t, pipe.vectors.filled
+        per = []
         for q, emb in zip(questions, embs):
             res = pipe.retrieve(q["question"], None, q_emb=emb)
-            total.append(sum(res.timings.get(s, 0.0) for s in ("link", "fetch", "featurise", "score")))
-            linked += set(q["q_entity"]) <= set(res.topics)
             sg = res.subgraph
-            if sg is None or not sg.num_triples:
-                recalls.append(0.0)
-                continue
-            local = {e: i for i, e in enumerate(sg.entity_ids)}
-            answers = np.array([local[a] for a in q["a_entity"] if a in local], dtype=np.int64)
-            order = np.array([t.index for t in res.triples], dtype=np.int64)
-            recalls.append(answer_recall_at(order, np.asarray(sg.head), np.asarray(sg.tail), answers, len(q["a_entity"]), k) or 0.0)
-    return {"p50_ms": float(np.percentile(total, 50)), "p95_ms": float(np.percentile(total, 95)),
-            f"recall_{k}": float(np.mean(recalls)), "topics_linked": linked / len(questions), "questions": len(questions)}
+            row = {"id": q["id"], "hop": q["hop"], **{s: res.timings.get(s, 0.0) for s in STAGES},
+                   "linked": set(q["q_entity"]) <= set(res.topics), "triples": sg.num_triples if sg is not None else 0,
+                   "truncated": bool(sg is not None and sg.meta.get("truncated")), "in_subgraph": False, "recall": 0.0}
+            row["total"] = sum(row[s] for s in STAGES)
+            if sg is not None and sg.num_triples:
+                local = {e: i for i, e in enumerate(sg.entity_ids)}
+                answers = np.array([local[a] for a in q["a_entity"] if a in local], dtype=np.int64)
+                order = np.array([t.index for t in res.triples], dtype=np.int64)
+                row["in_subgraph"] = bool(answers.size)
+                row["recall"] = answer_recall_at(order, np.asarray(sg.head), np.asarray(sg.tail), answers, len(q["a_entity"]), k) or 0.0
+            per.append(row)
+
+    def pct(key: str, rows: list[dict] = per) -> list[float]:
+        return [float(np.percentile([r[key] for r in rows], p)) for p in (50, 95)]
+
+    by_hop = {}
+    for hop in sorted({r["hop"] for r in per}):
+        rows = [r for r in per if r["hop"] == hop]
+        by_hop[str(hop)] = {"questions": len(rows), f"recall_{k}": float(np.mean([r["recall"] for r in rows])),
+                            "linked": float(np.mean([r["linked"] for r in rows])),
+                            "answer_in_subgraph": float(np.mean([r["in_subgraph"] for r in rows])),
+                            "p50_ms": pct("total", rows)[0], "p95_ms": pct("total", rows)[1]}
+    return {"p50_ms": pct("total")[0], "p95_ms": pct("total")[1], f"recall_{k}": float(np.mean([r["recall"] for r in per])),
+            "topics_linked": float(np.mean([r["linked"] for r in per])),
+            "answer_in_subgraph": float(np.mean([r["in_subgraph"] for r in per])), "questions": len(questions),
+            "stages_ms": {s: pct(s) for s in STAGES}, "triples_p50_p95": pct("triples"),
+            "truncated": float(np.mean([r["truncated"] for r in per])), "by_hop": by_hop, "retriever": pipe.name,
+            "hops": pipe.hops, "cap": pipe.cap, "fetch_max_triples": settings.fetch_max_triples,
+            "warmup_s": warm_s, "vectors_filled": filled, "per_question": per}
+
+
+def keep_per_question(row: dict, path: Path) -> None:
+    """Per-question timings go to a file of their own (results.json keeps the summary)."""
+    path.write_text(json.dumps(row.pop("per_question"), indent=0))
+
+
+def report(size: str, row: dict, k: int) -> str:
+    """The retrieval lines printed per size: totals, stages, sizes, recall per planted hop count."""
+    stages = ", ".join(f"{s} {a:.1f}/{b:.1f}" for s, (a, b) in row["stages_ms"].items())
+    lines = [f"[{size}] retrieval ({row['retriever']}, {row['hops']} hops, cap {row['cap'] or 'default'}, "
+             f"max triples {row['fetch_max_triples']:,}, {row['questions']} questions): p50 {row['p50_ms']:.1f} ms, "
+             f"p95 {row['p95_ms']:.1f} ms, answer recall@{k} {row[f'recall_{k}']:.3f}, topics linked "
+             f"{row['topics_linked']:.1%}, answer in subgraph {row['answer_in_subgraph']:.1%}",
+             f"[{size}]   stages p50/p95 ms: {stages}; subgraph triples p50/p95 "
+             f"{row['triples_p50_p95'][0]:,.0f}/{row['triples_p50_p95'][1]:,.0f}, truncated {row['truncated']:.1%}; "
+             f"warm-up pass {row['warmup_s']:.0f} s ({row['vectors_filled']:,} entity vectors filled)"]
+    for hop, h in row["by_hop"].items():
+        lines.append(f"[{size}]   {hop}-hop ({h['questions']}): recall@{k} {h[f'recall_{k}']:.3f}, linked {h['linked']:.1%}, "
+                     f"answer in subgraph {h['answer_in_subgraph']:.1%}, p50/p95 {h['p50_ms']:.1f}/{h['p95_ms']:.1f} ms")
+    return "\n".join(lines)
 
 
 def table(results: list[dict]) -> str:
@@ -240,6 +291,9 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=200, help="planted questions timed per size (1, 2, 3 hops in turn)")
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--hops", type=int, default=None, help="fetch depth (default: the pipeline's)")
+    ap.add_argument("--retriever", default="cosine", help="retriever timed (untrained: cosine; or one with a shipped checkpoint)")
+    ap.add_argument("--checkpoint", default=None, help="checkpoint name or folder of a trained --retriever (e.g. the shipped cosine-dde)")
+    ap.add_argument("--offset", type=int, default=0, help="skip this many planted questions first")
     ap.add_argument("--no-retrieval", action="store_true", help="loads only (retrieval needs entity vectors, or lazy filling)")
     ap.add_argument("--retrieval-only", action="store_true",
                     help="time retrieval on the graph the server holds now (loaded by an earlier run of this size)")
@@ -256,13 +310,13 @@ def main() -> None:
     for n in (parse_size(s) for s in args.sizes.split(",")):
         if args.retrieval_only:
             folder = args.data / f"synth-{label(n)}-seed{args.seed}"
-            questions = [json.loads(line) for line in (folder / "questions.jsonl").open(encoding="utf-8")][: args.questions]
+            questions = [json.loads(line) for line in (folder / "questions.jsonl").open(encoding="utf-8")][args.offset : args.offset + args.questions]
             row = next(r for r in results if (r["triples"], r["embeddings"]) == (n, args.embeddings))
             before = load_average()
-            row.update(retrieval(questions, args.k, args.hops))
-            row["load_avg"] = f"{row.get('load_avg', '')}; retrieval {before:.1f} -> {load_average():.1f}"
-            print(f"[{label(n)}] retrieval p50 {row['p50_ms']:.1f} ms, p95 {row['p95_ms']:.1f} ms, "
-                  f"answer recall@{args.k} {row[f'recall_{args.k}']:.3f} ({len(questions)} questions)", flush=True)
+            row.update(retrieval(questions, args.k, args.hops, args.retriever, args.checkpoint))
+            keep_per_question(row, args.out / f"retrieval-{label(n)}-{args.embeddings}.json")
+            row["load_avg"] = f"{str(row.get('load_avg', '')).split('; retrieval')[0]}; retrieval {before:.1f} -> {load_average():.1f}"
+            print(report(label(n), row, args.k) + f"\n[{label(n)}]   load average {row['load_avg']}", flush=True)
             store.write_text(json.dumps(results, indent=1))
             continue
         folder, gen_s = generate(n, args.seed, args.data)
@@ -280,10 +334,11 @@ def main() -> None:
         results.sort(key=lambda r: (r["embeddings"], r["triples"]))
         store.write_text(json.dumps(results, indent=1))  # the load's figures are kept even if retrieval is cut short
         if not args.no_retrieval:
-            row.update(retrieval(questions, args.k, args.hops))
-            print(f"[{label(n)}] retrieval p50 {row['p50_ms']:.1f} ms, p95 {row['p95_ms']:.1f} ms, "
-                  f"answer recall@{args.k} {row[f'recall_{args.k}']:.3f}", flush=True)
-            row["load_avg"] += f"; retrieval -> {load_average():.1f}"
+            before = load_average()
+            row.update(retrieval(questions, args.k, args.hops, args.retriever, args.checkpoint))
+            keep_per_question(row, args.out / f"retrieval-{label(n)}-{args.embeddings}.json")
+            row["load_avg"] += f"; retrieval {before:.1f} -> {load_average():.1f}"
+            print(report(label(n), row, args.k), flush=True)
             store.write_text(json.dumps(results, indent=1))
     print(table(results))
     try:

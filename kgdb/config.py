@@ -15,7 +15,7 @@ from typing import Any
 from platformdirs import user_cache_dir, user_data_dir
 
 from kgdb.errors import InputError
-from kgdb.limits import FETCH_CHUNK, FETCH_MAX_TRIPLES  # noqa: E402
+from kgdb.limits import FETCH_CHUNK, FETCH_MAX_HUBS, FETCH_MAX_TRIPLES  # noqa: E402
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
@@ -106,9 +106,11 @@ class Settings:
     neo4j_heap: str | None = None
     neo4j_pagecache: str | None = None
 
-    # Bounded multi-hop fetches (kgdb.limits): frontier entities per transaction, triples per subgraph.
+    # Bounded multi-hop fetches (kgdb.limits): frontier entities per transaction, triples per subgraph,
+    # hubs expanded per level beyond the first.
     fetch_chunk: int = FETCH_CHUNK
     fetch_max_triples: int = FETCH_MAX_TRIPLES
+    fetch_max_hubs: int = FETCH_MAX_HUBS
 
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 256

@@ -43,6 +43,32 @@ def test_triple_budget_keeps_the_most_question_like_frontier(graph):
     assert {"Region 0", "Region 1"} <= kept and not any(name.startswith("Coach") for name in kept)
 
 
+def test_a_hub_frontier_stops_at_the_budget_in_one_chunk(graph):
+    # Five hub neighbours of 30 leaves each, all in one chunk: the budget is kept per entity (from
+    # the degrees the first level returns), so level 2 expands hubs only while the subgraph is below
+    # it, the most question-like first, instead of the whole chunk (5 + 5 x 31 triples).
+    triples = [("Land", "location.country.capital", f"City {i}") for i in range(2)]
+    triples += [("Land", "sports.sports_team.location", f"Team {i}") for i in range(3)]
+    triples += [(f"City {i}", "location.location.containedby", f"Region {i}.{j}") for i in range(2) for j in range(30)]
+    triples += [(f"Team {i}", "sports.sports_team.coaches", f"Coach {i}.{j}") for i in range(3) for j in range(30)]
+    load(graph, triples)
+    q = get_embedder().encode_one("what is the capital city of land?")
+    whole = fetch_subgraph(graph, ["Land"], q, hops=2, cap=100, chunk=256)
+    assert whole.num_triples == len(triples) and not whole.meta["truncated"]
+    sg = fetch_subgraph(graph, ["Land"], q, hops=2, cap=100, chunk=256, max_triples=50)
+    # Level 1 holds 5 triples, each city adds 31: the second city starts at 36 < 50, a team would start at 67.
+    assert sg.meta["truncated"] and sg.meta["budget_reached"] and sg.meta["levels"] == [5, 62] and sg.num_triples == 65
+    kept = {sg.entity_names[i] for i in np.unique(np.concatenate([sg.head, sg.tail]))}
+    assert {"Region 0.0", "Region 1.29"} <= kept and not any(name.startswith("Coach") for name in kept)
+    # Below the budget the capped per-node rule still applies: a cap of 20 keeps 20 triples per hub.
+    capped = fetch_subgraph(graph, ["Land"], q, hops=2, cap=20, chunk=256)
+    assert capped.meta["levels"] == [5, 5 * 20] and not capped.meta["truncated"]
+    # Hubs beyond the first level are bounded too: with max_hubs=2 only the two cities are expanded.
+    hubs = fetch_subgraph(graph, ["Land"], q, hops=2, cap=20, chunk=256, max_hubs=2)
+    assert hubs.meta["levels"] == [5, 2 * 20] and hubs.meta["hubs_skipped"] == 3 and hubs.meta["truncated"]
+    assert not hubs.meta["budget_reached"] and not any(name.startswith("Coach") for name in hubs.entity_names)
+
+
 def test_queries_that_write_nothing_run_as_reads():
     assert is_read_only(query("subgraph")) and is_read_only(query("ground_step")) and is_read_only(query("runs_show"))
     assert not is_read_only(query("write_scores")) and not is_read_only(query("load_triples"))

@@ -36,6 +36,16 @@ def test_link_exact_and_fuzzy(graph):
     assert all(not e.id.startswith("m.") for e in link_entities(graph, "m.0abc12", emb.encode_one("m.0abc12"), k=10))
 
 
+def test_a_name_given_in_full_beats_a_popular_namesake_of_part_of_it(graph):
+    # "Rarwir" is a hub (degree prior), "Rarwir Non Cvad" is named in full by the question.
+    load(graph, [("Rarwir", "film.film.other_crew", f"Crew {i}") for i in range(300)] + [("Rarwir Non Cvad", "film.film.other_crew", "Ko Lor")])
+    q = "what is the other crew of Rarwir Non Cvad?"
+    linked = link_entities(graph, q, get_embedder().encode_one(q), k=3)
+    assert linked[0].id == "Rarwir Non Cvad" and linked[0].mention == "rarwir non cvad"
+    q = "what is the other crew of Rarwir?"  # named alone, the hub is still found
+    assert link_entities(graph, q, get_embedder().encode_one(q), k=3)[0].id == "Rarwir"
+
+
 def test_resolve_topics_by_name_id_and_mid(graph):
     load(graph, PEOPLE)
     assert resolve_topics(graph, ["Barack Obama"]) == ["Barack Obama"]

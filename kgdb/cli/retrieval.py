@@ -73,13 +73,15 @@ def subgraph(
             console.print(f"note: {found.note()}", markup=False, highlight=False)
         sg = fetch_subgraph(
             graph, topics, vector, hops=hops, cap=cap, question=question,
-            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples,
+            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, max_hubs=settings.fetch_max_hubs,
         )
     console.print(
         f"subgraph of {', '.join(topics)}: {sg.num_triples} triples, {sg.num_nodes} entities "
         f"({int(sg.is_cvt.sum())} CVT), {len(set(sg.relation_names))} relation types; hops={hops} cap={cap}; "
         f"{sg.meta['seconds'] * 1000:.1f} ms (triples per level: {sg.meta['levels']})"
-        + (f"; truncated at KGDB_FETCH_MAX_TRIPLES={settings.fetch_max_triples}" if sg.meta.get("truncated") else ""),
+        + (f"; truncated at KGDB_FETCH_MAX_TRIPLES={settings.fetch_max_triples}" if sg.meta.get("budget_reached") else "")
+        + (f"; {sg.meta['hubs_skipped']} hubs not expanded (KGDB_FETCH_MAX_HUBS={settings.fetch_max_hubs})"
+           if sg.meta.get("hubs_skipped") else ""),
         markup=False, highlight=False,
     )
     for i in range(min(show, sg.num_triples)):

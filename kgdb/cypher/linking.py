@@ -8,7 +8,9 @@ names in the entity vector index. They are re-ranked here by
 
 where name_match is the string similarity between the mention and the name (difflib ratio, so
 `jamaican` ~ `Jamaica`), weighted up for longer mentions. Degree is a popularity prior: questions
-ask about well-connected entities far more often than about obscure namesakes.
+ask about well-connected entities far more often than about obscure namesakes. Candidates matched
+only by words inside a longer mention that is exactly some candidate's name rank after all others
+(longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir").
 
 `question_topics` is the one linking policy every command shares (retrieve, ask, train, eval).
 On a graph loaded with lazy embeddings, candidates without a stored vector get theirs from the
@@ -132,10 +134,14 @@ def resolve_each(graph: Graph, keys: list[str]) -> dict[str, str]:
     return found
 
 
+def _words(text: str) -> list[str]:
+    """Lower-cased words as mentions are made of (edge punctuation stripped)."""
+    return [w for w in (w.strip(".'’-") for w in _TOKEN.findall(text.lower())) if w]
+
+
 def mentions(question: str, max_ngram: int = MAX_NGRAM) -> list[str]:
     """Candidate mentions: word n-grams that neither start nor end with a stopword, longest first."""
-    words = [w.strip(".'’-") for w in _TOKEN.findall(question.lower())]
-    words = [w for w in words if w]
+    words = _words(question)
     found: dict[str, None] = {}
     for n in range(min(max_ngram, len(words)), 0, -1):
         for i in range(len(words) - n + 1):
@@ -180,7 +186,26 @@ def link_entities(
         old = best.get(row["id"])
         if old is None or score > old.score:
             best[row["id"]] = LinkedEntity(row["id"], name, round(score, 6), row["mention"])
-    return sorted(best.values(), key=lambda e: (-e.score, e.id))[:k]
+    below = _inside_exact_names(list(best.values()))
+    return sorted(best.values(), key=lambda e: (-min(e.score, below.get(e.id, math.inf)), e.id))[:k]
+
+
+def _inside_exact_names(candidates: list[LinkedEntity]) -> dict[str, float]:
+    """Candidates whose mention lies inside a longer mention that is exactly another candidate's
+    whole name -> a rank just below that candidate (longest match first; every other order is kept).
+    Without it a popular one-word namesake ("Rarwir", degree 809) beat the entity the question names
+    in full ("Rarwir Non CVAD", degree 4) on the degree prior: 15% of the planted questions of the
+    10M-triple synthetic graph linked the wrong topic."""
+    exact: dict[str, float] = {}
+    for e in candidates:
+        if e.mention and " ".join(_words(e.name)) == e.mention:
+            exact[e.mention] = max(exact.get(e.mention, -math.inf), e.score)
+    below: dict[str, float] = {}
+    for e in candidates:
+        covers = [s for x, s in exact.items() if e.mention and len(x) > len(e.mention) and f" {e.mention} " in f" {x} "]
+        if covers:
+            below[e.id] = max(covers) - 1e-6
+    return below
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:

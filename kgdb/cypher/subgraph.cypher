@@ -8,15 +8,22 @@
 //   :param ids => ['Jamaica']             // Entity.id values to expand (topic entities)
 //   :param idx => []                       // Entity.idx values to expand (later levels)
 //   :param cap => 500                      // most triples expanded from any one node
-//   :param question_embedding => null      // unit vector of the question (list of floats), or null
+//   :param relation_sims => {}             // relation type -> vector.similarity.cosine(Relation.embedding, question);
+//                                          // {} when no question is given
+//   :param degrees => false                // also return each reached node's degree (levels before the last)
 //
 // Cap rule: a node with more than $cap relationships keeps the $cap triples whose relation is most
-// cosine-similar to the question (Relation.embedding, the vectors of the relation_embedding index);
+// cosine-similar to the question (Relation.embedding, the vectors of the relation_embedding index;
+// the caller computes them once per fetch, as Neo4j's vector.similarity.cosine does, into
+// $relation_sims: a type missing from it counts 0.0);
 // ties, and every capped node when no question is given, are broken by relation name, then neighbour idx.
 // The degree test counts all relationships (degree store, no scan), so bookkeeping edges can only make
 // the cap apply a little earlier, never later.
 // Bookkeeping relationships are never followed: SCORED is excluded, ABOUT and TOPIC start at
 // non-Entity nodes. Output: one row of parallel lists (edges, reached nodes, expanded nodes).
+// node_degree (with $degrees) is each reached node's relationship count from the degree store: what
+// expanding it at the next level costs, min(degree, $cap) triples, so the caller can keep a level
+// inside the subgraph's triple budget before sending it (a hub frontier never overshoots by a chunk).
 CALL () {
   UNWIND $ids AS key MATCH (n:Entity {id: key}) RETURN n
   UNION
@@ -29,12 +36,9 @@ CALL (n) {
   UNION ALL
   WITH n WHERE COUNT { (n)--() } > $cap
   MATCH (n)-[r]-(m:Entity) WHERE NOT r:SCORED
-  // one similarity per relation type of the node, not per triple
-  WITH type(r) AS rt, collect(r) AS rs, collect(m) AS ms
-  OPTIONAL MATCH (rel:Relation {name: rt})
-  WITH rt, rs, ms, coalesce(vector.similarity.cosine(rel.embedding, $question_embedding), 0.0) AS sim
-  UNWIND range(0, size(rs) - 1) AS i
-  WITH rs[i] AS r, ms[i] AS m, rt, sim
+  // a map lookup per relationship: no grouping, no Relation lookups inside the scan of a hub
+  WITH r, m, type(r) AS rt
+  WITH r, m, rt, coalesce($relation_sims[rt], 0.0) AS sim
   ORDER BY sim DESC, rt, m.idx LIMIT $cap
   RETURN r, m
 }
@@ -43,5 +47,6 @@ RETURN [x IN expanded | x.id] AS expanded_id, [x IN expanded | x.idx] AS expande
        [x IN expanded | x.name] AS expanded_name, [x IN expanded | 'CVT' IN labels(x)] AS expanded_cvt,
        [x IN reached | x.id] AS node_id, [x IN reached | x.idx] AS node_idx,
        [x IN reached | x.name] AS node_name, [x IN reached | 'CVT' IN labels(x)] AS node_cvt,
+       CASE WHEN $degrees THEN [x IN reached | COUNT { (x)--() }] ELSE [] END AS node_degree,
        [r IN rels | startNode(r).idx] AS head_idx, [r IN rels | type(r)] AS rel_type,
        [r IN rels | endNode(r).idx] AS tail_idx, [r IN rels | elementId(r)] AS edge_ids;
