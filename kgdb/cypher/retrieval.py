@@ -38,9 +38,10 @@ def relation_similarities(graph: Graph, question_embedding: np.ndarray) -> dict[
     and inside a hub's scan they were a Relation lookup per relationship type."""
     if graph not in _relation_vectors:
         rows = [r for r in graph.run("tables_relations") if r["embedding"] is not None]
-        _relation_vectors[graph] = ([r["name"] for r in rows], np.asarray([r["embedding"] for r in rows], dtype=np.float64).reshape(len(rows), -1))
+        vectors = np.asarray([r["embedding"] for r in rows], dtype=np.float64)
+        _relation_vectors[graph] = ([r["name"] for r in rows], vectors)
     names, vectors = _relation_vectors[graph]
-    if not names:
+    if not names:  # no relation has a vector yet (e.g. a load stopped before embedding relations)
         return {}
     q = np.asarray(question_embedding, dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(q)
