@@ -56,27 +56,33 @@ def _rapl():  # a path retriever: its loss uses modules forward never calls
     return RAPL, RAPLConfig(hidden=32, samples=40, top_m=20)
 
 
-@pytest.mark.parametrize("make", [_subgraphrag, _rapl], ids=["subgraphrag", "rapl"])
-def test_two_processes_reach_the_validation_recall_of_one(tmp_path, make, one_thread):
+def _train_each(jobs: list[tuple], device: str = "cpu") -> list:
+    """Every job in one process group: the workers start (and import torch) once for all retrievers."""
+    from kgdb.training import distributed
+
+    return [distributed.train_worker(*job, device=device) for job in jobs]
+
+
+def test_two_processes_reach_the_validation_recall_of_one(tmp_path, one_thread):
     from kgdb.training import distributed
     from kgdb.training.trainer import TrainConfig
 
-    nproc = 2
-    cls, model_cfg = make()
     rng = np.random.default_rng(0)
     entity = rng.standard_normal((200, 16)).astype(np.float32)
     relation = rng.standard_normal((8, 16)).astype(np.float32)
     relation /= np.linalg.norm(relation, axis=1, keepdims=True)
     train, val = _task(64, 1, entity, relation), _task(24, 2, entity, relation)
     cfg = TrainConfig(max_epochs=6, patience=6, select_k=6, lr=1e-2)
-    args = (cls, model_cfg, 16, train, val, entity, relation, "toy", cfg)
+    makers = {"subgraphrag": _subgraphrag, "rapl": _rapl}
+    args = {name: (*make(), 16, train, val, entity, relation, "toy", cfg) for name, make in makers.items()}
 
-    _, one = distributed.train_worker(*args, tmp_path / "one", False)
-    _, many = distributed.run(distributed.train_worker, (*args, tmp_path / "many", False), nproc)
+    one = _train_each([(*a, tmp_path / f"one-{name}", False) for name, a in args.items()])
+    many = distributed.run(_train_each, ([(*a, tmp_path / f"many-{name}", False) for name, a in args.items()],), 2)
 
-    assert len(many.epochs) == len(one.epochs) == 6
-    assert one.best_val_triple_recall > 0.7  # learnt (a random ranking gets ~0.1), so the comparison means something
-    # Tolerance: two processes average two questions' gradients per step and take half the steps,
-    # so the path differs; the recall reached must not.
-    assert abs(many.best_val_triple_recall - one.best_val_triple_recall) <= 0.05
-    assert (tmp_path / "many" / "train-state.pt").is_file()  # written by rank 0
+    for name, (_, one_result), (_, many_result) in zip(args, one, many):
+        assert len(many_result.epochs) == len(one_result.epochs) == 6, name
+        assert one_result.best_val_triple_recall > 0.7, name  # learnt (a random ranking gets ~0.1), so the comparison means something
+        # Tolerance: two processes average two questions' gradients per step and take half the steps,
+        # so the path differs; the recall reached must not.
+        assert abs(many_result.best_val_triple_recall - one_result.best_val_triple_recall) <= 0.05, name
+        assert (tmp_path / f"many-{name}" / "train-state.pt").is_file(), name  # written by rank 0
