@@ -123,6 +123,10 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
     console.print(f"[bold]Retriever:[/] {res.retriever}, top {res.k} {where}", highlight=False)
     if res.retriever_note:
         console.print(f"[yellow]note:[/] {escape(res.retriever_note)}", highlight=False)
+    if res.planner_usage:
+        u = res.planner_usage
+        console.print(f"[bold]Planner:[/] LLM ({escape(u['template'])}), {u['calls']} call(s), {u['prompt_tokens']} prompt + "
+                      f"{u['completion_tokens']} completion tokens", highlight=False)
     if show_prompt:
         console.rule(f"prompt ({res.prompt.template})")
         console.print(res.prompt.text(), highlight=False, markup=False)
@@ -285,3 +289,7 @@ def print_metrics(metrics: dict, title: str) -> None:
         f"errors {metrics.get('errors')}",
         highlight=False,
     )
+    planner = tok.get("planner")
+    if planner:  # `--planner llm`
+        console.print(f"LLM planner: avg prompt tokens {planner['avg_prompt_tokens']:.1f}, avg completion tokens "
+                      f"{planner['avg_completion_tokens']:.1f}, calls {planner['llm_calls']}", highlight=False)
