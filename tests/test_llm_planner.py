@@ -87,6 +87,14 @@ def test_unknown_relations_are_dropped_and_noted(movies):
     assert res.llm_usage["calls"] == 1
 
 
+def test_the_retriever_describes_the_llm_planner(movies):
+    graph, *_ = movies
+    with OpenAIServer() as server:
+        described = _planner_retriever(graph, server, fallback=FixedPlanner(("movie.starred_actors",))).describe()
+    assert described["planner"] == "llm" and described["planner_settings"]["prompt_template"] == "plan_paths_v1"
+    assert described["planner_settings"]["llm"]["model"] == "kgdb-test-model" and described["planner_settings"]["fallback"] == "fixed"
+
+
 def test_garbage_gets_one_follow_up_then_the_fallback(movies):
     graph, *_ = movies
     garbage = [{"content": "I am not sure what you mean."}, {"content": "Sorry, no idea."}]

@@ -109,6 +109,7 @@ class RelationPathRetriever:
         return {
             "retriever": self.name,
             "planner": getattr(self.planner, "name", type(self.planner).__name__),
+            "planner_settings": self.planner.describe() if hasattr(self.planner, "describe") else None,  # the LLM planner's endpoint and prompt
             "checkpoint": ckpt.name if ckpt else None,
             "planner_decoding": ("constrained" if self.planner.constrained else "free") if hasattr(self.planner, "constrained") else None,
             "beam": getattr(self.planner, "beam", None),
@@ -141,7 +142,9 @@ class RelationPathRetriever:
         notes: list[str] = []
         usage = None
         if hasattr(self.planner, "plan_noted"):  # the LLM planner: what it dropped or fell back on, and its tokens
-            text, text_emb = question, None
+            from kgdb.cypher.linking import strip_mentions
+
+            text, text_emb = strip_mentions(question, topic_names), None  # the structural reasoner learnt on this text
             plans, plan_notes, usage = self.planner.plan_noted(self.graph, question, found.ids, topic_names)
             notes += plan_notes
         elif hasattr(self.planner, "plan_encoded"):

@@ -67,6 +67,11 @@ class LLMPathPlanner:
         self.llm, self.fallback, self.max_hops, self.max_relations = llm, fallback, max_hops, max_relations
         self.template = load_template("plan_paths", version)
 
+    def describe(self) -> dict:
+        ckpt = getattr(self.fallback, "checkpoint", None)
+        return {"llm": self.llm.settings(), "prompt_template": self.template.name, "max_hops": self.max_hops,
+                "fallback": (ckpt.name if ckpt else getattr(self.fallback, "name", None)) if self.fallback is not None else None}
+
     def messages(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[dict[str, str]]:
         """The chat: system, the worked example, then the question with the relations around its topics."""
         from kgdb.cypher.paths import relations_around
