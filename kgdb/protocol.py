@@ -80,6 +80,7 @@ class Retrieval:
     missing_topics: list[str] = field(default_factory=list)  # given topics the graph lacks (dropped)
     subgraph: Any = field(default=None, repr=False)  # the fetched kgdb.subgraph.Subgraph, when there is one
     scores: Any = field(default=None, repr=False)  # float32 [m], one per subgraph triple
+    llm_usage: dict | None = None  # calls and tokens an LLM spent inside retrieval (the LLM relation-path planner)
 
     @property
     def top(self) -> list[ScoredTriple]:
@@ -101,6 +102,7 @@ class Retrieval:
             "notes": self.notes,
             "missing_topics": self.missing_topics,
             "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
+            "llm_usage": self.llm_usage,
         }
 
 

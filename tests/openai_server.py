@@ -252,11 +252,26 @@ def select_relations(messages: list[dict[str, Any]]) -> str:
     return "These relations match the question's words.\n" + "\n".join(f"ans: {a} {n}" for a, n in chosen)
 
 
+_AROUND = "Relations around the topic entities:"
+
+
+def plan_listed_relations(messages: list[dict[str, Any]]) -> str:
+    """A deterministic stand-in for the LLM relation-path planner (`--planner llm`): each relation
+    listed under `Relations around the topic entities:` in the last user turn, as a 1-hop path,
+    in the listed order (`I see no relations.` when none are listed)."""
+    user = messages[-1].get("content", "") if messages else ""
+    listed = user.split(_AROUND, 1)[-1].split("Question:", 1)[0] if _AROUND in user else ""
+    relations = [line.strip() for line in listed.splitlines() if line.strip() and line.strip() != "(none)"]
+    return "\n".join(relations) if relations else "I see no relations."
+
+
 def scripted_llm(messages: list[dict[str, Any]]) -> str:
     """The command-line server's responder: label selection prompts (numbered `Path N.` lines) get
     `select_label_paths`, relation-targeting prompts (`→ relation` lines) `select_relations`,
-    question-answering prompts `echo_first_evidence`."""
+    relation-path planning prompts `plan_listed_relations`, question-answering prompts `echo_first_evidence`."""
     user = messages[-1].get("content", "") if messages else ""
+    if _AROUND in user:
+        return plan_listed_relations(messages)
     if any(_PATH_LINE.match(line.strip()) for line in user.splitlines()):
         return select_label_paths(messages)
     if "Relations with the entity:" in user:

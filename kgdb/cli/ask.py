@@ -14,12 +14,15 @@ from rich.text import Text
 from kgdb.cli import app
 from kgdb.cli.common import console, eval_app, open_graph, progress, settings_from
 from kgdb.errors import InputError
+from kgdb.qa.llm_planner import PLANNERS, require_planner_llm
 from kgdb.qa.prompts import FORMATS
 from kgdb.qa.reasoners import REASONERS
 
 RETRIEVER_HELP = ("A registered retriever (`kgdb retrievers`; a trainable one without a checkpoint for this graph falls back to the "
                   "shipped cosine-dde checkpoint, and says so), or relation-paths (the trained RRP planner, `kgdb train rrp-planner`). Default: relation-paths with "
                   "--reasoner rrp, else subgraphrag.")
+PLANNER_HELP = ("Who plans the relation paths of --retriever relation-paths: trained (the trained ranker or planner for this graph) or "
+                "llm (the OpenAI-compatible LLM of KGDB_LLM_BASE_URL / KGDB_LLM_MODEL, prompt plan_paths_v1; the trained planner is its fallback).")
 REASONER_HELP = "auto (an LLM when KGDB_LLM_MODEL is set, else extractive), extractive (no LLM), openai, vllm, rrp (no LLM: answers from grounded relation paths)."
 
 
@@ -63,6 +66,7 @@ def ask(
     fmt: Optional[str] = typer.Option(None, "--format", help="Evidence in the prompt: triples | chains | paths (default: paths with RRP and an LLM, else triples)."),
     topic: Optional[List[str]] = typer.Option(None, "--topic", help="Topic entity name or id (repeatable); default: linked from the question."),
     reasoner: str = typer.Option("auto", "--reasoner", help=REASONER_HELP),
+    planner: str = typer.Option("trained", "--planner", help=PLANNER_HELP),
     hops: int = typer.Option(2, "--hops", help="Radius of the topic-centred subgraph."),
     chain_hops: int = typer.Option(2, "--chain-hops", help="Longest evidence chain (ReG's L)."),
     write: bool = typer.Option(True, "--write/--no-write", help="Write the scores back as a run (needed for chains, paths and the Browser query)."),
@@ -79,7 +83,11 @@ def ask(
     if fmt is not None:
         _check_choice(fmt, FORMATS, "--format")
     _check_choice(reasoner, REASONERS, "--reasoner")
+    _check_choice(planner, PLANNERS, "--planner")
     settings = settings_from(ctx)
+    if planner == "llm":
+        require_planner_llm(settings)  # before the graph is opened: one clear line
+        retriever = retriever or "relation-paths"
     with open_graph(ctx) as graph:
         if retriever is None and reasoner in ("auto", "rrp") and _rrp_trained_for(graph, settings):
             # RRP is the default once trained for this graph: without an LLM its own reasoner,
@@ -91,7 +99,7 @@ def ask(
         fmt = fmt or "triples"
         pipe = AskPipeline(
             graph, settings, retriever=retriever, checkpoint=checkpoint, k=k, fmt=fmt, reasoner=reasoner,
-            hops=hops, chain_hops=chain_hops, write=write,
+            hops=hops, chain_hops=chain_hops, write=write, planner=planner,
         )
         res = pipe.ask(question, topic or None)
     if only_browser_query:
@@ -115,6 +123,10 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
     console.print(f"[bold]Retriever:[/] {res.retriever}, top {res.k} {where}", highlight=False)
     if res.retriever_note:
         console.print(f"[yellow]note:[/] {escape(res.retriever_note)}", highlight=False)
+    if res.planner_usage:
+        u = res.planner_usage
+        console.print(f"[bold]Planner:[/] LLM ({escape(u['template'])}), {u['calls']} call(s), {u['prompt_tokens']} prompt + "
+                      f"{u['completion_tokens']} completion tokens", highlight=False)
     if show_prompt:
         console.rule(f"prompt ({res.prompt.template})")
         console.print(res.prompt.text(), highlight=False, markup=False)
@@ -176,6 +188,7 @@ def eval_qa(
     retriever: Optional[str] = typer.Option(None, "--retriever", help=RETRIEVER_HELP),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Retriever checkpoint name or folder."),
     reasoner: str = typer.Option("extractive", "--reasoner", help=REASONER_HELP),
+    planner: str = typer.Option("trained", "--planner", help=PLANNER_HELP),
     k: int = typer.Option(100, "--k", help="Triples kept from the retriever (top-K)."),
     fmt: str = typer.Option("triples", "--format", help="Evidence in the prompt: triples | chains | paths."),
     hops: int = typer.Option(2, "--hops", help="Radius of the topic-centred subgraph."),
@@ -200,7 +213,8 @@ def eval_qa(
 
     _check_choice(fmt, FORMATS, "--format")
     _check_choice(reasoner, REASONERS, "--reasoner")
-    retriever = _default_retriever(retriever, reasoner)
+    _check_choice(planner, PLANNERS, "--planner")
+    retriever = _default_retriever(retriever, "rrp" if planner == "llm" else reasoner)
     try:
         rules = MatchRules.parse(match)
     except ValueError as exc:
@@ -215,13 +229,16 @@ def eval_qa(
     if not selected:
         raise InputError(f"no questions in split {split!r}", path=questions)
     settings = settings_from(ctx)
+    if planner == "llm":
+        require_planner_llm(settings)
     write = fmt != "triples" if write is None else write
     with open_graph(ctx) as graph:
         pipe = AskPipeline(
             graph, settings, retriever=retriever, checkpoint=checkpoint, k=k, fmt=fmt, reasoner=reasoner,
-            hops=hops, chain_hops=chain_hops, write=write, chains=fmt != "triples", fallback=False,
+            hops=hops, chain_hops=chain_hops, write=write, chains=fmt != "triples", fallback=False, planner=planner,
         )
-        name = f"{qs.dataset}-{file_tag(questions)}-{split}-{pipe.retrieval.name}-{pipe.reasoner.name.split(':')[0]}-{fmt}"
+        planned = "-llm-planner" if planner == "llm" else ""  # never resumed into the trained planner's results
+        name = f"{qs.dataset}-{file_tag(questions)}-{split}-{pipe.retrieval.name}{planned}-{pipe.reasoner.name.split(':')[0]}-{fmt}"
         out = out or settings.runs_dir / "qa" / name
         for note in getattr(pipe.retrieval, "notes", []):
             console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)
@@ -272,3 +289,7 @@ def print_metrics(metrics: dict, title: str) -> None:
         f"errors {metrics.get('errors')}",
         highlight=False,
     )
+    planner = tok.get("planner")
+    if planner:  # `--planner llm`
+        console.print(f"LLM planner: avg prompt tokens {planner['avg_prompt_tokens']:.1f}, avg completion tokens "
+                      f"{planner['avg_completion_tokens']:.1f}, calls {planner['llm_calls']}", highlight=False)

@@ -349,6 +349,7 @@ def eval_rrp(
     limit: Annotated[Optional[int], typer.Option("--limit", help="First N questions of the split (a fixed prefix).")] = None,
     checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Planner or path-ranker checkpoint (default: the newest ranker for this graph, else the newest planner).")] = None,
     structural: Annotated[Optional[str], typer.Option("--structural", help="Structural checkpoint (default: newest for this graph).")] = None,
+    planner: Annotated[str, typer.Option("--planner", help="trained (default) or llm: the OpenAI-compatible LLM of KGDB_LLM_BASE_URL / KGDB_LLM_MODEL plans the relation paths (prompt plan_paths_v1).")] = "trained",
     out: Annotated[Optional[Path], typer.Option("--out", help="JSON results file.")] = None,
 ) -> None:
     """RRP's ablation (the paper's Table V without an LLM): planner only, structural only, both
@@ -358,22 +359,34 @@ def eval_rrp(
     from kgdb.pipeline import relation_path_retriever
     from kgdb.pipeline.structural import ABLATIONS, gather_questions, score_mode
 
+    from kgdb.qa.llm_planner import PLANNERS, llm_planner, require_planner_llm
+
+    if planner not in PLANNERS:
+        raise InputError(f"{planner!r} is not one of {', '.join(PLANNERS)}", path="--planner")
     settings = settings_from(ctx)
+    if planner == "llm":
+        require_planner_llm(settings)
     qs = read_questions(questions)
     records = qs.split(split)[:limit]
     with open_graph(ctx) as graph:
-        retriever = relation_path_retriever(graph, settings, checkpoint=checkpoint, write=False, structural=structural or True)
+        chosen = llm_planner(graph, settings, checkpoint) if planner == "llm" else None
+        retriever = relation_path_retriever(graph, settings, checkpoint=checkpoint, write=False, structural=structural or True, planner=chosen)
         with progress() as bar:
             task = bar.add_task(f"rrp {split}", total=len(records))
             items = gather_questions(retriever, records, lambda n: bar.advance(task, n))
+    usages = [g.usage for g in (item.gathered for item in items) if g is not None and g.usage]
+    usage = {key: sum(u[key] for u in usages) for key in ("calls", "prompt_tokens", "completion_tokens")} if usages else None
     lam, theta = retriever.lambda1, retriever.theta
     rows = {m: score_mode(items, m, lam, theta) for m in ABLATIONS}
     table = Table("mode", "n", "Hit@1", "Macro-F1", "reachable %", title=f"RRP ablation, {escape(qs.dataset)} {split} (λ1 {lam}, θ {theta})")
     for mode, m in rows.items():
         table.add_row(mode, str(m["n"]), f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}")
     console.print(table)
-    path = out or settings.runs_dir / "eval" / f"rrp-ablation-{qs.dataset}-{file_tag(questions)}-{split}.json"
-    dump_json({"dataset": qs.dataset, "split": split, "limit": limit, **retriever.describe(), "rows": rows}, path)
+    if usage:
+        console.print(f"LLM planner: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens")
+    planned = "-llm-planner" if planner == "llm" else ""
+    path = out or settings.runs_dir / "eval" / f"rrp-ablation-{qs.dataset}-{file_tag(questions)}{planned}-{split}.json"
+    dump_json({"dataset": qs.dataset, "split": split, "limit": limit, **retriever.describe(), "rows": rows, "planner_usage": usage}, path)
     console.print(f"results {escape(str(path))}", highlight=False)
 
 

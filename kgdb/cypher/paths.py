@@ -98,6 +98,14 @@ def why_empty(graph: Graph, topic_id: str, relations: list[str]) -> InputError |
     return None
 
 
+def unknown_relations(graph: Graph, relations: list[str]) -> list[str]:
+    """The names among `relations` that are not relationship types of the graph (`relation_path_check`)."""
+    if not relations:
+        return []
+    row = graph.single("relation_path_check", topic="", relations=list(dict.fromkeys(relations))) or {}
+    return list(row.get("unknown_relations") or [])
+
+
 class UnknownRelationError(InputError):
     """A relation path names a relationship type the graph does not have."""
 

@@ -109,6 +109,7 @@ class RelationPathRetriever:
         return {
             "retriever": self.name,
             "planner": getattr(self.planner, "name", type(self.planner).__name__),
+            "planner_settings": self.planner.describe() if hasattr(self.planner, "describe") else None,  # the LLM planner's endpoint and prompt
             "checkpoint": ckpt.name if ckpt else None,
             "planner_decoding": ("constrained" if self.planner.constrained else "free") if hasattr(self.planner, "constrained") else None,
             "beam": getattr(self.planner, "beam", None),
@@ -138,7 +139,15 @@ class RelationPathRetriever:
         timings["link"] = _ms(t)
         t = time.perf_counter()
         topic_names = [names.get(i, i) for i in found.ids]
-        if hasattr(self.planner, "plan_encoded"):
+        notes: list[str] = []
+        usage = None
+        if hasattr(self.planner, "plan_noted"):  # the LLM planner: what it dropped or fell back on, and its tokens
+            from kgdb.cypher.linking import strip_mentions
+
+            text, text_emb = strip_mentions(question, topic_names), None  # the structural reasoner learnt on this text
+            plans, plan_notes, usage = self.planner.plan_noted(self.graph, question, found.ids, topic_names)
+            notes += plan_notes
+        elif hasattr(self.planner, "plan_encoded"):
             text, text_emb = self.planner.encode(question, topic_names)
             plans = self.planner.plan_encoded(self.graph, text, text_emb, found.ids)
         else:
@@ -147,7 +156,6 @@ class RelationPathRetriever:
         timings["plan"] = _ms(t)
         t = time.perf_counter()
         grounded: list[tuple[PlannedPath, str, list[tuple]]] = []
-        notes: list[str] = []
         jobs = [(plan, anchor) for plan in plans for anchor in found.ids]
         groundings = ground_relation_paths(
             self.graph, [(anchor, list(plan.relations), list(plan.directions) or None) for plan, anchor in jobs], cap=self.ground_cap, walks=self.walks,
@@ -177,7 +185,7 @@ class RelationPathRetriever:
             t = time.perf_counter()
             structural, s2 = self._structural(text, text_emb, found.ids, planned, plans, cvt)
             timings["structural"] = _ms(t)
-        return Gathered(found, names, cvt, planned, structural, s2, timings, notes)
+        return Gathered(found, names, cvt, planned, structural, s2, timings, notes, usage)
 
     def retrieve(
         self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None
@@ -219,7 +227,7 @@ class RelationPathRetriever:
         return Retrieval(
             question=question, qid=qid, retriever=self.name, k=self.k, topics=found.ids, triples=top, paths=paths,
             entities=entities, run=run, linked=found.linked, names=names, cvt=cvt, timings=timings,
-            notes=[n for n in [found.note(), *dict.fromkeys(notes)] if n], missing_topics=list(found.missing),
+            notes=[n for n in [found.note(), *dict.fromkeys(notes)] if n], missing_topics=list(found.missing), llm_usage=g.usage,
         )
 
     def _structural(self, text: str, text_emb, topics: list[str], planned: list["_Candidate"], plans: list[PlannedPath], cvt: set[str]):
@@ -266,6 +274,7 @@ class Gathered:
     s2: dict[str, float]  # entity id -> S2
     timings: dict[str, float]
     notes: list[str]
+    usage: dict | None = None  # the LLM planner's calls and tokens (None: no LLM planned)
 
 
 def select(mode: str, planned: list[_Candidate], structural: list[_Candidate], s2: dict[str, float], topics: list[str], cvt: set[str],
@@ -456,7 +465,7 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
 def relation_path_retriever(
     graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int | None = None,
     ground_cap: int = 200, constrained: bool = True, walks: bool = True, structural: str | bool | None = None, mode: str | None = None,
-    lambda1: float | None = None, theta: float | None = None,
+    lambda1: float | None = None, theta: float | None = None, planner=None,
 ) -> "RelationPathRetriever":
     """`RelationPathRetriever` with the trained planner for this graph (`NoCheckpointError` when none);
     `constrained`: decode only relation steps that exist from the entities reached so far; `walks`:
@@ -465,7 +474,8 @@ def relation_path_retriever(
     `structural`: a structural-reasoner checkpoint name, None = the newest trained on this graph if
     any (else the planner alone), False = the planner alone. `mode` (planner, structural, union,
     rethink), λ1, θ and the planner's `beam` default to the values chosen on the val split and stored
-    in that checkpoint (`kgdb train rrp`; the beam by a val sweep, else 3), else rethinking with 0.5 and 0."""
+    in that checkpoint (`kgdb train rrp`; the beam by a val sweep, else 3), else rethinking with 0.5 and 0.
+    `planner`: a planner object used instead of the trained one (the LLM planner, `kgdb.qa.llm_planner`)."""
     from kgdb.models.checkpoints import NoCheckpointError
     from kgdb.pipeline.structural import chosen_mode, load_structural
 
@@ -479,8 +489,9 @@ def relation_path_retriever(
     tuned = (runner.checkpoint.config.get("rethinking") or {}) if runner is not None and runner.checkpoint else {}
     from kgdb.pipeline.path_ranker import load_ranker  # a ranker checkpoint replaces the beam planner (and its tuned settings)
 
-    planner = load_ranker(graph, settings, checkpoint, beam=beam)
-    if planner is not None:
+    if planner is not None:  # a planner given by the caller (`--planner llm`); rethinking as the structural checkpoint tuned it
+        pass
+    elif (planner := load_ranker(graph, settings, checkpoint, beam=beam)) is not None:
         tuned = planner.checkpoint.config.get("rethinking") or {}
     else:
         planner = load_planner(graph, settings, checkpoint, beam=int(tuned.get("beam", 3)) if beam is None else beam, constrained=constrained)

@@ -59,6 +59,7 @@ class AskResult:
     evidence_entities: list[str] = field(default_factory=list)  # names in the retrieved triples
     subgraph: Any = field(default=None, repr=False)  # the fetched kgdb.subgraph.Subgraph
     missing_topics: list[str] = field(default_factory=list)  # given topics not in the graph (dropped)
+    planner_usage: dict | None = None  # the LLM relation-path planner's calls and tokens (`--planner llm`)
 
     def to_json(self, show_prompt: bool = False) -> dict[str, Any]:
         r = self.reasoning
@@ -80,6 +81,7 @@ class AskResult:
             "malformed": r.malformed if r else None,
             "reply": r.reply if r else None,
             "usage": {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls} if r else None,
+            "planner_usage": self.planner_usage,
             "error": self.error,
             "evidence": self.evidence_lines,
             "browser_query": self.browser_query,
@@ -142,9 +144,16 @@ class AskPipeline:
         chains: bool | None = None,
         prompt_version: int = 1,
         fallback: bool = True,
+        planner: str = "trained",
     ):
         if fmt not in FORMATS:
             raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}", path="--format")
+        from kgdb.qa.llm_planner import PLANNERS
+
+        if planner not in PLANNERS:
+            raise InputError(f"{planner!r} is not one of {', '.join(PLANNERS)}", path="--planner")
+        if planner == "llm" and retriever != RELATION_PATHS:
+            raise InputError("the LLM planner plans relation paths: use it with --retriever relation-paths (or --reasoner rrp)", path="--planner")
         if fmt in ("chains", "paths") and not write:
             raise InputError("the chains and paths formats are built from the written-back run; drop --no-write", path="--format")
         self.graph, self.settings = graph, settings
@@ -155,8 +164,11 @@ class AskPipeline:
         if retriever == RELATION_PATHS:
             from kgdb.pipeline import relation_path_retriever
 
-            # the trained planner (RRP §IV-A) for this graph, or the named planner checkpoint
-            self.retrieval = relation_path_retriever(graph, settings, checkpoint=checkpoint, k=k, write=write)
+            # the trained planner (RRP §IV-A) for this graph, or the named planner checkpoint; or an LLM plans
+            from kgdb.qa.llm_planner import llm_planner
+
+            chosen = llm_planner(graph, settings, checkpoint) if planner == "llm" else None
+            self.retrieval = relation_path_retriever(graph, settings, checkpoint=checkpoint, k=k, write=write, planner=chosen)
         elif isinstance(retriever, str):
             from kgdb.models.checkpoints import NoCheckpointError
             from kgdb.pipeline import RetrievePipeline  # torch: imported only when a pipeline is built
@@ -256,6 +268,7 @@ class AskPipeline:
             evidence_entities=evidence_names,
             subgraph=res.subgraph,
             missing_topics=list(res.missing_topics),
+            planner_usage=getattr(res, "llm_usage", None),
         )
 
 

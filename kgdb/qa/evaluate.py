@@ -67,6 +67,7 @@ def question_record(
         malformed=r.malformed if r else None,
         reply=r.reply if r else None,
         usage={"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls} if r else None,
+        planner_usage=res.planner_usage,
         error=res.error,
         stage="reasoner" if res.error else None,
         answer_in_kg=bool(answer_ids),
@@ -119,6 +120,13 @@ def summarize_records(records: Iterable[dict]) -> dict[str, Any]:
         "avg_completion_tokens": sum(u["completion_tokens"] for u in usage) / n,
         "llm_calls": sum(u["calls"] for u in usage),
     }
+    planned = [r["planner_usage"] for r in records if r.get("planner_usage")]
+    if planned:  # `--planner llm`: the planner's LLM calls, apart from the reasoner's
+        out["tokens"]["planner"] = {
+            "avg_prompt_tokens": sum(u["prompt_tokens"] for u in planned) / n,
+            "avg_completion_tokens": sum(u["completion_tokens"] for u in planned) / n,
+            "llm_calls": sum(u["calls"] for u in planned),
+        }
     gie = [r["gold_in_evidence"] for r in records if "gold_in_evidence" in r]
     out["evidence_answer_recall"] = 100 * sum(gie) / n if gie else None
     out["errors"] = {

@@ -26,6 +26,8 @@ TEMPLATE_DIR = Path(__file__).parent / "prompts"
 FORMATS = ("triples", "chains", "paths")
 # Label-selection prompts of `kgdb label` (kgdb/qa/labelling.py), same file layout.
 LABEL_FORMATS = ("label_rapl", "label_reg", "label_rapl_relations")
+# The LLM relation-path planner's prompt (`--planner llm`, kgdb/qa/llm_planner.py), same file layout.
+PLAN_FORMATS = ("plan_paths",)
 DEFAULT_VERSION = 1
 SECTIONS = ("system", "example_user", "example_assistant", "user")
 _SECTION = re.compile(r"^=== (\w+) ===$", re.MULTILINE)
@@ -68,7 +70,7 @@ class Prompt:
 
 @lru_cache(maxsize=None)
 def load_template(fmt: str, version: int = DEFAULT_VERSION) -> PromptTemplate:
-    if fmt not in FORMATS + LABEL_FORMATS:
+    if fmt not in FORMATS + LABEL_FORMATS + PLAN_FORMATS:
         raise InputError(f"unknown prompt format {fmt!r}; choose one of {', '.join(FORMATS)}", path="--format")
     path = TEMPLATE_DIR / f"{fmt}_v{version}.txt"
     if not path.is_file():

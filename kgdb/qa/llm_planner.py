@@ -1,0 +1,142 @@
+"""An LLM as RRP's relation-path planner (`--planner llm`), RoG-style: the configured OpenAI-compatible
+endpoint is shown the question, its topic entities and the relations around them (read from the
+graph), and asked for relation paths `rel1 -> rel2`, one per line, 1-3 hops
+(`kgdb/qa/prompts/plan_paths_v<n>.txt`). No LLM can be fine-tuned here, so this is the paper's
+plug-and-play setting; grounding, the structural reasoner and rethinking stay as they are.
+
+Reply rules as in `kgdb label`: a reply with no usable path gets one follow-up turn; if that has
+none either, the trained planner for the graph plans instead (when one exists, else nothing is
+planned) and a note says so. Paths naming relations the graph does not have are dropped and
+counted in a note. The order the LLM gave is the score (1, 1/2, 1/3, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from string import Template
+from typing import TYPE_CHECKING
+
+from kgdb.qa.prompts import load_template, normalise_question
+
+if TYPE_CHECKING:  # the CLI imports this module for PLANNERS: no neo4j driver or torch at import time
+    from kgdb.config import Settings
+    from kgdb.cypher import Graph
+
+PLANNERS = ("trained", "llm")
+MAX_HOPS = 3
+FOLLOW_UP = (
+    'Your reply has no relation path. Answer again with only relation paths, one per line, each 1 to 3 relation '
+    'names joined by " -> ", for example: first.relation -> second.relation'
+)
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|path\s*\d*\s*:)\s*", re.IGNORECASE)
+_ARROW = re.compile(r"\s*(?:->|→)\s*")
+_RELATION = re.compile(r"^[\w.:/#-]+$")
+
+
+def parse_paths(reply: str, max_hops: int = MAX_HOPS) -> list[tuple[str, ...]]:
+    """Relation paths in reply order, without repeats: lines `rel1 -> rel2` (or `→`), optionally
+    bulleted or numbered; a line of one relation name (with a `.`, `_` or `/`) is a 1-hop path. A
+    line with prose or more than `max_hops` relations is not a path."""
+    out: list[tuple[str, ...]] = []
+    for line in reply.splitlines():
+        parts = _ARROW.split(_BULLET.sub("", line.strip()).strip("`").strip())
+        # a lone word ("Sorry", "Paths:") is prose, not a 1-hop path: one relation alone must look like a name
+        lone_word = len(parts) == 1 and not re.search(r"[._/]", parts[0])
+        if 0 < len(parts) <= max_hops and all(_RELATION.match(p) for p in parts) and not lone_word:
+            out.append(tuple(parts))
+    return list(dict.fromkeys(out))
+
+
+def require_planner_llm(settings: Settings) -> None:
+    from kgdb.qa.labelling import LLMNotConfigured  # the one "no LLM configured" error; imported late, the CLI imports this module
+
+    if not settings.llm_model:
+        raise LLMNotConfigured(
+            "--planner llm needs an LLM: set KGDB_LLM_BASE_URL (an OpenAI-compatible endpoint, e.g. http://host:8000/v1) "
+            "and KGDB_LLM_MODEL (KGDB_LLM_API_KEY if it needs one)"
+        )
+
+
+class LLMPathPlanner:
+    """`plan(graph, question, topics, topic_names) -> [PlannedPath]` through an LLM; `plan_noted`
+    also returns the notes and the token usage (the retriever reports both)."""
+
+    name = "llm"
+
+    def __init__(self, llm, *, fallback=None, version: int = 1, max_hops: int = MAX_HOPS, max_relations: int = 200):
+        self.llm, self.fallback, self.max_hops, self.max_relations = llm, fallback, max_hops, max_relations
+        self.template = load_template("plan_paths", version)
+
+    def describe(self) -> dict:
+        ckpt = getattr(self.fallback, "checkpoint", None)
+        return {"llm": self.llm.settings(), "prompt_template": self.template.name, "max_hops": self.max_hops,
+                "fallback": (ckpt.name if ckpt else getattr(self.fallback, "name", None)) if self.fallback is not None else None}
+
+    def messages(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[dict[str, str]]:
+        """The chat: system, the worked example, then the question with the relations around its topics."""
+        from kgdb.cypher.paths import relations_around
+
+        relations = sorted({r for r, _ in relations_around(graph, topics)})[: self.max_relations]
+        t = self.template.sections
+        user = Template(t["user"]).safe_substitute(
+            entities=", ".join(topic_names) or "(none)", evidence="\n".join(relations) or "(none)", question=normalise_question(question),
+        )
+        return [{"role": "system", "content": t["system"]}, {"role": "user", "content": t["example_user"]},
+                {"role": "assistant", "content": t["example_assistant"]}, {"role": "user", "content": user}]
+
+    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list:
+        return self.plan_noted(graph, question, topics, topic_names)[0]
+
+    def plan_noted(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> tuple[list, list[str], dict]:
+        from kgdb.pipeline.relation_paths import PlannedPath  # torch: imported only when planning
+        from kgdb.qa.reasoners.base import Reasoning
+
+        usage = Reasoning(answers=[], reply="", reasoner=self.llm.name, llm_used=True)
+        notes: list[str] = []
+        messages = self.messages(graph, question, topics, topic_names)
+        reply = self.llm.complete(messages, usage)  # LLMError (the client's retries spent) reaches the caller
+        paths = self._usable(graph, reply, notes)
+        if not paths:  # one follow-up turn, as `kgdb label` does
+            second = self.llm.complete([*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": FOLLOW_UP}], usage)
+            paths = self._usable(graph, second, notes)
+        counts = {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                  "template": self.template.name}
+        if paths:
+            return [PlannedPath(p, 1.0 / rank) for rank, p in enumerate(paths, 1)], notes, counts
+        if self.fallback is not None:
+            ckpt = getattr(self.fallback, "checkpoint", None)
+            notes.append(f"the LLM planner gave no usable relation path after one follow-up; the trained planner "
+                         f"({ckpt.name if ckpt else self.fallback.name}) planned instead")
+            return self.fallback.plan(graph, question, topics, topic_names), notes, counts
+        notes.append("the LLM planner gave no usable relation path after one follow-up and no trained planner exists for this graph: nothing planned")
+        return [], notes, counts
+
+    def _usable(self, graph: Graph, reply: str, notes: list[str]) -> list[tuple[str, ...]]:
+        from kgdb.cypher.paths import unknown_relations
+
+        paths = parse_paths(reply, self.max_hops)
+        unknown = set(unknown_relations(graph, [r for p in paths for r in p]))
+        dropped = [p for p in paths if unknown & set(p)]
+        if dropped:
+            notes.append(f"LLM planner: dropped {len(dropped)} relation path(s) naming relations not in this graph "
+                         f"({', '.join(sorted(unknown))})")
+        return [p for p in paths if not unknown & set(p)]
+
+
+def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None) -> LLMPathPlanner:
+    """The LLM planner on the configured endpoint (`LLMNotConfigured` without one), falling back to
+    the trained ranker or planner for this graph when there is one."""
+    from kgdb.models.checkpoints import NoCheckpointError
+    from kgdb.pipeline.path_ranker import load_ranker
+    from kgdb.pipeline.relation_paths import load_planner
+    from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
+
+    require_planner_llm(settings)
+    fallback = load_ranker(graph, settings, checkpoint)
+    if fallback is None:
+        try:
+            fallback = load_planner(graph, settings, checkpoint)
+        except NoCheckpointError:
+            fallback = None
+    return LLMPathPlanner(OpenAIReasoner.from_settings(settings), fallback=fallback)
+
