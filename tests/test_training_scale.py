@@ -16,7 +16,7 @@ from kgdb.models.features import batch_tensors, build_tensors, featurise
 from kgdb.models.gathered_mlp import gathered_mlp
 from kgdb.models.retrievers.cosine import CosineRetriever
 from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
-from kgdb.training.trainer import STATE_FILE, TrainConfig, ensure_node_features, seed_everything, train
+from kgdb.training.trainer import STATE_FILE, ResumeMismatchError, TrainConfig, ensure_node_features, seed_everything, train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -154,7 +154,7 @@ def test_batched_training_resumes_to_the_same_state(tmp_path):
                              resume=True, on_step=lambda loss, questions: no_steps.append(questions))
     assert no_steps == [] and len(ended_log.epochs) == 2 and ended_log.best_epoch in (1, 2)
     assert all(torch.equal(a, b) for a, b in zip(ended.state_dict().values(), saved["best_state"].values()))
-    with pytest.raises(ValueError, match="another training configuration"):
+    with pytest.raises(ResumeMismatchError, match="another training configuration"):
         train(fresh(), items, items, tables, dataclasses.replace(cfg, batch_size=2), state_dir=tmp_path / "ended", resume=True)
     steps_seen = []
     resumed, resumed_log = train(

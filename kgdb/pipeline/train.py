@@ -76,7 +76,7 @@ def train_retriever(
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import save_checkpoint
     from kgdb.data.cache import add_features
-    from kgdb.training.trainer import TrainConfig, ensure_node_features, has_positive, seed_everything, train
+    from kgdb.training.trainer import ResumeMismatchError, TrainConfig, ensure_node_features, has_positive, seed_everything, train
 
     cls = registry.get(retriever)
     if labels not in LABEL_SOURCES:
@@ -149,7 +149,7 @@ def train_retriever(
             model.eval()
         else:
             model, result = train(model, train_items, val_items, tables, cfg, on_step=on_step, on_epoch=on_epoch, state_dir=out, resume=resume)
-    except ValueError as exc:
+    except ResumeMismatchError as exc:  # other ValueErrors are bugs and keep their traceback
         raise InputError(str(exc), path="--resume") from exc
     epoch_seconds = [e.seconds for e in result.epochs]
     save_checkpoint(

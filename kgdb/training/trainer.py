@@ -32,6 +32,10 @@ from kgdb.training import distributed
 STATE_FILE = "train-state.pt"
 
 
+class ResumeMismatchError(ValueError):
+    """`--resume` met a saved training state written by another configuration."""
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     lr: float = 1e-3
@@ -213,7 +217,7 @@ def train(
             return {k: v for k, v in {**asdict(TrainConfig()), **c}.items() if k not in ("max_epochs", "patience")}
 
         if trajectory(saved["config"]) != trajectory(asdict(cfg)) or saved["retriever"] != model.name:
-            raise ValueError(f"{state_path} was written by another training configuration; drop --resume or use another --name")
+            raise ResumeMismatchError(f"{state_path} was written by another training configuration; drop --resume or use another --name")
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
         best_state, best_key, bad_epochs = saved["best_state"], tuple(saved["best_key"]), saved["bad_epochs"]
