@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from kgdb.cli import app
 from kgdb.data.relation_paths import TripleArrays
 from kgdb.pipeline import RelationPathRetriever
-from kgdb.qa.llm_planner import FOLLOW_UP, LLMPathPlanner, parse_paths
+from kgdb.qa.llm_planner import FOLLOW_UP, DeferredPlanner, LLMPathPlanner, parse_paths
 from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
 from kgdb_graphs import load
 from openai_server import OpenAIServer, plan_listed_relations
@@ -113,6 +113,28 @@ def test_garbage_gets_one_follow_up_then_the_fallback(movies):
         assert server.calls == 2
     assert {p.relations for p in res.paths} == {("movie.starred_actors",)}
     assert any("the trained planner (fixed) planned instead" in n for n in res.notes)
+
+
+def test_the_trained_fallback_is_loaded_only_when_the_llm_gives_no_path(movies):
+    graph, *_ = movies
+    loads = []
+
+    def load():
+        loads.append(1)
+        return FixedPlanner(("movie.starred_actors",))
+
+    fallback = DeferredPlanner("rrp-ranker-movies", load)
+    with OpenAIServer(script=[{"content": "movie.starred_actors -> movie.directed_by"}]) as server:
+        _planner_retriever(graph, server, fallback=fallback).retrieve(QUESTION, ["Lise Meitner"])
+    assert loads == []  # the LLM planned: no weights or embedding model loaded for the fallback
+    garbage = [{"content": "no idea"}, {"content": "still no idea"}] * 2
+    with OpenAIServer(script=garbage) as server:
+        retriever = _planner_retriever(graph, server, fallback=fallback)
+        first = retriever.retrieve(QUESTION, ["Lise Meitner"])
+        second = retriever.retrieve(QUESTION, ["Lise Meitner"])
+    assert loads == [1]  # loaded once, on the first miss
+    assert {p.relations for p in first.paths} == {p.relations for p in second.paths} == {("movie.starred_actors",)}
+    assert any("the trained planner (rrp-ranker-movies) planned instead" in n for n in first.notes)
 
 
 def test_missing_llm_settings_is_one_clear_line(movies):

@@ -123,20 +123,42 @@ class LLMPathPlanner:
         return [p for p in paths if not unknown & set(p)]
 
 
+class DeferredPlanner:
+    """A trained planner loaded on its first `plan` call: the LLM usually answers, and loading the
+    fallback's weights and embedding model for every process would cost more than most plans."""
+
+    def __init__(self, name: str, load):
+        self.name, self._load, self._planner = name, load, None
+
+    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list:
+        if self._planner is None:
+            self._planner = self._load()
+        return self._planner.plan(graph, question, topics, topic_names)
+
+
 def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None) -> LLMPathPlanner:
     """The LLM planner on the configured endpoint (`LLMNotConfigured` without one), falling back to
-    the trained ranker or planner for this graph when there is one."""
-    from kgdb.models.checkpoints import NoCheckpointError
-    from kgdb.pipeline.path_ranker import load_ranker
-    from kgdb.pipeline.relation_paths import load_planner
+    the trained ranker or planner for this graph when there is one (loaded only if needed)."""
+    from kgdb.cypher.tables import graph_fingerprint
+    from kgdb.models.checkpoints import NoCheckpointError, checkpoint_for_graph, find_checkpoint
+    from kgdb.pipeline.path_ranker import RANKER, load_ranker
+    from kgdb.pipeline.relation_paths import PLANNER, load_planner
     from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
 
     require_planner_llm(settings)
-    fallback = load_ranker(graph, settings, checkpoint)
-    if fallback is None:
-        try:
-            fallback = load_planner(graph, settings, checkpoint)
-        except NoCheckpointError:
-            fallback = None
+    fallback = None
+    try:
+        if checkpoint:
+            ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir)
+        else:
+            fingerprint = graph_fingerprint(graph)[0]
+            try:
+                ckpt = checkpoint_for_graph(settings.checkpoints_dir, RANKER, fingerprint)
+            except NoCheckpointError:
+                ckpt = checkpoint_for_graph(settings.checkpoints_dir, PLANNER, fingerprint)
+        load = {RANKER: load_ranker, PLANNER: load_planner}.get(ckpt.config.get("retriever"))
+        if load is not None:
+            fallback = DeferredPlanner(ckpt.name, lambda: load(graph, settings, str(ckpt.path)))
+    except NoCheckpointError:
+        pass
     return LLMPathPlanner(OpenAIReasoner.from_settings(settings), fallback=fallback)
-
