@@ -119,7 +119,7 @@ def bulk_load(
     try:
         server.admin(
             "database", "import", "full", settings.neo4j_database,
-            "--overwrite-destination=true", "--id-type=string", "--multiline-fields=true",
+            "--overwrite-destination=true", "--id-type=string",
             f"--report-file={files.folder / 'import.report'}", *files.import_args(),
             on_output=ImportOutput(progress, log),
         )

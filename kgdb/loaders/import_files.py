@@ -54,6 +54,7 @@ from kgdb.loaders.writer import (
 
 SEP = "\x01"
 ESC = "\x02"
+_LINE_BREAK = re.compile("[\n\r]")  # what ends a line for neo4j-admin's CSV reader
 _NEEDS_ESCAPE = re.compile("[\x00-\x0d]")  # SEP, ESC, line ends (\n, \r, \v, \f) and everything below them
 _ESCAPES = {i: ESC + chr(0x10 + i) for i in range(0x0E)}
 _ESCAPED = re.compile("\x02(.)", re.S)
@@ -84,10 +85,12 @@ class BulkFiles:
     entities: Path
     relations: Path
     triples: list[Path]  # header file, then the data file
+    multiline: bool = True  # a value holds a line break: neo4j-admin must parse multi-line fields (slower)
 
     def import_args(self) -> list[str]:
         return [
             f"--delimiter=U+{ord(SEP):04X}", f"--quote=U+{ord(ESC):04X}", "--array-delimiter=;",
+            f"--multiline-fields={str(self.multiline).lower()}",
             f"--nodes={self.entities}", f"--nodes={self.relations}", f"--relationships={','.join(map(str, self.triples))}",
         ]
 
@@ -123,14 +126,15 @@ def _count_lines(path: Path) -> int:
     return n
 
 
-def read_into_keys(stream: SourceStream, folder: Path) -> tuple[set[str], int, bool]:
+def read_into_keys(stream: SourceStream, folder: Path) -> tuple[set[str], int, bool, bool]:
     """Phase 1: every triple, tail, literal and name of the source into the key files.
 
-    Returns the relation types (a vocabulary: small at any size), the triples read and whether
-    any value needed escaping."""
+    Returns the relation types (a vocabulary: small at any size), the triples read, whether any
+    value needed escaping and whether any holds a line break (neo4j-admin then needs multi-line
+    fields, which turn its parallel parsing off)."""
     relations: set[str] = set()
     read = 0
-    escaped = False
+    escaped = multiline = False
     enc = {"encoding": "utf-8", "newline": "\n", "buffering": 1 << 20}
     with (folder / "triples.keys").open("w", **enc) as ft, (folder / "tails.keys").open("w", **enc) as fl, \
             (folder / "literals.keys").open("w", **enc) as flit:
@@ -139,6 +143,7 @@ def read_into_keys(stream: SourceStream, folder: Path) -> tuple[set[str], int, b
         for h, r, t, literal in stream.records():
             relations.add(r)
             if _NEEDS_ESCAPE.search(h) or _NEEDS_ESCAPE.search(r) or _NEEDS_ESCAPE.search(t):
+                multiline = multiline or _LINE_BREAK.search(h + r + t) is not None
                 h, r, t, escaped = escape(h), escape(r), escape(t), True
             triples.append(f"{h}{SEP}{r}{SEP}{t}\n")
             tails.append(t + "\n")
@@ -157,12 +162,14 @@ def read_into_keys(stream: SourceStream, folder: Path) -> tuple[set[str], int, b
         if stream.names is not None:
             chunk: list[str] = []
             for entity, name in stream.names():
+                if not multiline and _NEEDS_ESCAPE.search(entity + name):
+                    multiline = _LINE_BREAK.search(entity + name) is not None
                 chunk.append(f"{escape(entity)}{SEP}{escape(name)}\n")
                 if len(chunk) >= WRITE_CHUNK:
                     fn.write("".join(chunk))
                     chunk.clear()
             fn.write("".join(chunk))
-    return relations, read, escaped
+    return relations, read, escaped, multiline
 
 
 def sort_keys(folder: Path, progress: ProgressFn = _noop) -> None:
@@ -368,7 +375,7 @@ def write_import_files(
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     t0 = time.perf_counter()
-    relations, read, escaped = read_into_keys(stream, folder)
+    relations, read, escaped, multiline = read_into_keys(stream, folder)
     stats.seconds["read"] = time.perf_counter() - t0
     from kgdb.loaders.sources import check_nonempty
 
@@ -397,4 +404,4 @@ def write_import_files(
         (folder / f"{name}.sorted").unlink()
     unquoted = folder / "triples.unquoted"
     unquoted.unlink(missing_ok=True)
-    return BulkFiles(folder, entities, relations_csv, triples)
+    return BulkFiles(folder, entities, relations_csv, triples, multiline)
