@@ -4,6 +4,8 @@ and overfitting a tiny set. No database: hand-made tensors only."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -211,3 +213,70 @@ def test_rapl_overfits_a_tiny_set_and_round_trips(tmp_path):
     assert isinstance(loaded, get("rapl")) and loaded.cfg == model.cfg
     x = data[0][0]
     assert torch.equal(loaded.paths(x)[0], model.paths(x)[0])
+
+
+def _greedy_fit(paths, budget):
+    kept, triples = [], set()
+    for p in paths:
+        new = set(p.triples) - triples
+        if len(triples) + len(new) <= budget:
+            kept.append(p)
+            triples |= new
+    return kept
+
+
+def test_the_triple_budget_keeps_whole_paths_most_probable_first():
+    seed_everything(0)
+    tables = _tables()
+    model = RAPL(RAPLConfig(hidden=16, samples=40, top_m=50, max_len=3), tables.dim).eval()
+    x, _, _ = _question(tables, 3)
+    _, (free,) = model.paths(x)
+    assert len({t for p in free for t in p.triples}) > 8  # the budget below bites
+    model.cfg = RAPLConfig(hidden=16, samples=40, top_m=50, max_len=3, max_triples=8)
+    scores, (kept,) = model.paths(x)
+    expected = _greedy_fit(free, 8)
+    assert [(p.triples, p.directions) for p in kept] == [(p.triples, p.directions) for p in expected]
+    assert kept[0].triples == free[0].triples  # the most probable path always fits first
+    on_path = {t for p in kept for t in p.triples}
+    assert passed_count(scores) == len(on_path) <= 8
+    assert set(torch.nonzero(scores > PATH_FLOOR).squeeze(1).tolist()) == on_path
+
+
+def test_completion_adds_exactly_the_siblings_of_each_step_within_the_budget():
+    seed_everything(0)
+    tables = _tables()
+    model = RAPL(RAPLConfig(hidden=16, samples=10, top_m=3, max_len=2, complete=True), tables.dim).eval()
+    x, head, tail = _question(tables, 5)
+    x = dataclasses.replace(x, relation=x.relation % 2)  # two relations: many parallel steps
+    relation = x.relation.numpy()
+    scores, (kept,) = model.paths(x)
+    on_path = {t for p in kept for t in p.triples}
+    # by hand: a step (t, +1) leaves head[t] by relation[t] forwards, (t, -1) leaves tail[t] backwards
+    siblings = set()
+    for p in kept:
+        for t, d in zip(p.triples, p.directions):
+            at = head if d > 0 else tail
+            siblings |= {u for u in range(len(head)) if at[u] == at[t] and relation[u] == relation[t]}
+    assert on_path <= siblings and siblings - on_path  # the tiny graph has parallel steps to add
+    passed = set(torch.nonzero(scores > PATH_FLOOR).squeeze(1).tolist())
+    assert passed == siblings  # every sibling, nothing else (never a triple outside the subgraph)
+    assert scores[list(on_path)].min() > scores[list(siblings - on_path)].max()  # path triples rank first
+
+    model.cfg = RAPLConfig(hidden=16, samples=10, top_m=3, max_len=2, complete=True, max_triples=len(on_path) + 1)
+    scores, (kept_b,) = model.paths(x)
+    passed_b = set(torch.nonzero(scores > PATH_FLOOR).squeeze(1).tolist())
+    assert len(passed_b) <= len(on_path) + 1 and passed_b <= siblings
+    assert {t for p in kept_b for t in p.triples} <= passed_b
+
+
+def test_only_inference_settings_change_on_a_trained_model():
+    from kgdb.errors import InputError
+    from kgdb.models.registry import with_inference_settings
+
+    model = RAPL(RAPLConfig(hidden=16), 16)
+    with_inference_settings(model, {"max_triples": "50", "complete": "true"})
+    assert model.cfg.max_triples == 50 and model.cfg.complete is True and model.cfg.hidden == 16
+    with pytest.raises(InputError, match="hidden is fixed by training.*max_triples"):
+        with_inference_settings(model, {"hidden": "64"})
+    with pytest.raises(InputError, match="max_triples takes a int"):
+        with_inference_settings(model, {"max_triples": "many"})

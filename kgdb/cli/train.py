@@ -486,6 +486,7 @@ def eval_retrieval(
     write: bool = typer.Option(True, "--write/--no-write", help="Write back scores (timed) as retrieval runs."),
     out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default: the checkpoint's, else runs/eval)."),
     threads: int = typer.Option(1, "--threads", help="CPU threads for scoring (0: torch's default)."),
+    setting: Optional[list[str]] = typer.Option(None, "--set", help="An inference setting KEY=VALUE of the last --retriever (repeatable), e.g. max_triples=50 for rapl."),
 ) -> None:
     """Answer and shortest-path-triple recall@50/100/200, per hop, with the stage timings."""
     from kgdb.data.questions import default_split, file_tag
@@ -496,8 +497,10 @@ def eval_retrieval(
     split = split or default_split(read_questions(questions).dataset)
     reports = []
     with open_graph(ctx) as graph:
+        inference = _parse_settings(setting or [])
         pipes = [
-            RetrievePipeline(graph, settings, name, checkpoint if name != "cosine" else None, hops=hops, cap=cap, write=write, threads=threads or None)
+            RetrievePipeline(graph, settings, name, checkpoint if name != "cosine" else None, hops=hops, cap=cap, write=write,
+                             threads=threads or None, inference=inference if name == retriever[-1] else None)
             for name in retriever
         ]
         # Every retriever is scored on the same subgraphs: the checkpoint's fetch cap unless --cap is given.

@@ -154,7 +154,9 @@ class Retriever(nn.Module):
     `node_features(x)` name and compute per-node features that depend only on the subgraph (not on
     the weights), which training computes once per cached subgraph and stores in the cache;
     `batched_training`: whether `forward` and `loss` take several questions at once (`--batch-size`);
-    `uses_relation_targets`: whether `loss` reads `Targets.relation_targets` (`--relation-targets`).
+    `uses_relation_targets`: whether `loss` reads `Targets.relation_targets` (`--relation-targets`);
+    `inference_settings`: the `Config` fields that only steer inference (sampling, budgets), which
+    `kgdb eval retrieval --set` may change on a trained checkpoint without retraining.
     """
 
     name: ClassVar[str] = ""
@@ -165,6 +167,7 @@ class Retriever(nn.Module):
     description: ClassVar[str] = ""
     batched_training: ClassVar[bool] = False
     uses_relation_targets: ClassVar[bool] = False
+    inference_settings: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: Any = None, embedding_dim: int = 0):
         super().__init__()

@@ -87,6 +87,20 @@ def make_config(cls: type[Retriever], values: dict[str, Any], *, where: str = "-
         raise InputError(f"{cls.name} settings: {exc}", path=where) from exc
 
 
+def with_inference_settings(model: Retriever, values: dict[str, Any], *, where: str = "--set") -> Retriever:
+    """`model` with some of its `inference_settings` changed (a trained model's weights do not
+    depend on them); any other field is refused, naming the ones that may change."""
+    cls = type(model)
+    fixed = sorted(set(values) - set(cls.inference_settings))
+    if fixed:
+        allowed = ", ".join(cls.inference_settings) or "none"
+        raise InputError(f"{cls.name} setting {', '.join(fixed)} is fixed by training (inference settings: {allowed})", path=where)
+    if values:
+        typed = make_config(cls, values, where=where)
+        model.cfg = dataclasses.replace(model.cfg, **{k: getattr(typed, k) for k in values})
+    return model
+
+
 def build(name: str, config: dict[str, Any] | None = None, embedding_dim: int = 0) -> Retriever:
     """A fresh (untrained) retriever of a registered name."""
     cls = get(name)

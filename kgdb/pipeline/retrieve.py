@@ -71,7 +71,10 @@ class RetrievePipeline:
         write: bool = True,
         link_top: int = 1,
         threads: int | None = 1,
+        inference: dict | None = None,
     ):
+        """`inference`: values of the model's `inference_settings` (e.g. RAPL's `max_triples`) that
+        replace the checkpoint's."""
         if k < 1:
             raise InputError(f"must be positive, got {k}", path="--k")
         self.graph, self.settings = graph, settings
@@ -87,7 +90,10 @@ class RetrievePipeline:
         self._scoring = threading.Lock()
         # cosine, and cosine-dde with its weights, score one question in numpy: no torch import.
         self._numpy_score = numpy_scorer(retriever, ckpt.path if ckpt else None)
+        self.inference: dict = {}
         if self._numpy_score is not None:
+            if inference:
+                raise InputError(f"{retriever} has no inference settings (got {', '.join(inference)})", path="--set")
             self._init_numpy(retriever, hops, cap)
             return
         import torch
@@ -104,7 +110,8 @@ class RetrievePipeline:
         self._open_vectors()
         if self.checkpoint is None and cls.trainable:
             self.checkpoint = checkpoint_for_graph(settings.checkpoints_dir, retriever, self.vectors.fingerprint)
-        self.model: Retriever = self._load_model(retriever)
+        self.model: Retriever = registry.with_inference_settings(self._load_model(retriever), inference or {})
+        self.inference = {k: getattr(self.model.cfg, k) for k in inference or {}}  # typed, for the results file
         self.rows = EntityRowCache(self.vectors, self.device)  # the entity rows questions touched, projected once
         self._fetch_settings(hops, cap)
 
@@ -182,6 +189,7 @@ class RetrievePipeline:
             "hops": self.hops,
             "cap": self.cap,
             "k": self.k,
+            "inference_settings": dict(self.inference),
             "notes": list(self.notes),
         }
 

@@ -66,6 +66,8 @@ class RAPLConfig:
     max_targets: int = 32  # target paths kept per training question
     temperature: float = 1.0  # inference softmax temperature (> 1: more diverse paths, more triples)
     seed: int = 0  # inference sampling seed (a question's retrieval is reproducible)
+    max_triples: int = 0  # most triples passed per question, whole paths first (0: no budget)
+    complete: bool = False  # add the triples a kept path's relations reach from the same entities (siblings)
 
 
 @dataclass
@@ -115,6 +117,7 @@ class RAPL(Retriever):
     label_kind = "triples"
     returns = "paths"
     uses_relation_targets = True
+    inference_settings = ("samples", "paths_per_sample", "top_m", "temperature", "seed", "max_triples", "complete")
     description = "line-graph GCN path retriever with STOP node and look-ahead (RAPL, 2025); adaptive number of triples"
 
     def __init__(self, config: RAPLConfig | None = None, embedding_dim: int = 384):
@@ -316,10 +319,11 @@ class RAPL(Retriever):
         question = enc.question_of.index_select(0, seq[:, 0]).cpu().numpy()
         seq_np, lp_np = seq.cpu().numpy(), logp.cpu().numpy()
         per_question: list[list[LinePath]] = [[] for _ in range(len(off) - 1)]
-        on_path, on_prob = [], []
+        passed: dict[int, float] = {}  # triple -> its score above PATH_FLOOR
         for b in range(len(off) - 1):
             rows = np.flatnonzero(question == b)
             rows = rows[np.argsort(-lp_np[rows], kind="stable")]
+            walks: list[tuple[tuple[int, ...], float]] = []
             seen = set()
             for r in rows:
                 walk = tuple(int(a) for a in seq_np[r] if a >= 0)
@@ -328,20 +332,73 @@ class RAPL(Retriever):
                 if len(seen) == self.cfg.top_m:
                     break
                 seen.add(walk)
-                prob = float(np.exp(lp_np[r]))
+                walks.append((walk, float(np.exp(lp_np[r]))))
+            kept = self._within_budget(walks, m)
+            for walk, prob in kept:
                 per_question[b].append(
                     LinePath(prob, tuple(a % m - off[b] for a in walk), tuple(1 if a < m else -1 for a in walk))
                 )
-                on_path.extend(a % m for a in walk)
-                on_prob.extend([prob] * len(walk))
+                for a in walk:
+                    # Path triples in [1.5, 2]: above every completed sibling, monotone in the path's
+                    # probability without vanishing below float32's resolution next to 1.
+                    passed[a % m] = max(passed.get(a % m, 0.0), 0.5 + 0.5 * prob)
+            if self.cfg.complete:
+                mine = {a % m for walk, _ in kept for a in walk}
+                for t, score in self._siblings(enc, base, kept, mine, off[b], off[b + 1]):
+                    passed.setdefault(t, score)
         scores = base.clone()
-        if on_path:
-            idx = torch.tensor(on_path, device=base.device)
-            best = torch.zeros_like(base).scatter_reduce(0, idx, torch.tensor(on_prob, device=base.device, dtype=base.dtype), "amax")
-            hit = torch.zeros(m, dtype=torch.bool, device=base.device)
-            hit[idx] = True
-            scores = torch.where(hit, PATH_FLOOR + best, scores)
+        if passed:
+            idx = torch.tensor(list(passed), device=base.device)
+            scores[idx] = PATH_FLOOR + torch.tensor(list(passed.values()), device=base.device, dtype=base.dtype)
         return scores, per_question
+
+    def _within_budget(self, walks: list[tuple[tuple[int, ...], float]], m: int) -> list[tuple[tuple[int, ...], float]]:
+        """The most probable walks whose triples fit `max_triples` together, whole walks only (a walk
+        that does not fit is skipped and a shorter, less probable one may still fit)."""
+        budget = self.cfg.max_triples
+        if budget <= 0:
+            return walks
+        kept, triples = [], set()
+        for walk, prob in walks:
+            new = {a % m for a in walk} - triples
+            if len(triples) + len(new) <= budget:
+                kept.append((walk, prob))
+                triples |= new
+        return kept
+
+    def _siblings(self, enc: Encoded, base: Tensor, kept, taken: set[int], lo: int, hi: int) -> list[tuple[int, float]]:
+        """Relation-pattern completion: a kept path read as a rule ("from this entity, follow this
+        relation this way") also reaches the parallel triples that share a step's entity, relation
+        and direction (a title node shared by several films reaches every film's director).
+        Siblings of the most probable path first, its last step first (where the answers are), then
+        by the model's own triple score; within `max_triples` with the path triples."""
+        if not kept:
+            return []
+        m = enc.x.num_triples
+        budget = self.cfg.max_triples if self.cfg.max_triples > 0 else None
+        rows = np.concatenate([np.arange(lo, hi), np.arange(m + lo, m + hi)])
+        src = enc.src[rows].cpu().numpy()
+        rel = enc.x.relation[rows % m].cpu().numpy()
+        forward = rows < m
+        score = base[rows % m].cpu().numpy()
+        out: list[tuple[int, float]] = []
+        count = len(taken)
+        for walk, _ in kept:
+            for a in reversed(walk):
+                if budget is not None and count >= budget:
+                    return out
+                i = a - lo if a < m else (hi - lo) + (a - m - lo)  # a's row in `rows`
+                same = np.flatnonzero((src == src[i]) & (rel == rel[i]) & (forward == forward[i]))
+                for j in same[np.argsort(-score[same], kind="stable")]:
+                    t = int(rows[j] % m)
+                    if t in taken:
+                        continue
+                    if budget is not None and count >= budget:
+                        return out
+                    taken.add(t)
+                    count += 1
+                    out.append((t, 0.25 + 0.25 * float(score[j])))  # in [1.25, 1.5]: below path triples
+        return out
 
 
 def _reverse(a: int, m2: int) -> int:
