@@ -29,7 +29,7 @@ def sample_texts() -> list[str]:
         "東京 is in 日本", "Москва — столица России", "😀 only emoji 😀", "  leading and trailing spaces  ",
         "UPPER case Text", "punctuation!!! ... ??? (brackets) [x] {y}", "m.0abc12 ; g.11b6 ; people person",
     ]
-    texts += [" ".join(rng.choice(words) for _ in range(rng.randint(1, 40))) for _ in range(40)]
+    texts += [" ".join(rng.choice(words) for _ in range(rng.randint(1, 40))) for _ in range(16)]
     texts += [" ".join(rng.choice(words) for _ in range(rng.randint(300, 500))) for _ in range(2)]  # truncated
     texts += ["word " * 600]
     return texts
