@@ -30,9 +30,10 @@ Target paths are topic -> answer paths made only of the labelled triples the cac
 first, at most `max_targets` per question; one is drawn at random per training step (§2).
 
 Outputs: `paths(x)` gives the per-triple scores and each question's deduplicated paths. A triple on
-a kept path scores 1 + (best probability of a path through it), every other triple
-sigmoid(<z_q, z>) < 1, so the passed (adaptive) set is exactly the triples scoring above 1 and
-any top-K ranking still works.
+a kept path scores 1.5 + (best probability of a path through it) / 2, a sibling added by completion
+(`complete`) 1.25 + sigmoid(<z_q, z>) / 4, every other triple sigmoid(<z_q, z>) < 1, so the passed
+(adaptive, at most `max_triples`) set is exactly the triples scoring above 1 and any top-K ranking
+still works.
 
 Sizes differ from the paper for the CPU budget: hidden 128 instead of 512 (documented in the
 checkpoint config).
