@@ -7,6 +7,7 @@ import json
 import socket
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -17,7 +18,7 @@ from kgdb_graphs import load
 from kgdb.cli import app
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
-from kgdb.qa.reasoners.extractive import ExtractiveReasoner, enumerate_paths
+from kgdb.qa.reasoners.extractive import FEATURES, ExtractiveReasoner, enumerate_paths
 from kgdb.qa.ask import AskPipeline
 
 TRIPLES = [
@@ -119,6 +120,24 @@ def test_extractive_reasoner_on_hand_made_evidence():
     assert one_hop.answers == ["Kingston"]
     nothing = r.answer("what is the capital of jamaica?", [], ["Jamaica"], ["Jamaica"])
     assert nothing.answers == [] and nothing.refused
+
+
+def test_extractive_scores_are_the_weighted_features():
+    """The score `rank_paths` ranks by is `path_features @ weights` (what benchmarks/fit_extractive.py
+    fits), column by column as `FEATURES` says."""
+    r = ExtractiveReasoner(get_embedder())
+    triples = [T(h, r_, t, s) for s, (h, r_, t) in zip(range(len(TRIPLES), 0, -1), TRIPLES)]
+    question, topics, cvt = "what awards did the designer of the sydney harbour bridge win?", ["Sydney Harbour Bridge"], {"m.0aw1", "m.0aw2"}
+    paths, features = r.path_features(question, triples, topics, topics, cvt)
+    assert features.shape == (len(paths), len(FEATURES)) and len(paths) == 3
+    assert features[:, 1].tolist() == [p.path.hops - 1 for p in paths]
+    assert all(0.0 <= x <= 1.0 for x in features[:, 2]) and all(0.0 < x <= 1.0 for x in features[:, 3])
+    designer = next(i for i, p in enumerate(paths) if [s for s, _, _ in p.path.steps] == ["architecture.structure.designer"])
+    assert features[designer, 2] == 1.0  # "designer" names the relation outright
+    expected = {p.path: float(f @ np.asarray(r.weights())) for p, f in zip(paths, features)}
+    ranked = r.rank_paths(question, triples, topics, topics, cvt)
+    assert [p.path for p in ranked] == sorted(expected, key=lambda k: (-expected[k], k.hops, k.text(), k.anchor))
+    assert all(abs(p.score - expected[p.path]) < 1e-9 for p in ranked)
 
 
 # ------------------------------------------------------------------ the ask pipeline
