@@ -171,6 +171,8 @@ def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = 
     planted hop count, with the share of questions whose topic was linked and whose answers were
     in the fetched subgraph at all, so a low recall says whether linking, the fetch or the ranking
     lost the answer."""
+    from rich.progress import track
+
     from kgdb.config import load_settings
     from kgdb.cypher import Graph
     from kgdb.models.metrics import answer_recall_at
@@ -181,11 +183,11 @@ def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = 
         pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, write=False)
         embs = pipe.embed([q["question"] for q in questions])
         t = time.perf_counter()
-        for q, emb in zip(questions, embs):  # warm-up pass: caches, page cache, lazy vectors filled
+        for q, emb in track(list(zip(questions, embs)), description="warm-up (untimed)"):  # caches, page cache, lazy vectors filled
             pipe.retrieve(q["question"], None, q_emb=emb)
         warm_s, filled = time.perf_counter() - t, pipe.vectors.filled
         per = []
-        for q, emb in zip(questions, embs):
+        for q, emb in track(list(zip(questions, embs)), description="timed pass"):
             res = pipe.retrieve(q["question"], None, q_emb=emb)
             sg = res.subgraph
             row = {"id": q["id"], "hop": q["hop"], **{s: res.timings.get(s, 0.0) for s in STAGES},
@@ -311,7 +313,10 @@ def main() -> None:
         if args.retrieval_only:
             folder = args.data / f"synth-{label(n)}-seed{args.seed}"
             questions = [json.loads(line) for line in (folder / "questions.jsonl").open(encoding="utf-8")][args.offset : args.offset + args.questions]
-            row = next(r for r in results if (r["triples"], r["embeddings"]) == (n, args.embeddings))
+            row = next((r for r in results if (r["triples"], r["embeddings"]) == (n, args.embeddings)), None)
+            if row is None:
+                raise SystemExit(f"--retrieval-only: {store} holds no {label(n)} --embeddings {args.embeddings} load; pass the "
+                                 "--out of the run that loaded this graph, or load it first (without --retrieval-only)")
             before = load_average()
             row.update(retrieval(questions, args.k, args.hops, args.retriever, args.checkpoint))
             keep_per_question(row, args.out / f"retrieval-{label(n)}-{args.embeddings}.json")
