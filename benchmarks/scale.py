@@ -175,6 +175,7 @@ def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = 
 
     from kgdb.config import load_settings
     from kgdb.cypher import Graph
+    from kgdb.limits import DEFAULT_CAP
     from kgdb.models.metrics import answer_recall_at
     from kgdb.pipeline import RetrievePipeline
 
@@ -217,7 +218,7 @@ def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = 
             "answer_in_subgraph": float(np.mean([r["in_subgraph"] for r in per])), "questions": len(questions),
             "stages_ms": {s: pct(s) for s in STAGES}, "triples_p50_p95": pct("triples"),
             "truncated": float(np.mean([r["truncated"] for r in per])), "by_hop": by_hop, "retriever": pipe.name,
-            "hops": pipe.hops, "cap": pipe.cap, "fetch_max_triples": settings.fetch_max_triples,
+            "hops": pipe.hops, "cap": pipe.cap or DEFAULT_CAP, "fetch_max_triples": settings.fetch_max_triples,
             "warmup_s": warm_s, "vectors_filled": filled, "per_question": per}
 
 
@@ -229,7 +230,7 @@ def keep_per_question(row: dict, path: Path) -> None:
 def report(size: str, row: dict, k: int) -> str:
     """The retrieval lines printed per size: totals, stages, sizes, recall per planted hop count."""
     stages = ", ".join(f"{s} {a:.1f}/{b:.1f}" for s, (a, b) in row["stages_ms"].items())
-    lines = [f"[{size}] retrieval ({row['retriever']}, {row['hops']} hops, cap {row['cap'] or 'default'}, "
+    lines = [f"[{size}] retrieval ({row['retriever']}, {row['hops']} hops, cap {row['cap']}, "
              f"max triples {row['fetch_max_triples']:,}, {row['questions']} questions): p50 {row['p50_ms']:.1f} ms, "
              f"p95 {row['p95_ms']:.1f} ms, answer recall@{k} {row[f'recall_{k}']:.3f}, topics linked "
              f"{row['topics_linked']:.1%}, answer in subgraph {row['answer_in_subgraph']:.1%}",
