@@ -15,7 +15,7 @@ from typing import Any
 from platformdirs import user_cache_dir, user_data_dir
 
 from kgdb.errors import InputError
-from kgdb.limits import FETCH_CHUNK, FETCH_MAX_HUBS, FETCH_MAX_TRIPLES  # noqa: E402
+from kgdb.limits import DENSE_THRESHOLD, FETCH_CHUNK, FETCH_MAX_HUBS, FETCH_MAX_TRIPLES  # noqa: E402
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
@@ -105,6 +105,8 @@ class Settings:
     # None: sized from available memory at `install`/`start`.
     neo4j_heap: str | None = None
     neo4j_pagecache: str | None = None
+    # Degree from which a node's relationships are grouped by type (kgdb.server.DENSE_THRESHOLD).
+    neo4j_dense_threshold: int = DENSE_THRESHOLD
 
     # Bounded multi-hop fetches (kgdb.limits): frontier entities per transaction, triples per subgraph,
     # hubs expanded per level beyond the first.

@@ -18,3 +18,13 @@ FETCH_MAX_TRIPLES = 100_000
 # graph a 2-hop frontier held 178 hubs with 680k relationships: 3.4 s for one level). Topic entities are
 # always expanded (KGDB_FETCH_MAX_HUBS).
 FETCH_MAX_HUBS = 8
+# Degree from which Neo4j groups a node's relationships by type (`db.relationship_grouping_threshold`;
+# KGDB_NEO4J_DENSE_THRESHOLD), written into the local server's neo4j.conf, which neo4j-admin import
+# reads too. Neo4j's default, 50, made relationship linking take 26 of the 37 minutes of a 50M-triple
+# bulk load on 2 cores (192k grouped nodes over 1,353 relation types; 1,000 still left 15.7k grouped
+# nodes and 6.5 min in the first of two linking passes); with no node above 10,000 on that graph the
+# whole import took 3.2 min. The grouping only speeds typed expansion from a node, which is
+# hardly slower below 10,000 (one typed hop from hubs of median degree 3.1k: 2.0-2.3 ms ungrouped,
+# 2.3-2.5 ms grouped); a fetch scans all of a hub's relationships either way. Nodes above it, the
+# mega-hubs of a real Freebase subset, stay grouped.
+DENSE_THRESHOLD = 10_000

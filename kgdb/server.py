@@ -25,6 +25,7 @@ import psutil
 from platformdirs import user_cache_dir
 
 from kgdb.errors import KgdbError
+from kgdb.limits import DENSE_THRESHOLD
 
 NEO4J_VERSION = "5.26.30"
 BROWSER_VERSION = "5.24.0"
@@ -133,6 +134,7 @@ class LocalServer:
     listen_address: str = "127.0.0.1"
     heap: str | None = None
     pagecache: str | None = None
+    dense_threshold: int = DENSE_THRESHOLD
     # Jars may be shared between homes (tests start throw-away servers on the same jars).
     lib_dir: Path | None = None
     extra_conf: dict[str, str] = field(default_factory=dict)
@@ -219,6 +221,8 @@ class LocalServer:
         os.chmod(self.home, 0o700)
 
     def write_conf(self) -> Path:
+        if self.dense_threshold < 1:
+            raise KgdbError(f"KGDB_NEO4J_DENSE_THRESHOLD must be at least 1, got {self.dense_threshold}")
         heap, pagecache = default_memory()
         host = self._client_host()
         conf = {
@@ -243,6 +247,8 @@ class LocalServer:
             "server.memory.heap.initial_size": "512m",
             "server.memory.heap.max_size": self.heap or heap,
             "server.memory.pagecache.size": self.pagecache or pagecache,
+            # Read by neo4j-admin import too (it runs with this conf folder): see DENSE_THRESHOLD.
+            "db.relationship_grouping_threshold": str(self.dense_threshold),
             "db.transaction.timeout": "0",
             "dbms.usage_report.enabled": "false",
         }
@@ -473,5 +479,6 @@ def server_from_settings(settings) -> LocalServer:
         listen_address=settings.neo4j_listen_address,
         heap=settings.neo4j_heap,
         pagecache=settings.neo4j_pagecache,
+        dense_threshold=settings.neo4j_dense_threshold,
     )
 

@@ -184,3 +184,10 @@ def test_install_jars_only_creates_no_server_home(tmp_path):
     out = kgdb("neo4j", "install", "--jars-only", "--home", str(home))
     assert out.returncode == 0, out.stderr
     assert not home.exists()
+
+
+def test_dense_threshold_reaches_the_conf_neo4j_admin_import_reads(tmp_path):
+    server = server_from_settings(Settings(neo4j_home=tmp_path / "h", neo4j_dense_threshold=1234))
+    assert "db.relationship_grouping_threshold=1234\n" in server.write_conf().read_text()
+    with pytest.raises(KgdbError, match="KGDB_NEO4J_DENSE_THRESHOLD must be at least 1, got 0"):
+        server_from_settings(Settings(neo4j_home=tmp_path / "g", neo4j_dense_threshold=0)).write_conf()

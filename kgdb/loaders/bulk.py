@@ -115,6 +115,7 @@ def bulk_load(
     if server.running():
         server.stop(log=log)
     stats.seconds["stop"] = time.perf_counter() - t0
+    server.write_conf()  # neo4j-admin reads the server's conf: the import gets today's settings (dense threshold)
     t0 = time.perf_counter()
     try:
         server.admin(
