@@ -105,7 +105,7 @@ class Settings:
     # None: sized from available memory at `install`/`start`.
     neo4j_heap: str | None = None
     neo4j_pagecache: str | None = None
-    # Degree from which a node's relationships are grouped by type (kgdb.server.DENSE_THRESHOLD).
+    # Degree from which a node's relationships are grouped by type (kgdb.limits.DENSE_THRESHOLD).
     neo4j_dense_threshold: int = DENSE_THRESHOLD
 
     # Bounded multi-hop fetches (kgdb.limits): frontier entities per transaction, triples per subgraph,
