@@ -162,7 +162,8 @@ def store_mb(home: Path) -> float:
 STAGES = ("link", "fetch", "featurise", "score")
 
 
-def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = "cosine", checkpoint: str | None = None) -> dict:
+def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = "cosine", checkpoint: str | None = None,
+              cap: int | None = None) -> dict:
     """Warm latency (total and per stage), subgraph sizes and answer recall@k on planted questions.
 
     Stages are the pipeline's own timings: link (candidate query + vectors filled for candidates),
@@ -181,7 +182,7 @@ def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = 
 
     settings = load_settings()
     with Graph.connect(settings) as graph:
-        pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, write=False)
+        pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, cap=cap, write=False)
         embs = pipe.embed([q["question"] for q in questions])
         t = time.perf_counter()
         for q, emb in track(list(zip(questions, embs)), description="warm-up (untimed)"):  # caches, page cache, lazy vectors filled
@@ -294,6 +295,7 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=200, help="planted questions timed per size (1, 2, 3 hops in turn)")
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--hops", type=int, default=None, help="fetch depth (default: the pipeline's)")
+    ap.add_argument("--cap", type=int, default=None, help="per-node expansion cap (default: the checkpoint's, else the fetch default)")
     ap.add_argument("--retriever", default="cosine", help="retriever timed (untrained: cosine; or one with a shipped checkpoint)")
     ap.add_argument("--checkpoint", default=None, help="checkpoint name or folder of a trained --retriever (e.g. the shipped cosine-dde)")
     ap.add_argument("--offset", type=int, default=0, help="skip this many planted questions first")
@@ -319,7 +321,7 @@ def main() -> None:
                 raise SystemExit(f"--retrieval-only: {store} holds no {label(n)} --embeddings {args.embeddings} load; pass the "
                                  "--out of the run that loaded this graph, or load it first (without --retrieval-only)")
             before = load_average()
-            row.update(retrieval(questions, args.k, args.hops, args.retriever, args.checkpoint))
+            row.update(retrieval(questions, args.k, args.hops, args.retriever, args.checkpoint, args.cap))
             keep_per_question(row, args.out / f"retrieval-{label(n)}-{args.embeddings}.json")
             row["load_avg"] = f"{str(row.get('load_avg', '')).split('; retrieval')[0]}; retrieval {before:.1f} -> {load_average():.1f}"
             print(report(label(n), row, args.k) + f"\n[{label(n)}]   load average {row['load_avg']}", flush=True)
@@ -341,7 +343,7 @@ def main() -> None:
         store.write_text(json.dumps(results, indent=1))  # the load's figures are kept even if retrieval is cut short
         if not args.no_retrieval:
             before = load_average()
-            row.update(retrieval(questions, args.k, args.hops, args.retriever, args.checkpoint))
+            row.update(retrieval(questions, args.k, args.hops, args.retriever, args.checkpoint, args.cap))
             keep_per_question(row, args.out / f"retrieval-{label(n)}-{args.embeddings}.json")
             row["load_avg"] += f"; retrieval {before:.1f} -> {load_average():.1f}"
             print(report(label(n), row, args.k), flush=True)

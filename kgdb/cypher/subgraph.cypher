@@ -7,7 +7,7 @@
 // Parameters:
 //   :param ids => ['Jamaica']             // Entity.id values to expand (topic entities)
 //   :param idx => []                       // Entity.idx values to expand (later levels)
-//   :param cap => 500                      // most triples expanded from any one node
+//   :param cap => 100                      // most triples expanded from any one node
 //   :param relation_sims => {}             // relation type -> vector.similarity.cosine(Relation.embedding, question);
 //                                          // {} when no question is given
 //   :param degrees => false                // also return each reached node's degree (levels before the last)
