@@ -162,6 +162,15 @@ def test_checkpoint_round_trip(tmp_path):
         assert torch.equal(v, loaded.state_dict()[k])
 
 
+def test_a_shipped_checkpoint_named_by_a_relative_path_is_recognised_as_shipped(tmp_path, monkeypatch):
+    # eval results go beside a checkpoint unless it is shipped inside the package (not ours to write)
+    from kgdb.models.default import SHIPPED, SHIPPED_FOLDER
+
+    monkeypatch.chdir(SHIPPED_FOLDER.parent)
+    ckpt = find_checkpoint("default/cosine-dde-webqsp", tmp_path)
+    assert ckpt.path.parent == SHIPPED_FOLDER and ckpt.path == SHIPPED["cosine-dde"]
+
+
 def test_cosine_scores_are_cosines():
     tables = _tables()
     x = _random_subgraph(tables)

@@ -80,7 +80,8 @@ def save_checkpoint(model: Retriever, directory: Path, config: dict[str, Any]) -
 def find_checkpoint(name_or_path: str, checkpoints_dir: Path) -> Checkpoint:
     for candidate in (Path(name_or_path), checkpoints_dir / name_or_path):
         if (candidate / CONFIG).is_file():
-            return Checkpoint(candidate, json.loads((candidate / CONFIG).read_text(encoding="utf-8")))
+            # resolved: a relative --checkpoint to a shipped model must still be recognised as shipped
+            return Checkpoint(candidate.resolve(), json.loads((candidate / CONFIG).read_text(encoding="utf-8")))
     known = ", ".join(c.name for c in list_checkpoints(checkpoints_dir)) or "none"
     raise NoCheckpointError(
         f"no checkpoint {name_or_path!r} in {checkpoints_dir} (known: {known}); train one with `kgdb train NAME`",
