@@ -178,3 +178,17 @@ def test_loader_modules_do_not_import_torch():
     code = ("import sys, kgdb.loaders.writer, kgdb.loaders.sources, kgdb.loaders.bulk, kgdb.loaders.questions; "
             "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_every_relationship_type_kgdb_writes_is_reserved():
+    """A source relation named like kgdb's bookkeeping would be counted, fetched or deleted as such."""
+    import re
+
+    import kgdb
+
+    written = set()
+    for path in Path(kgdb.__file__).parent.rglob("*.cypher"):
+        for clause in re.findall(r"(?:CREATE|MERGE)[^\n]*", path.read_text(encoding="utf-8")):
+            written |= set(re.findall(r"\[\w*:([A-Z_]+)", clause))
+    assert {"SCORED", "LABELLED", "STARTS_AT"} <= written  # the scan finds run and label types
+    assert written <= RESERVED_TYPES, f"not reserved: {sorted(written - RESERVED_TYPES)}"
