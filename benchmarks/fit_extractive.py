@@ -84,6 +84,7 @@ def main() -> None:
     ap.add_argument("--checkpoint", default="kgdb/models/default/cosine-dde-webqsp")
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--hops", type=int, default=2)
+    ap.add_argument("--cap", type=int, help="per-node expansion cap (default: the checkpoint's serving cap)")
     ap.add_argument("--sample", type=int, help="random questions per split and file (seed --seed); default all")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, help="write the grid and the choice as JSON")
@@ -103,7 +104,8 @@ def main() -> None:
         path, _, uri = spec.partition("@")
         settings = load_settings(**({"neo4j_uri": uri} if uri else {}))
         graph = Graph.connect(settings)
-        pipe = RetrievePipeline(graph, settings, args.retriever, args.checkpoint, k=args.k, hops=args.hops, write=False)
+        pipe = RetrievePipeline(graph, settings, args.retriever, args.checkpoint, k=args.k, hops=args.hops, cap=args.cap,
+                                write=False)
         reasoner = ExtractiveReasoner(pipe.embedder)
         qs = read_questions(Path(path))
         files.append(qs.dataset)

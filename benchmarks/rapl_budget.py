@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from val_eval import eval_val
 
 from kgdb.config import load_settings
 from kgdb.models.checkpoints import CONFIG, find_checkpoint
@@ -28,14 +29,9 @@ GRID = [(0, False), (0, True), (50, False), (50, True), (100, False), (100, True
 
 
 def evaluate(args, budget: int, complete: bool, out: Path) -> dict:
-    cmd = [sys.executable, "-c", "from kgdb.cli import main; main()", "eval", "retrieval", "--questions", str(args.questions), "--split", "val",
-           "--retriever", "rapl", "--checkpoint", args.checkpoint, "--no-write", "--out", str(out),
-           "--set", f"max_triples={budget}", "--set", f"complete={complete}"]
-    cmd += ["--hops", str(args.hops)] + (["--cap", str(args.cap)] if args.cap else []) + (["--limit", str(args.limit)] if args.limit else [])
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    (result,) = out.glob("eval-*-rapl.json")
-    recall = json.loads(result.read_text())["recall"]
-    overall = recall.get("all") or next(iter(recall.values()))
+    extra = ["--hops", str(args.hops), "--set", f"max_triples={budget}", "--set", f"complete={complete}"]
+    extra += (["--cap", str(args.cap)] if args.cap else []) + (["--limit", str(args.limit)] if args.limit else [])
+    overall = eval_val(args.questions, "rapl", args.checkpoint, extra, out)
     return {k: overall[k]["mean"] for k in ("answer_recall@passed", "triple_recall@passed", "triples_passed")}
 
 

@@ -108,15 +108,17 @@ class Kgdb:
         fmt: str = "triples",
         k: int = 100,
         hops: int = 2,
+        cap: int | None = None,
         write: bool = True,
     ):
         """Answer from the graph (an LLM when one is configured, else the extractive reasoner)."""
         from kgdb.qa.ask import AskPipeline
 
-        key = ("ask", retriever, checkpoint, reasoner if isinstance(reasoner, str) else id(reasoner), fmt, k, hops, write)
+        key = ("ask", retriever, checkpoint, reasoner if isinstance(reasoner, str) else id(reasoner), fmt, k, hops, cap, write)
         if key not in self._pipelines:
             self._pipelines[key] = AskPipeline(
-                self.graph, self.settings, retriever=retriever, checkpoint=checkpoint, reasoner=reasoner, fmt=fmt, k=k, hops=hops, write=write
+                self.graph, self.settings, retriever=retriever, checkpoint=checkpoint, reasoner=reasoner, fmt=fmt, k=k, hops=hops,
+                cap=cap, write=write,
             )
         return self._pipelines[key].ask(question, topics)
 

@@ -168,6 +168,10 @@ def test_ask_bad_inputs(loaded):
         pipe.ask("zzqx vvrk?")
     with pytest.raises(InputError, match="--format"):
         AskPipeline(graph, settings, retriever="cosine", fmt="xml")
+    with pytest.raises(InputError, match="--cap"):  # relation paths have their own frontier bound
+        AskPipeline(graph, settings, retriever="relation-paths", cap=5)
+    capped = AskPipeline(graph, settings, retriever="cosine", k=10, cap=1, write=False)
+    assert capped.settings_json()["cap"] == 1  # recorded with every answer and eval qa run
 
 
 def test_ask_through_openai_server_with_chains(loaded):

@@ -4,6 +4,7 @@ the split cache (second run skips the DB), write-back, `kgdb retrieve` and `kgdb
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ from kgdb.cypher.writeback import show_run
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
 from kgdb.cypher.tables import graph_fingerprint
-from kgdb.models.checkpoints import save_checkpoint
+from kgdb.models.checkpoints import CONFIG, save_checkpoint
+from kgdb.models.default import SHIPPED_FOLDER
 from kgdb.data.questions import read_questions
 from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
 from kgdb.training.trainer import TrainConfig, train
@@ -98,6 +100,26 @@ def test_cosine_pipeline_writes_back(loaded):
         pipe.retrieve("   ")
     with pytest.raises(KgdbError, match="no subgraphrag checkpoint"):
         RetrievePipeline(graph, settings, "subgraphrag")
+
+
+def test_a_checkpoint_serves_at_its_validation_chosen_cap_unless_told_otherwise(loaded):
+    graph, settings, _ = loaded
+    folder = settings.checkpoints_dir / "served"
+    shutil.copytree(SHIPPED_FOLDER / "cosine-dde-webqsp", folder)
+    config = json.loads((folder / CONFIG).read_text())
+
+    def served(fetch: dict, **kw) -> RetrievePipeline:
+        (folder / CONFIG).write_text(json.dumps({**config, "fetch": fetch}))
+        return RetrievePipeline(graph, settings, "cosine-dde", "served", k=50, write=False, **kw)
+
+    def triples(pipe: RetrievePipeline) -> int:
+        return pipe.retrieve("what is the capital of jamaica?", ["Jamaica"]).subgraph.num_triples
+
+    trained = served({"hops": 2, "cap": 500})
+    assert trained.cap == 500
+    chosen = served({"hops": 2, "cap": 500, "inference_cap": 1})
+    assert chosen.cap == 1 and triples(chosen) < triples(trained)  # the fetch really is capped
+    assert served({"hops": 2, "cap": 500, "inference_cap": 1}, cap=3).cap == 3  # an explicit cap wins
 
 
 def test_train_checkpoint_pipeline_and_cache(loaded):

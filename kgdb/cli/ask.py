@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kgdb.cli import app
-from kgdb.cli.common import console, eval_app, open_graph, progress, settings_from
+from kgdb.cli.common import CAP_HELP, console, eval_app, open_graph, progress, settings_from
 from kgdb.errors import InputError
 from kgdb.qa.llm_planner import PLANNERS, require_planner_llm
 from kgdb.qa.prompts import FORMATS
@@ -68,6 +68,7 @@ def ask(
     reasoner: str = typer.Option("auto", "--reasoner", help=REASONER_HELP),
     planner: str = typer.Option("trained", "--planner", help=PLANNER_HELP),
     hops: int = typer.Option(2, "--hops", help="Radius of the topic-centred subgraph."),
+    cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
     chain_hops: int = typer.Option(2, "--chain-hops", help="Longest evidence chain (ReG's L)."),
     write: bool = typer.Option(True, "--write/--no-write", help="Write the scores back as a run (needed for chains, paths and the Browser query)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
@@ -99,7 +100,7 @@ def ask(
         fmt = fmt or "triples"
         pipe = AskPipeline(
             graph, settings, retriever=retriever, checkpoint=checkpoint, k=k, fmt=fmt, reasoner=reasoner,
-            hops=hops, chain_hops=chain_hops, write=write, planner=planner,
+            hops=hops, cap=cap, chain_hops=chain_hops, write=write, planner=planner,
         )
         res = pipe.ask(question, topic or None)
     if only_browser_query:
@@ -192,6 +193,7 @@ def eval_qa(
     k: int = typer.Option(100, "--k", help="Triples kept from the retriever (top-K)."),
     fmt: str = typer.Option("triples", "--format", help="Evidence in the prompt: triples | chains | paths."),
     hops: int = typer.Option(2, "--hops", help="Radius of the topic-centred subgraph."),
+    cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
     chain_hops: int = typer.Option(2, "--chain-hops", help="Longest evidence chain (ReG's L)."),
     concurrency: int = typer.Option(4, "--concurrency", help="Questions in flight at once."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N questions of the split (a documented subsample)."),
@@ -235,7 +237,7 @@ def eval_qa(
     with open_graph(ctx) as graph:
         pipe = AskPipeline(
             graph, settings, retriever=retriever, checkpoint=checkpoint, k=k, fmt=fmt, reasoner=reasoner,
-            hops=hops, chain_hops=chain_hops, write=write, chains=fmt != "triples", fallback=False, planner=planner,
+            hops=hops, cap=cap, chain_hops=chain_hops, write=write, chains=fmt != "triples", fallback=False, planner=planner,
         )
         planned = "-llm-planner" if planner == "llm" else ""  # never resumed into the trained planner's results
         name = f"{qs.dataset}-{file_tag(questions)}-{split}-{pipe.retrieval.name}{planned}-{pipe.reasoner.name.split(':')[0]}-{fmt}"

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 # Redirected output (CI logs, `> load.log`) has no terminal width; rich would assume 80 columns
 # and fold or cut the numbers of summary tables. Logs are read by people and grepped: be wide.
 LOG_WIDTH = 160
+CAP_HELP = ("Most triples expanded from one node (default: the checkpoint's serving cap, `fetch.inference_cap`, "
+            "else the cap it was trained with, else 100).")
 
 
 def _width() -> int | None:

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kgdb.cli import app
-from kgdb.cli.common import console, eval_app, open_graph, progress, settings_from
+from kgdb.cli.common import CAP_HELP, console, eval_app, open_graph, progress, settings_from
 from kgdb.config import dump_json
 from kgdb.errors import InputError, KgdbError
 from kgdb.data.questions import SPLITS, read_questions, split_summary
@@ -412,7 +412,7 @@ def retrieve(
     k: int = typer.Option(100, "--k", help="Triples to keep and write back."),
     topic: Optional[list[str]] = typer.Option(None, "--topic", help="Topic entity name or id (repeatable); default: link from the question."),
     hops: Optional[int] = typer.Option(None, "--hops", help="Subgraph radius (default: the checkpoint's, else 2)."),
-    cap: Optional[int] = typer.Option(None, "--cap", help="Per-node expansion cap (default: the checkpoint's)."),
+    cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
     show: int = typer.Option(20, "--show", help="Top triples to print."),
     write: bool = typer.Option(True, "--write/--no-write", help="Write the scores back as a retrieval run."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
@@ -481,7 +481,7 @@ def eval_retrieval(
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint"),
     split: Optional[str] = typer.Option(None, "--split", help="train | val | test | all; default test when splits/ has the dataset, else all."),
     hops: int = typer.Option(2, "--hops"),
-    cap: Optional[int] = typer.Option(None, "--cap"),
+    cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", help="First N questions of the split."),
     write: bool = typer.Option(True, "--write/--no-write", help="Write back scores (timed) as retrieval runs."),
     out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default: the checkpoint's, else runs/eval)."),
@@ -503,8 +503,8 @@ def eval_retrieval(
                              threads=threads or None, inference=inference if name == retriever[-1] else None)
             for name in retriever
         ]
-        # Every retriever is scored on the same subgraphs: the checkpoint's fetch cap unless --cap is given.
-        cap = cap or next((p.cap for p in pipes if p.cap), None)
+        # Every retriever is scored on the same subgraphs: the checkpoint's serving cap unless --cap is given.
+        cap = cap or next((p.cap for p in pipes if p.checkpoint is not None), pipes[0].cap)
         for pipe in pipes:
             pipe.cap = cap
         for pipe in pipes:

@@ -24,6 +24,7 @@ from kgdb.cypher.linking import Topics, question_topics, resolve_each
 from kgdb.cypher.tables import graph_fingerprint
 from kgdb.cypher.writeback import write_scores
 from kgdb.errors import InputError, KgdbError
+from kgdb.limits import DEFAULT_CAP
 from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint, load_model
 from kgdb.models.builtin import TRAINABLE_BUILTINS
 from kgdb.models.default import SHIPPED_FOLDER
@@ -54,8 +55,9 @@ class RetrievePipeline:
     Building it reads the relation table (disk cache after the first time) and loads the checkpoint;
     `retrieve()` is then one linking query (unless topics are given), one subgraph query, the
     subgraph's entity rows not cached yet (`kgdb.pipeline.vectors`: vectors a lazy load left out are
-    filled on the way) and one write-back statement per question. `hops`/`cap` default to those the checkpoint was trained
-    with (else 2 hops and the fetch's default cap). A trainable retriever without a checkpoint
+    filled on the way) and one write-back statement per question. `hops`/`cap` default to those the
+    checkpoint was trained with, or to the cap chosen for it on validation (`fetch.inference_cap`),
+    else 2 hops and the fetch's default cap. A trainable retriever without a checkpoint
     raises `kgdb.models.checkpoints.NoCheckpointError`.
     """
 
@@ -134,10 +136,11 @@ class RetrievePipeline:
             )
 
     def _fetch_settings(self, hops: int | None, cap: int | None) -> None:
-        # Unless told otherwise, fetch subgraphs the way the checkpoint's training data was fetched.
+        # Unless told otherwise, fetch subgraphs the way the checkpoint's training data was fetched, or
+        # with the cap chosen for it on its validation split (`benchmarks/inference_cap.py --write`).
         fetch = (self.checkpoint.config.get("fetch") or {}) if self.checkpoint else {}
         self.hops = hops or fetch.get("hops") or 2
-        self.cap = cap or fetch.get("cap")
+        self.cap = cap or fetch.get("inference_cap") or fetch.get("cap") or DEFAULT_CAP
 
     def _check_checkpoint(self, retriever: str) -> None:
         """Refuse a checkpoint of another retriever or embedding space; note one trained on another graph."""

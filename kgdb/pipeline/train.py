@@ -17,6 +17,7 @@ from kgdb.data.cache import CachedSplit
 from kgdb.data.questions import QuestionRecord
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
+from kgdb.limits import DEFAULT_CAP
 from kgdb.models import registry
 from kgdb.models.base import resolve_device
 from kgdb.models.checkpoints import find_checkpoint
@@ -72,6 +73,7 @@ def train_retriever(
     into the retriever's loss (RAPL's Eq. 8); only for retrievers with `uses_relation_targets`.
     Per-node features the retriever declares (SubgraphRAG's DDE) are computed here for the subgraphs
     whose cache file lacks them and added to it (`on_features(computed, from cache)`)."""
+    cap = cap or DEFAULT_CAP  # the config records the cap really fetched with, whatever the default becomes
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import save_checkpoint

@@ -139,6 +139,7 @@ class AskPipeline:
         fmt: str = "triples",
         reasoner: str | Any = "auto",
         hops: int = 2,
+        cap: int | None = None,
         chain_hops: int = 2,
         write: bool = True,
         chains: bool | None = None,
@@ -154,6 +155,9 @@ class AskPipeline:
             raise InputError(f"{planner!r} is not one of {', '.join(PLANNERS)}", path="--planner")
         if planner == "llm" and retriever != RELATION_PATHS:
             raise InputError("the LLM planner plans relation paths: use it with --retriever relation-paths (or --reasoner rrp)", path="--planner")
+        if cap is not None and retriever == RELATION_PATHS:
+            raise InputError("relation paths are grounded hop by hop with their own frontier bound; --cap applies to subgraph retrievers",
+                             path="--cap")
         if fmt in ("chains", "paths") and not write:
             raise InputError("the chains and paths formats are built from the written-back run; drop --no-write", path="--format")
         self.graph, self.settings = graph, settings
@@ -174,11 +178,11 @@ class AskPipeline:
             from kgdb.pipeline import RetrievePipeline  # torch: imported only when a pipeline is built
 
             try:
-                self.retrieval = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, write=write)
+                self.retrieval = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, cap=cap, write=write)
             except NoCheckpointError as exc:
                 if not fallback or checkpoint:
                     raise
-                self.retrieval, self.retriever_note = _fallback_retrieval(graph, settings, retriever, exc, k=k, hops=hops, write=write)
+                self.retrieval, self.retriever_note = _fallback_retrieval(graph, settings, retriever, exc, k=k, hops=hops, cap=cap, write=write)
         else:
             self.retrieval = retriever
         self.reasoner = make_reasoner(reasoner, settings) if isinstance(reasoner, str) else reasoner

@@ -1,0 +1,113 @@
+"""The fetch cap a trained checkpoint serves with, chosen on validation splits.
+
+A checkpoint's `fetch.cap` records how its training subgraphs were fetched; served at a smaller cap
+it may be as accurate and several times faster on dense graphs (README, "The default cap"). Each cap
+of the grid is evaluated on every `--val` set with `kgdb eval retrieval --split val --cap C`; the rule
+picks the best mean answer recall@100 over the sets, then the best mean shortest-path-triple
+recall@100 (both to 3 decimals), then the smallest cap. Give the sets of every graph the checkpoint
+is meant to serve: a shipped default serves graphs it was not trained on. `--write` stores the choice
+as `fetch.inference_cap` in the checkpoint's config.json, with the grid, so `kgdb ask/retrieve/eval`
+fetch with it unless `--cap` is given; `fetch.cap` stays as trained.
+
+    .venv/bin/python benchmarks/inference_cap.py --checkpoint kgdb/models/default/cosine-dde-webqsp \\
+        --val ../shared/data/webqsp/questions.jsonl@bolt://localhost:7701 \\
+        --val ../shared/data/metaqa/3-hop/qa.txt@bolt://localhost:7702,hops=3,limit=300 [--write]
+
+`--val FILE[@BOLT_URI][,hops=K][,limit=N]`: the graph is the URI's (default: the configured one),
+hops default to the checkpoint's. Validation only: the split is fixed to val.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from val_eval import eval_val
+
+from kgdb.config import load_settings
+from kgdb.models.checkpoints import CONFIG, find_checkpoint
+
+RULE = "best mean val answer recall@100 over the sets, then mean SP triple recall@100 (3 decimals), then the smallest cap"
+METRICS = ("answer_recall@100", "triple_recall@100", "answer_recall@50")
+
+
+@dataclass(frozen=True)
+class ValSet:
+    questions: Path
+    uri: str | None
+    hops: int | None
+    limit: int | None
+
+    @property
+    def label(self) -> str:
+        return (f"{self.questions.parent.name}/{self.questions.name}" + (f"@{self.uri}" if self.uri else "")
+                + (f" hops={self.hops}" if self.hops else "") + (f" first {self.limit}" if self.limit else ""))
+
+
+def parse_val(spec: str) -> ValSet:
+    head, *options = spec.split(",")
+    path, _, uri = head.partition("@")
+    values: dict[str, int] = {}
+    for option in options:
+        key, _, value = option.partition("=")
+        if key not in ("hops", "limit") or not value.isdigit() or int(value) < 1:
+            sys.exit(f"error: --val {spec!r}: expected FILE[@BOLT_URI][,hops=K][,limit=N] with positive K, N; got {option!r}")
+        values[key] = int(value)
+    if not Path(path).is_file():
+        sys.exit(f"error: --val {spec!r}: no such file {path}")
+    return ValSet(Path(path), uri or None, values.get("hops"), values.get("limit"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--val", action="append", required=True, metavar="FILE[@URI][,hops=K][,limit=N]", help="a val set (repeatable)")
+    ap.add_argument("--caps", default="50,100,200,500", help="comma-separated caps to try")
+    ap.add_argument("--write", action="store_true", help="store the choice in the checkpoint's config.json")
+    args = ap.parse_args()
+    sets = [parse_val(v) for v in args.val]
+    try:
+        caps = sorted({int(c) for c in args.caps.split(",")})
+    except ValueError:
+        sys.exit(f"error: --caps {args.caps!r}: expected comma-separated integers, e.g. 50,100,500")
+    if not caps or caps[0] < 1:
+        sys.exit(f"error: --caps {args.caps!r}: every cap must be a positive integer")
+    ckpt = find_checkpoint(args.checkpoint, load_settings().checkpoints_dir)
+    fetch = ckpt.config.get("fetch") or {}
+    retriever = ckpt.config.get("retriever")
+
+    grid = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for s_i, vs in enumerate(sets):
+            if vs.uri:
+                os.environ["KGDB_NEO4J_URI"] = vs.uri  # the eval subprocess inherits it
+            hops = vs.hops or fetch.get("hops") or 2
+            for cap in caps:
+                print(f"{retriever} {ckpt.name}: {vs.label}, val at cap {cap} ...", flush=True)
+                extra = ["--hops", str(hops), "--cap", str(cap)] + (["--limit", str(vs.limit)] if vs.limit else [])
+                overall = eval_val(vs.questions, retriever, args.checkpoint, extra, Path(tmp) / f"{s_i}-{cap}")
+                grid.append({"set": vs.label, "cap": cap, "n": overall["answer_recall@100"]["n"],
+                             **{k: round(overall[k]["mean"], 4) for k in METRICS}})
+    print(f"\n{'val set':<60} {'cap':>5} {'n':>5} {'ans R@100':>9} {'SP R@100':>8} {'ans R@50':>8}")
+    for r in grid:
+        print(f"{r['set']:<60} {r['cap']:>5} {r['n']:>5} {r['answer_recall@100']:>9.3f} {r['triple_recall@100']:>8.3f} {r['answer_recall@50']:>8.3f}")
+    means = [{"cap": cap, **{k: sum(r[k] for r in grid if r["cap"] == cap) / len(sets) for k in METRICS}} for cap in caps]
+    for m in means:
+        print(f"{'mean over ' + str(len(sets)) + ' sets':<60} {m['cap']:>5} {'':>5} {m['answer_recall@100']:>9.3f} "
+              f"{m['triple_recall@100']:>8.3f} {m['answer_recall@50']:>8.3f}")
+    best = max(means, key=lambda m: (round(m["answer_recall@100"], 3), round(m["triple_recall@100"], 3), -m["cap"]))
+    print(f"chosen ({RULE}): cap {best['cap']} (trained at {fetch.get('cap')})")
+    if args.write:
+        tuning = {"split": "val", "sets": [vs.label for vs in sets], "rule": RULE, "grid": grid}
+        config = {**ckpt.config, "fetch": {**fetch, "inference_cap": best["cap"], "inference_cap_tuning": tuning}}
+        (ckpt.path / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote fetch.inference_cap={best['cap']} into {ckpt.path / CONFIG}")
+
+
+if __name__ == "__main__":
+    main()
