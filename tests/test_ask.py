@@ -270,6 +270,8 @@ def test_eval_qa_extractive_then_llm_resumable(loaded, tmp_path):
     # a different reasoner into the same folder is refused
     clash = cli(settings, *args, "--reasoner", "openai", env={"KGDB_LLM_MODEL": "m", "KGDB_LLM_BASE_URL": "http://127.0.0.1:9/v1"})
     assert clash.exit_code == 1 and "different run" in str(clash.exception)
+    clash = cli(settings, *args, "--reasoner", "extractive", "--cap", "1")  # other subgraphs: not resumed into these
+    assert clash.exit_code == 1 and "cap differ" in str(clash.exception)
 
     with OpenAIServer(responder=echo_first_evidence) as server:
         env = {"KGDB_LLM_BASE_URL": server.base_url, "KGDB_LLM_MODEL": "kgdb-test-model"}

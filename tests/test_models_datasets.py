@@ -10,7 +10,7 @@ import torch
 
 from kgdb.errors import InputError
 from kgdb.data.labels import answer_hops
-from kgdb.data.questions import read_questions, split_of
+from kgdb.data.questions import QuestionRecord, read_questions, split_of, subsample
 from kgdb.models.metrics import answer_recall_at, top_k, triple_recall_at
 
 
@@ -59,6 +59,23 @@ def test_shared_webqsp_split_counts(shared_data):
     counts = {s: len(qs.split(s)) for s in ("train", "val", "test")}
     assert counts == {"train": 561, "val": 212, "test": 204}
     assert sum(counts.values()) == 977
+
+
+def test_a_sample_is_seeded_in_file_order_and_covers_a_grouped_file():
+    # a file grouped by template, as MetaQA's are: 10 templates of 50 questions each
+    records = [QuestionRecord(f"q{i}", f"template {i // 50}", [], []) for i in range(500)]
+    first = subsample(records, limit=60)
+    assert [r.id for r in first] == [f"q{i}" for i in range(60)] and {r.text for r in first} == {"template 0", "template 1"}
+    drawn = subsample(records, sample=60)
+    assert drawn == subsample(records, sample=60)  # fixed seed
+    positions = [int(r.id[1:]) for r in drawn]
+    assert len(set(positions)) == 60 and positions == sorted(positions)  # distinct, in file order
+    assert len({r.text for r in drawn}) == 10  # every template, where the prefix had two
+    assert subsample(records, sample=900) == records and subsample(records) == records
+    with pytest.raises(InputError, match="not both"):
+        subsample(records, limit=5, sample=5)
+    with pytest.raises(InputError, match="--sample"):
+        subsample(records, sample=0)
 
 
 def test_recall_metrics():

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kgdb.cli import app
-from kgdb.cli.common import CAP_HELP, console, eval_app, open_graph, progress, settings_from
+from kgdb.cli.common import CAP_HELP, SAMPLE_HELP, console, eval_app, open_graph, progress, settings_from
 from kgdb.errors import InputError
 from kgdb.qa.llm_planner import PLANNERS, require_planner_llm
 from kgdb.qa.prompts import FORMATS
@@ -197,6 +197,7 @@ def eval_qa(
     chain_hops: int = typer.Option(2, "--chain-hops", help="Longest evidence chain (ReG's L)."),
     concurrency: int = typer.Option(4, "--concurrency", help="Questions in flight at once."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Only the first N questions of the split (a documented subsample)."),
+    sample: Optional[int] = typer.Option(None, "--sample", help=SAMPLE_HELP),
     match: str = typer.Option("subgraphrag", "--match", help="Answer matching: subgraphrag | strict | e.g. subgraphrag,-substring."),
     write: Optional[bool] = typer.Option(None, "--write/--no-write", help="Write scores back as runs (default: only for chains/paths)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default runs/qa/<dataset>-<file sha8>-<split>-<retriever>-<reasoner>-<format>)."),
@@ -208,7 +209,7 @@ def eval_qa(
     that is recorded in settings.json.
     """
     from kgdb.cypher.linking import existing_entities
-    from kgdb.data.questions import default_split, file_tag, read_questions
+    from kgdb.data.questions import default_split, file_tag, read_questions, subsample
     from kgdb.qa.ask import AskPipeline
     from kgdb.qa.evaluate import evaluate_qa, read_done
     from kgdb.qa.metrics import MatchRules
@@ -221,13 +222,9 @@ def eval_qa(
         rules = MatchRules.parse(match)
     except ValueError as exc:
         raise InputError(str(exc), path="--match") from exc
-    if limit is not None and limit < 1:
-        raise InputError(f"must be positive, got {limit}", path="--limit")
     qs = read_questions(questions)
     split = split or default_split(qs.dataset)
-    selected = qs.split(split)
-    if limit:
-        selected = selected[:limit]
+    selected = subsample(qs.split(split), limit=limit, sample=sample)
     if not selected:
         raise InputError(f"no questions in split {split!r}", path=questions)
     settings = settings_from(ctx)
@@ -263,7 +260,7 @@ def eval_qa(
                 bar.advance(task, already)
             metrics = evaluate_qa(
                 pipe, selected, out, concurrency=concurrency, rules=rules,
-                run_settings={"questions": str(questions), "split": split, "limit": limit, "dataset": qs.dataset},
+                run_settings={"questions": str(questions), "split": split, "limit": limit, "sample": sample, "dataset": qs.dataset},
                 on_done=lambda rec: bar.advance(task), answer_in_kg=in_kg,
             )
     print_metrics(metrics, title=f"QA: {qs.dataset} {split} ({pipe.retrieval.name} + {pipe.reasoner.name})")

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 # Redirected output (CI logs, `> load.log`) has no terminal width; rich would assume 80 columns
 # and fold or cut the numbers of summary tables. Logs are read by people and grepped: be wide.
 LOG_WIDTH = 160
+SAMPLE_HELP = ("N questions of the split drawn at random (fixed seed), in file order; unlike --limit's prefix it covers "
+               "every question template of a MetaQA file, which is grouped by template.")
 CAP_HELP = ("Most triples expanded from one node (default: the checkpoint's serving cap, `fetch.inference_cap`, "
             "else the cap it was trained with, else 100).")
 

@@ -15,10 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from kgdb.cli import app
-from kgdb.cli.common import CAP_HELP, console, eval_app, open_graph, progress, settings_from
+from kgdb.cli.common import CAP_HELP, SAMPLE_HELP, console, eval_app, open_graph, progress, settings_from
 from kgdb.config import dump_json
 from kgdb.errors import InputError, KgdbError
-from kgdb.data.questions import SPLITS, read_questions, split_summary
+from kgdb.data.questions import SPLITS, read_questions, split_summary, subsample
 from kgdb.models.default import SHIPPED_FOLDER
 
 splits_app = typer.Typer(help="Fixed train/val/test splits of the question sets.", no_args_is_help=True)
@@ -50,16 +50,15 @@ def splits_make(
     console.print(f"wrote {len(questions)} split file(s) to {out}/")
 
 
-def _load_split(graph, settings, questions: Path, split: str, hops: int, cap: Optional[int], limit: Optional[int]):
+def _load_split(graph, settings, questions: Path, split: str, hops: int, cap: Optional[int], limit: Optional[int],
+                sample: Optional[int] = None):
     """The cached, labelled subgraphs of one split (built with a progress bar on the first run)."""
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.embeddings import get_embedder
     from kgdb.pipeline import SplitReport, prepare_split
 
     qs = read_questions(questions)
-    records = qs.split(split)
-    if limit is not None:
-        records = records[:limit]  # splits are in file order, so a prefix is a fixed subsample
+    records = subsample(qs.split(split), limit=limit, sample=sample)  # a fixed subsample either way
     fingerprint, info = graph_fingerprint(graph)
     model_name = info.get("model") or settings.embedding_model
     embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
@@ -347,6 +346,7 @@ def eval_rrp(
     questions: Annotated[Path, typer.Option("--questions", help=QUESTIONS_HELP)],
     split: Annotated[str, typer.Option("--split", help="val (default) or test (once, with the final settings).")] = "val",
     limit: Annotated[Optional[int], typer.Option("--limit", help="First N questions of the split (a fixed prefix).")] = None,
+    sample: Annotated[Optional[int], typer.Option("--sample", help=SAMPLE_HELP)] = None,
     checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Planner or path-ranker checkpoint (default: the newest ranker for this graph, else the newest planner).")] = None,
     structural: Annotated[Optional[str], typer.Option("--structural", help="Structural checkpoint (default: newest for this graph).")] = None,
     planner: Annotated[str, typer.Option("--planner", help="trained (default) or llm: the OpenAI-compatible LLM of KGDB_LLM_BASE_URL / KGDB_LLM_MODEL plans the relation paths (prompt plan_paths_v1).")] = "trained",
@@ -367,7 +367,7 @@ def eval_rrp(
     if planner == "llm":
         require_planner_llm(settings)
     qs = read_questions(questions)
-    records = qs.split(split)[:limit]
+    records = subsample(qs.split(split), limit=limit, sample=sample)
     with open_graph(ctx) as graph:
         chosen = llm_planner(graph, settings, checkpoint) if planner == "llm" else None
         retriever = relation_path_retriever(graph, settings, checkpoint=checkpoint, write=False, structural=structural or True, planner=chosen)
@@ -386,7 +386,7 @@ def eval_rrp(
         console.print(f"LLM planner: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens")
     planned = "-llm-planner" if planner == "llm" else ""
     path = out or settings.runs_dir / "eval" / f"rrp-ablation-{qs.dataset}-{file_tag(questions)}{planned}-{split}.json"
-    dump_json({"dataset": qs.dataset, "split": split, "limit": limit, **retriever.describe(), "rows": rows, "planner_usage": usage}, path)
+    dump_json({"dataset": qs.dataset, "split": split, "limit": limit, "sample": sample, **retriever.describe(), "rows": rows, "planner_usage": usage}, path)
     console.print(f"results {escape(str(path))}", highlight=False)
 
 
@@ -483,6 +483,7 @@ def eval_retrieval(
     hops: int = typer.Option(2, "--hops"),
     cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", help="First N questions of the split."),
+    sample: Optional[int] = typer.Option(None, "--sample", help=SAMPLE_HELP),
     write: bool = typer.Option(True, "--write/--no-write", help="Write back scores (timed) as retrieval runs."),
     out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default: the checkpoint's, else runs/eval)."),
     threads: int = typer.Option(1, "--threads", help="CPU threads for scoring (0: torch's default)."),
@@ -510,7 +511,7 @@ def eval_retrieval(
         for pipe in pipes:
             for note in pipe.notes:
                 console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)
-        qs, records, cached = _load_split(graph, settings, questions, split, hops, cap, limit)
+        qs, records, cached = _load_split(graph, settings, questions, split, hops, cap, limit, sample)
         console.print(f"evaluating split {split}: {len(records)} questions of {escape(str(questions))}", highlight=False)
         for name, pipe in zip(retriever, pipes):
             with progress() as bar:
@@ -520,7 +521,7 @@ def eval_retrieval(
             beside = pipe.checkpoint is not None and pipe.checkpoint.path.parent != SHIPPED_FOLDER
             folder = out or (pipe.checkpoint.path if beside else settings.runs_dir / "eval")
             path = folder / f"eval-{qs.dataset}-{file_tag(questions)}-{split}-{name}.json"
-            record = {**report.to_json(), **pipe.describe(), "questions_file": str(questions), "hops": hops, "cap": cap, "limit": limit}
+            record = {**report.to_json(), **pipe.describe(), "questions_file": str(questions), "hops": hops, "cap": cap, "limit": limit, "sample": sample}
             dump_json(record, path)
             reports.append((report, path))
     _print_reports(reports)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,26 @@ class QuestionSet:
         if name not in SPLITS:
             raise InputError(f"unknown split {name!r}; use one of {', '.join(SPLITS)} or all", path=self.path)
         return [q for q in self.questions if split_of(self.dataset, q.id) == name]
+
+
+SAMPLE_SEED = 0
+
+
+def subsample(records: list[QuestionRecord], *, limit: int | None = None, sample: int | None = None) -> list[QuestionRecord]:
+    """The first `limit` records, or `sample` of them drawn at random (seed `SAMPLE_SEED`) and kept in
+    file order. MetaQA's files are grouped by question template, so a prefix covers a few templates
+    only; a random sample covers them all. Both at once is refused."""
+    if limit is not None and sample is not None:
+        raise InputError("give --limit (the first N questions) or --sample (N at random), not both", path="--sample")
+    for value, name in ((limit, "--limit"), (sample, "--sample")):
+        if value is not None and value < 1:
+            raise InputError(f"must be positive, got {value}", path=name)
+    if limit is not None:
+        return records[:limit]
+    if sample is None or sample >= len(records):
+        return list(records)
+    keep = sorted(random.Random(SAMPLE_SEED).sample(range(len(records)), sample))
+    return [records[i] for i in keep]
 
 
 def split_of(dataset: str, qid: str) -> str:

@@ -164,7 +164,8 @@ def evaluate_qa(
     previous = out_dir / "settings.json"
     if previous.is_file() and results.is_file():
         old = json.loads(previous.read_text(encoding="utf-8"))
-        keys = ("retriever", "checkpoint", "k", "format", "reasoner", "questions", "split")
+        # hops and cap change every retrieved subgraph (the default cap moved from 500 to 100)
+        keys = ("retriever", "checkpoint", "k", "hops", "cap", "format", "reasoner", "questions", "split")
         changed = [k for k in keys if old.get(k) != settings.get(k)]
         if changed:
             raise InputError(
