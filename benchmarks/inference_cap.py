@@ -13,8 +13,10 @@ fetch with it unless `--cap` is given; `fetch.cap` stays as trained.
         --val ../shared/data/webqsp/questions.jsonl@bolt://localhost:7701 \\
         --val ../shared/data/metaqa/3-hop/qa.txt@bolt://localhost:7702,hops=3,limit=300 [--write]
 
-`--val FILE[@BOLT_URI][,hops=K][,limit=N]`: the graph is the URI's (default: the configured one),
-hops default to the checkpoint's. Validation only: the split is fixed to val.
+`--val FILE[@BOLT_URI][,hops=K][,limit=N|,sample=N]`: the graph is the URI's (default: the configured
+one), hops default to the checkpoint's; `limit` takes the first N val questions, `sample` N at random
+(`kgdb eval retrieval --sample`, which covers every template of a MetaQA file). Validation only: the
+split is fixed to val.
 """
 
 from __future__ import annotations
@@ -42,11 +44,13 @@ class ValSet:
     uri: str | None
     hops: int | None
     limit: int | None
+    sample: int | None
 
     @property
     def label(self) -> str:
         return (f"{self.questions.parent.name}/{self.questions.name}" + (f"@{self.uri}" if self.uri else "")
-                + (f" hops={self.hops}" if self.hops else "") + (f" first {self.limit}" if self.limit else ""))
+                + (f" hops={self.hops}" if self.hops else "") + (f" first {self.limit}" if self.limit else "")
+                + (f" sample {self.sample}" if self.sample else ""))
 
 
 def parse_val(spec: str) -> ValSet:
@@ -55,18 +59,18 @@ def parse_val(spec: str) -> ValSet:
     values: dict[str, int] = {}
     for option in options:
         key, _, value = option.partition("=")
-        if key not in ("hops", "limit") or not value.isdigit() or int(value) < 1:
-            sys.exit(f"error: --val {spec!r}: expected FILE[@BOLT_URI][,hops=K][,limit=N] with positive K, N; got {option!r}")
+        if key not in ("hops", "limit", "sample") or not value.isdigit() or int(value) < 1:
+            sys.exit(f"error: --val {spec!r}: expected FILE[@BOLT_URI][,hops=K][,limit=N|,sample=N] with positive K, N; got {option!r}")
         values[key] = int(value)
     if not Path(path).is_file():
         sys.exit(f"error: --val {spec!r}: no such file {path}")
-    return ValSet(Path(path), uri or None, values.get("hops"), values.get("limit"))
+    return ValSet(Path(path), uri or None, values.get("hops"), values.get("limit"), values.get("sample"))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--val", action="append", required=True, metavar="FILE[@URI][,hops=K][,limit=N]", help="a val set (repeatable)")
+    ap.add_argument("--val", action="append", required=True, metavar="FILE[@URI][,hops=K][,limit=N|,sample=N]", help="a val set (repeatable)")
     ap.add_argument("--caps", default="50,100,200,500", help="comma-separated caps to try")
     ap.add_argument("--write", action="store_true", help="store the choice in the checkpoint's config.json")
     args = ap.parse_args()
@@ -90,6 +94,7 @@ def main() -> None:
             for cap in caps:
                 print(f"{retriever} {ckpt.name}: {vs.label}, val at cap {cap} ...", flush=True)
                 extra = ["--hops", str(hops), "--cap", str(cap)] + (["--limit", str(vs.limit)] if vs.limit else [])
+                extra += ["--sample", str(vs.sample)] if vs.sample else []
                 overall = eval_val(vs.questions, retriever, args.checkpoint, extra, Path(tmp) / f"{s_i}-{cap}")
                 grid.append({"set": vs.label, "cap": cap, "n": overall["answer_recall@100"]["n"],
                              **{k: round(overall[k]["mean"], 4) for k in METRICS}})
