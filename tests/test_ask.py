@@ -207,9 +207,10 @@ def test_cli_ask_without_llm(loaded):
     out = " ".join(out.split())
     assert "no LLM was used" in out and "Kingston" in out and "Run:" in out and "cosine" in out
     assert "Timings" in out and "reason" in out
-    as_json = cli(settings, "ask", "what is the capital of france?", "--json", "--no-write", "--retriever", "cosine")
+    as_json = cli(settings, "ask", "what is the capital of france?", "--json", "--no-write", "--retriever", "cosine", "--cap", "7")
     data = json.loads(as_json.output)
     assert data["answers"][0]["answer"] == "Paris" and data["run"] is None
+    assert data["retrieval"]["cap"] == 7 and data["retrieval"]["hops"] == 2  # how the evidence was fetched
 
 
 def test_cli_ask_bad_inputs(loaded):

@@ -60,6 +60,7 @@ class AskResult:
     subgraph: Any = field(default=None, repr=False)  # the fetched kgdb.subgraph.Subgraph
     missing_topics: list[str] = field(default_factory=list)  # given topics not in the graph (dropped)
     planner_usage: dict | None = None  # the LLM relation-path planner's calls and tokens (`--planner llm`)
+    retrieval: dict = field(default_factory=dict)  # how the evidence was fetched: checkpoint, hops, cap, ...
 
     def to_json(self, show_prompt: bool = False) -> dict[str, Any]:
         r = self.reasoning
@@ -68,6 +69,7 @@ class AskResult:
             "qid": self.qid,
             "retriever": self.retriever,
             "retriever_note": self.retriever_note,
+            "retrieval": self.retrieval,
             "k": self.k,
             "run": self.run,
             "topics": self.topics,
@@ -273,6 +275,7 @@ class AskPipeline:
             subgraph=res.subgraph,
             missing_topics=list(res.missing_topics),
             planner_usage=getattr(res, "llm_usage", None),
+            retrieval=describe() if (describe := getattr(self.retrieval, "describe", None)) else {},
         )
 
 
