@@ -9,7 +9,8 @@ MAX_HOPS = 4
 # for the top 100), lost 1 of 1,228 MetaQA 1-hop questions, and fetched up to 6x faster on dense
 # graphs. Losses: RAPL on WebQSP (0.958 -> 0.949) and cosine-dde on the synthetic 10M graph (0.518 ->
 # 0.500), whose answers are in fewer subgraphs. Figures and commands: README, "The default cap". A
-# checkpoint keeps the cap it was trained with.
+# checkpoint serves at the cap chosen for it on validation (`fetch.inference_cap`), else at the cap
+# it was trained with.
 DEFAULT_CAP = 100
 # Frontier entities expanded per transaction at levels 2+: the server memory a fetch needs at once is
 # bounded by FETCH_CHUNK x cap triples, whatever the hub or the depth (KGDB_FETCH_CHUNK).

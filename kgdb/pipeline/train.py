@@ -73,13 +73,13 @@ def train_retriever(
     into the retriever's loss (RAPL's Eq. 8); only for retrievers with `uses_relation_targets`.
     Per-node features the retriever declares (SubgraphRAG's DDE) are computed here for the subgraphs
     whose cache file lacks them and added to it (`on_features(computed, from cache)`)."""
-    cap = cap or DEFAULT_CAP  # the config records the cap really fetched with, whatever the default becomes
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import save_checkpoint
     from kgdb.data.cache import add_features
     from kgdb.training.trainer import ResumeMismatchError, TrainConfig, ensure_node_features, has_positive, seed_everything, train
 
+    cap = cap or DEFAULT_CAP  # the config records the cap really fetched with, whatever the default becomes
     cls = registry.get(retriever)
     if labels not in LABEL_SOURCES:
         raise InputError(f"unknown label source {labels!r}; choose one of {', '.join(LABEL_SOURCES)}", path="--labels")

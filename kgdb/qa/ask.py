@@ -192,11 +192,15 @@ class AskPipeline:
         if not self.reasoner.uses_llm and embedder is not None and hasattr(self.reasoner, "embedder"):
             self.reasoner.embedder = embedder  # one model in memory
 
+    def retrieval_settings(self) -> dict[str, Any]:
+        """How evidence is fetched: the retriever's own description (checkpoint, hops, cap, ...)."""
+        describe = getattr(self.retrieval, "describe", None)
+        return describe() if describe else {"retriever": self.retrieval.name}
+
     def settings_json(self) -> dict[str, Any]:
         r = self.reasoner
-        describe = getattr(self.retrieval, "describe", None)
         return {
-            **(describe() if describe else {"retriever": self.retrieval.name}),
+            **self.retrieval_settings(),
             "retriever_note": self.retriever_note,
             "k": self.k,
             "format": self.fmt,
@@ -275,7 +279,7 @@ class AskPipeline:
             subgraph=res.subgraph,
             missing_topics=list(res.missing_topics),
             planner_usage=getattr(res, "llm_usage", None),
-            retrieval=describe() if (describe := getattr(self.retrieval, "describe", None)) else {},
+            retrieval=self.retrieval_settings(),
         )
 
 
