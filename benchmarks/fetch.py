@@ -41,7 +41,7 @@ def main() -> None:
     questions = read_questions(args.questions).split(args.split)[: args.n]
     vectors = embedder.encode([q.text for q in questions])
     print(f"{len(questions)} {args.split} questions of {args.questions}, hops {args.hops}, chunk {settings.fetch_chunk}, "
-          f"max triples {settings.fetch_max_triples}; server {settings.neo4j_uri}")
+          f"max triples {settings.fetch_max_triples}, hub scan {settings.fetch_hub_scan}; server {settings.neo4j_uri}")
     print(f"{'cap':>5} {'errors':>6} {'trunc':>5} {'triples p50':>11} {'p95':>7} {'max':>7} {'ms p50':>7} {'ms p95':>7} "
           f"{'peak MiB p50':>12} {'p95':>6} {'max':>6} {'answer in subgraph':>18}")
     for cap in args.cap or [100, 500]:
@@ -69,7 +69,7 @@ def measure_fetch(graph, settings, questions, vectors, *, hops: int, cap: int) -
         start = time.perf_counter()
         try:
             sg = fetch(graph, topics, vec, hops=hops, cap=cap, question=q.text, qid=q.id,
-                       chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples)
+                       chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan)
         except KgdbError as exc:
             out["errors"] += 1
             out["memory_errors"] += isinstance(exc, TransactionMemoryError)

@@ -220,7 +220,7 @@ def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = 
             "stages_ms": {s: pct(s) for s in STAGES}, "triples_p50_p95": pct("triples"),
             "truncated": float(np.mean([r["truncated"] for r in per])), "by_hop": by_hop, "retriever": pipe.name,
             "hops": pipe.hops, "cap": pipe.cap or DEFAULT_CAP, "fetch_max_triples": settings.fetch_max_triples,
-            "warmup_s": warm_s, "vectors_filled": filled, "per_question": per}
+            "fetch_hub_scan": settings.fetch_hub_scan, "warmup_s": warm_s, "vectors_filled": filled, "per_question": per}
 
 
 def keep_per_question(row: dict, path: Path) -> None:
@@ -232,7 +232,7 @@ def report(size: str, row: dict, k: int) -> str:
     """The retrieval lines printed per size: totals, stages, sizes, recall per planted hop count."""
     stages = ", ".join(f"{s} {a:.1f}/{b:.1f}" for s, (a, b) in row["stages_ms"].items())
     lines = [f"[{size}] retrieval ({row['retriever']}, {row['hops']} hops, cap {row['cap']}, "
-             f"max triples {row['fetch_max_triples']:,}, {row['questions']} questions): p50 {row['p50_ms']:.1f} ms, "
+             f"max triples {row['fetch_max_triples']:,}, hub scan {row.get('fetch_hub_scan', '-'):,}, {row['questions']} questions): p50 {row['p50_ms']:.1f} ms, "
              f"p95 {row['p95_ms']:.1f} ms, answer recall@{k} {row[f'recall_{k}']:.3f}, topics linked "
              f"{row['topics_linked']:.1%}, answer in subgraph {row['answer_in_subgraph']:.1%}",
              f"[{size}]   stages p50/p95 ms: {stages}; subgraph triples p50/p95 "

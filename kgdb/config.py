@@ -15,7 +15,7 @@ from typing import Any
 from platformdirs import user_cache_dir, user_data_dir
 
 from kgdb.errors import InputError
-from kgdb.limits import DENSE_THRESHOLD, FETCH_CHUNK, FETCH_MAX_HUBS, FETCH_MAX_TRIPLES  # noqa: E402
+from kgdb.limits import DENSE_THRESHOLD, FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES  # noqa: E402
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
@@ -109,10 +109,10 @@ class Settings:
     neo4j_dense_threshold: int = DENSE_THRESHOLD
 
     # Bounded multi-hop fetches (kgdb.limits): frontier entities per transaction, triples per subgraph,
-    # hubs expanded per level beyond the first.
+    # hub relationships scanned per level beyond the first.
     fetch_chunk: int = FETCH_CHUNK
     fetch_max_triples: int = FETCH_MAX_TRIPLES
-    fetch_max_hubs: int = FETCH_MAX_HUBS
+    fetch_hub_scan: int = FETCH_HUB_SCAN
 
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 256
@@ -134,6 +134,12 @@ class Settings:
         if unknown := sorted(set(explicit) - set(fields)):
             raise TypeError(f"unknown setting(s): {', '.join(unknown)}")
         toml = _read_toml()
+        for name, hint in _RETIRED.items():
+            if f"KGDB_{name.upper()}" in os.environ:
+                raise InputError(f"environment variable KGDB_{name.upper()} is no longer read: {hint}")
+        if unknown := sorted(set(toml) - set(fields)):
+            hints = "; ".join(_RETIRED[k] for k in unknown if k in _RETIRED)
+            raise InputError(f"unknown key(s) {', '.join(unknown)}" + (f" ({hints})" if hints else ""), path=_toml_path())
         given: set[str] = set()
         for name, f in fields.items():
             env = f"KGDB_{name.upper()}"
@@ -183,6 +189,10 @@ class Settings:
 
 
 _FIELD_TYPES: dict[str, Any] = typing.get_type_hints(Settings)
+# Settings that were replaced: naming one is an error that says what to use, not a silent no-op.
+_RETIRED = {
+    "fetch_max_hubs": "use fetch_hub_scan / KGDB_FETCH_HUB_SCAN, the relationships of hubs scanned per fetch level (default 10,000)",
+}
 
 
 def _read_toml() -> dict[str, Any]:

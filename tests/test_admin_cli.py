@@ -36,6 +36,18 @@ def test_toml_file_is_read(tmp_path):
     assert "fromtoml" in out.stdout and "17" in out.stdout
 
 
+def test_unknown_and_retired_settings_are_named(tmp_path):
+    toml = tmp_path / "kgdb.toml"
+    toml.write_text('neo4j_databse = "typo"\n')
+    out = kgdb("config", "show", env={"KGDB_CONFIG": str(toml)})
+    assert out.returncode != 0 and "neo4j_databse" in out.stderr and str(toml) in out.stderr and "Traceback" not in out.stderr
+    toml.write_text("fetch_max_hubs = 8\n")
+    out = kgdb("config", "show", env={"KGDB_CONFIG": str(toml)})
+    assert out.returncode != 0 and "KGDB_FETCH_HUB_SCAN" in out.stderr
+    out = kgdb("config", "show", env={"KGDB_FETCH_MAX_HUBS": "8", "KGDB_CONFIG": "/nonexistent.toml"})
+    assert out.returncode != 0 and "KGDB_FETCH_MAX_HUBS is no longer read" in out.stderr and "Traceback" not in out.stderr
+
+
 def test_wrong_password_is_one_clear_line(neo4j_settings: Settings):
     out = kgdb("--uri", neo4j_settings.neo4j_uri, "--password", "not-the-password", "status")
     assert out.returncode == 1

@@ -63,10 +63,13 @@ def test_a_hub_frontier_stops_at_the_budget_in_one_chunk(graph):
     # Below the budget the capped per-node rule still applies: a cap of 20 keeps 20 triples per hub.
     capped = fetch_subgraph(graph, ["Land"], q, hops=2, cap=20, chunk=256)
     assert capped.meta["levels"] == [5, 5 * 20] and not capped.meta["truncated"]
-    # Hubs beyond the first level are bounded too: with max_hubs=2 only the two cities are expanded.
-    hubs = fetch_subgraph(graph, ["Land"], q, hops=2, cap=20, chunk=256, max_hubs=2)
+    # Hubs beyond the first level are bounded too, by the relationships the server scans: each hub has
+    # 31, so a scan of 62 expands the two most question-like (the cities) and 61 only one.
+    hubs = fetch_subgraph(graph, ["Land"], q, hops=2, cap=20, chunk=256, hub_scan=62)
     assert hubs.meta["levels"] == [5, 2 * 20] and hubs.meta["hubs_skipped"] == 3 and hubs.meta["truncated"]
     assert not hubs.meta["budget_reached"] and not any(name.startswith("Coach") for name in hubs.entity_names)
+    one = fetch_subgraph(graph, ["Land"], q, hops=2, cap=20, chunk=256, hub_scan=61)
+    assert one.meta["levels"] == [5, 20] and one.meta["hubs_skipped"] == 4
 
 
 def test_queries_that_write_nothing_run_as_reads():

@@ -73,14 +73,14 @@ def subgraph(
             console.print(f"note: {found.note()}", markup=False, highlight=False)
         sg = fetch_subgraph(
             graph, topics, vector, hops=hops, cap=cap, question=question,
-            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, max_hubs=settings.fetch_max_hubs,
+            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan,
         )
     console.print(
         f"subgraph of {', '.join(topics)}: {sg.num_triples} triples, {sg.num_nodes} entities "
         f"({int(sg.is_cvt.sum())} CVT), {len(set(sg.relation_names))} relation types; hops={hops} cap={cap}; "
         f"{sg.meta['seconds'] * 1000:.1f} ms (triples per level: {sg.meta['levels']})"
         + (f"; truncated at KGDB_FETCH_MAX_TRIPLES={settings.fetch_max_triples}" if sg.meta.get("budget_reached") else "")
-        + (f"; {sg.meta['hubs_skipped']} hubs not expanded (KGDB_FETCH_MAX_HUBS={settings.fetch_max_hubs})"
+        + (f"; {sg.meta['hubs_skipped']} hubs not expanded (KGDB_FETCH_HUB_SCAN={settings.fetch_hub_scan})"
            if sg.meta.get("hubs_skipped") else ""),
         markup=False, highlight=False,
     )

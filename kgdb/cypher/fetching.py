@@ -21,7 +21,7 @@ from kgdb.data.cache import CachedQuestion
 from kgdb.data.labels import answer_hops, label_subgraph
 from kgdb.data.questions import QuestionRecord
 from kgdb.errors import KgdbError, TransactionMemoryError
-from kgdb.limits import FETCH_CHUNK, FETCH_MAX_HUBS, FETCH_MAX_TRIPLES
+from kgdb.limits import FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES
 from kgdb.subgraph import Subgraph
 
 MIN_CAP = 10
@@ -38,7 +38,7 @@ def fetch(
     qid: str | None,
     chunk: int = FETCH_CHUNK,
     max_triples: int = FETCH_MAX_TRIPLES,
-    max_hubs: int = FETCH_MAX_HUBS,
+    hub_scan: int = FETCH_HUB_SCAN,
 ) -> Subgraph:
     """`fetch_subgraph`, retried with a 4x smaller cap when a transaction still exceeds the server's
     memory limit; `meta["cap"]` says which cap produced the subgraph. The last failure is a clear
@@ -47,7 +47,7 @@ def fetch(
     while True:
         try:
             return fetch_subgraph(graph, topics, q_emb, hops=hops, cap=cap, question=question, qid=qid, chunk=chunk, max_triples=max_triples,
-                                  max_hubs=max_hubs)
+                                  hub_scan=hub_scan)
         except TransactionMemoryError:
             if cap <= MIN_CAP:
                 raise
@@ -64,7 +64,7 @@ def fetch_labelled(
     on_progress: Callable[[int], None] = lambda _: None,
     chunk: int = FETCH_CHUNK,
     max_triples: int = FETCH_MAX_TRIPLES,
-    max_hubs: int = FETCH_MAX_HUBS,
+    hub_scan: int = FETCH_HUB_SCAN,
 ) -> tuple[list[CachedQuestion], dict[str, int], list[str]]:
     """Fetch and label the subgraph of each question from its gold topics (missing ones dropped,
     counted in `dropped_topics`), one round-trip set per question."""
@@ -82,7 +82,7 @@ def fetch_labelled(
         t0 = time.perf_counter()
         try:
             sg = fetch(graph, topics, question_embeddings[i], hops=hops, cap=cap, question=q.text, qid=q.id, chunk=chunk, max_triples=max_triples,
-                       max_hubs=max_hubs)
+                       hub_scan=hub_scan)
         except (KgdbError, Neo4jError) as exc:
             counts["fetch_failed"] += 1
             errors.append(f"{q.id}: {str(exc)[:200]}")

@@ -15,7 +15,7 @@ import numpy as np
 from kgdb.cypher import Graph
 from kgdb.errors import KgdbError
 from kgdb.errors import TransactionMemoryError
-from kgdb.limits import DEFAULT_CAP, FETCH_CHUNK, FETCH_MAX_HUBS, FETCH_MAX_TRIPLES, MAX_HOPS
+from kgdb.limits import DEFAULT_CAP, FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES, MAX_HOPS
 from kgdb.subgraph import Subgraph
 
 _NODE_COLUMNS = ("id", "idx", "name", "cvt")
@@ -59,7 +59,7 @@ def fetch_subgraph(
     qid: str | None = None,
     chunk: int = FETCH_CHUNK,
     max_triples: int = FETCH_MAX_TRIPLES,
-    max_hubs: int = FETCH_MAX_HUBS,
+    hub_scan: int = FETCH_HUB_SCAN,
 ) -> Subgraph:
     """All triples within `hops` (1..4) of the topic entities, both directions, capped per node.
 
@@ -79,9 +79,10 @@ def fetch_subgraph(
     min(degree, cap) triples, and only the frontier prefix that starts below the budget is sent
     (before, one chunk of hub neighbours could add chunk x cap triples past it: 177k instead of
     100k on the 10M-triple synthetic graph, seconds of server time). Hubs (degree above `cap`) cost
-    the server a scan of all their relationships to keep `cap`, so levels 2+ expand at most
-    `max_hubs` of them, the most question-like first; the others are left out (`meta["hubs_skipped"]`,
-    and `truncated`; `meta["budget_reached"]` says whether the triple budget also cut the frontier). Topic entities are always expanded. Raises KgdbError for an unknown topic
+    the server a scan of all their relationships to keep `cap`, so levels 2+ expand hubs, the most
+    question-like first, only while their degrees sum to at most `hub_scan`; the others are left out
+    (`meta["hubs_skipped"]`, and `truncated`; `meta["budget_reached"]` says whether the triple budget
+    also cut the frontier). Topic entities are always expanded. Raises KgdbError for an unknown topic
     id or bad settings, and a clear KgdbError naming the settings when a transaction still exceeds
     the server's memory limit.
     """
@@ -91,8 +92,8 @@ def fetch_subgraph(
         raise KgdbError(f"--cap must be positive, got {cap}")
     if chunk < 1 or max_triples < 1:
         raise KgdbError(f"KGDB_FETCH_CHUNK and KGDB_FETCH_MAX_TRIPLES must be positive, got {chunk} and {max_triples}")
-    if max_hubs < 0:
-        raise KgdbError(f"KGDB_FETCH_MAX_HUBS must be 0 or more, got {max_hubs}")
+    if hub_scan < 0:
+        raise KgdbError(f"KGDB_FETCH_HUB_SCAN must be 0 or more, got {hub_scan}")
     topics = list(dict.fromkeys(topic_ids))
     if not topics:
         raise KgdbError("no topic entities given")
@@ -121,7 +122,7 @@ def fetch_subgraph(
             frontier = _most_relevant_first(frontier, last, sims if emb is not None else None)
             deg = degree.of(frontier)
             hub = deg > cap
-            keep = ~hub | (np.cumsum(hub) <= max_hubs)  # the first max_hubs hubs in relevance order
+            keep = ~hub | (np.cumsum(np.where(hub, deg, 0)) <= hub_scan)  # hubs in relevance order, within the scan
             hubs_skipped += int(np.count_nonzero(~keep))
             frontier, deg = frontier[keep], deg[keep]
             # The entities whose expansion starts below the budget (the last one may pass it by < cap).

@@ -40,7 +40,7 @@ def prepare_split(
     max_triples: int | None = None,
     labels: str = SHORTEST,
     relation_targets: bool = False,
-    max_hubs: int | None = None,
+    hub_scan: int | None = None,
 ) -> CachedSplit:
     """Load the split's labelled subgraphs from disk, or fetch them once and store them.
 
@@ -48,13 +48,13 @@ def prepare_split(
     whose selections `kgdb label` stored in the graph; see `_with_llm_labels`. `relation_targets`:
     also carry each question's stored R_* (`kgdb label --method rapl-relations`) as a per-triple mask;
     see `_with_relation_targets`."""
-    from kgdb.limits import FETCH_CHUNK, FETCH_MAX_HUBS, FETCH_MAX_TRIPLES
+    from kgdb.limits import FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES
 
     chunk, max_triples = chunk or FETCH_CHUNK, max_triples or FETCH_MAX_TRIPLES
-    max_hubs = FETCH_MAX_HUBS if max_hubs is None else max_hubs
+    hub_scan = FETCH_HUB_SCAN if hub_scan is None else hub_scan
     # The triple budget changes a subgraph only when it truncates one; keys made before it existed stay
     # valid. The hub bound changes subgraphs with hubs beyond the first level, so it is always keyed.
-    budget = {"max_hubs": max_hubs} if max_triples == FETCH_MAX_TRIPLES else {"max_triples": max_triples, "max_hubs": max_hubs}
+    budget = {"hub_scan": hub_scan} if max_triples == FETCH_MAX_TRIPLES else {"max_triples": max_triples, "hub_scan": hub_scan}
     key = cache_key(
         **budget,
         graph=graph_fingerprint,
@@ -76,7 +76,7 @@ def prepare_split(
     embeddings = embed([q.text for q in questions])
     items, counts, errors = fetching.fetch_labelled(
         graph, questions, embeddings, hops=hops, cap=cap, on_progress=on_progress, chunk=chunk, max_triples=max_triples,
-        max_hubs=max_hubs,
+        hub_scan=hub_scan,
     )
     counts["no_sp_triples"] = sum(1 for it in items if not it.labels.any())
     if not errors:  # a transient server failure must not be frozen into the cache

@@ -288,5 +288,5 @@ def _stage_one(graph: Graph, q: QuestionRecord, emb: np.ndarray, method: str, ho
     if not topics or not answers:
         return None, None
     sg = fetch(graph, topics, emb, hops=hops, cap=cap, question=q.text, qid=q.id, chunk=settings.fetch_chunk,
-               max_triples=settings.fetch_max_triples, max_hubs=settings.fetch_max_hubs)
+               max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan)
     return sg, relation_pool(sg) if method == RELATIONS_METHOD else build_pool(method, sg, answers)
