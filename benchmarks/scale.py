@@ -231,8 +231,10 @@ def keep_per_question(row: dict, path: Path) -> None:
 def report(size: str, row: dict, k: int) -> str:
     """The retrieval lines printed per size: totals, stages, sizes, recall per planted hop count."""
     stages = ", ".join(f"{s} {a:.1f}/{b:.1f}" for s, (a, b) in row["stages_ms"].items())
+    # rows measured before stop 22 did not record the hub bound (a count of 8 hubs then)
+    hubs = f"hub scan {row['fetch_hub_scan']:,}" if "fetch_hub_scan" in row else "hub bound not recorded"
     lines = [f"[{size}] retrieval ({row['retriever']}, {row['hops']} hops, cap {row['cap']}, "
-             f"max triples {row['fetch_max_triples']:,}, hub scan {row.get('fetch_hub_scan', '-'):,}, {row['questions']} questions): p50 {row['p50_ms']:.1f} ms, "
+             f"max triples {row['fetch_max_triples']:,}, {hubs}, {row['questions']} questions): p50 {row['p50_ms']:.1f} ms, "
              f"p95 {row['p95_ms']:.1f} ms, answer recall@{k} {row[f'recall_{k}']:.3f}, topics linked "
              f"{row['topics_linked']:.1%}, answer in subgraph {row['answer_in_subgraph']:.1%}",
              f"[{size}]   stages p50/p95 ms: {stages}; subgraph triples p50/p95 "
