@@ -1,0 +1,49 @@
+"""benchmarks/device.py runs from an exported folder alone (no database): one row of figures per
+device, and a clear one-line refusal for a folder that was never exported."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from kgdb.data.cache import CachedQuestion, save_cache
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "device.py"
+
+
+def _question(i: int, rng) -> CachedQuestion:
+    n, m = 12, 30
+    head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
+    labels = np.zeros(m, bool)
+    labels[:3] = True
+    q = rng.normal(size=8).astype(np.float32)
+    return CachedQuestion(f"q{i}", f"question {i}", head, rng.integers(0, 5, m), tail, rng.choice(40, n, replace=False),
+                          np.zeros(n, bool), np.array([int(head[0])]), labels, np.array([int(tail[0])]), 1, q / np.linalg.norm(q), 1)
+
+
+def test_run_prints_a_row_per_device_from_the_exported_folder(tmp_path):
+    rng = np.random.default_rng(0)
+    save_cache(tmp_path / "train.npz", [_question(i, rng) for i in range(6)], {"split": "train"})
+    save_cache(tmp_path / "test.npz", [_question(i, rng) for i in range(6, 10)], {"split": "test"})
+    entity, relation = rng.normal(size=(40, 8)).astype(np.float32), rng.normal(size=(5, 8)).astype(np.float32)
+    np.savez(tmp_path / "tables.npz", entity=entity, relation=relation)
+    (tmp_path / "meta.json").write_text(json.dumps({"dataset": "tiny", "fingerprint": "f", "embedding_model": "no-such-model",
+                                                    "hops": 2, "cap": 100, "names": ["Paris", "France"]}))
+    out = subprocess.run([sys.executable, str(SCRIPT), "run", str(tmp_path), "--device", "cpu", "--warmup", "2", "--val", "2",
+                          "--names", "0"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "tiny: 6 train / 4 test subgraphs" in out.stdout
+    # scoring triples/s, p50 / p95, DDE s, epoch s; no names asked for, so no embedding figure
+    assert re.search(r"^cpu\s+[\d,]+\s+[\d.]+ / [\d.]+\s+[\d.]+\s+[\d.]+\s+skipped$", out.stdout, re.M), out.stdout
+
+
+def test_run_refuses_a_folder_that_was_never_exported(tmp_path):
+    out = subprocess.run([sys.executable, str(SCRIPT), "run", str(tmp_path / "nowhere"), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "no meta.json here" in out.stderr and "Traceback" not in out.stderr, out.stderr
