@@ -113,7 +113,9 @@ def main() -> None:
     best = max(means, key=lambda m: (round(m[answer], 3), round(m[triple], 3), -m["cap"]))
     print(f"chosen ({RULE}): cap {best['cap']} (trained at {fetch.get('cap')})")
     if args.write:
-        tuning = {"split": "val", "sets": [vs.label for vs in sets], "rule": RULE, "grid": grid}
+        # the fetch bounds the grid was measured under (the hub bound changes subgraphs with hubs)
+        tuning = {"split": "val", "sets": [vs.label for vs in sets], "rule": RULE, "fetch_hub_scan": load_settings().fetch_hub_scan,
+                  "grid": grid}
         config = {**ckpt.config, "fetch": {**fetch, "inference_cap": best["cap"], "inference_cap_tuning": tuning}}
         (ckpt.path / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         print(f"wrote fetch.inference_cap={best['cap']} into {ckpt.path / CONFIG}")
