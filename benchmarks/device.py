@@ -28,6 +28,8 @@ import numpy as np
 
 
 def export(args) -> None:
+    from rich.progress import Progress
+
     from kgdb.config import load_settings
     from kgdb.cypher import Graph
     from kgdb.cypher.tables import graph_fingerprint
@@ -44,11 +46,16 @@ def export(args) -> None:
     model_name = info.get("model") or settings.embedding_model
     embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
     splits = {}
-    for split in ("train", "test"):
-        splits[split] = prepare_split(graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=args.questions,
-                                      questions=qs.split(split), embed=embedder.encode, graph_fingerprint=fingerprint,
-                                      embedding_model=model_name, hops=args.hops, cap=args.cap, chunk=settings.fetch_chunk,
-                                      max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan)
+    with Progress() as bar:  # subgraphs already in the tensor cache are read, not fetched
+        for split in ("train", "test"):
+            task = bar.add_task(f"{split} subgraphs", total=None)
+            splits[split] = prepare_split(graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=args.questions,
+                                          questions=qs.split(split), embed=embedder.encode, graph_fingerprint=fingerprint,
+                                          embedding_model=model_name, hops=args.hops, cap=args.cap, chunk=settings.fetch_chunk,
+                                          max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan,
+                                          on_start=lambda total, task=task: bar.update(task, total=total),
+                                          on_progress=lambda n, task=task: bar.advance(task, n))
+            bar.update(task, completed=len(splits[split].items), total=len(splits[split].items))
     vectors, _ = entity_vectors(graph, settings, embedder)
     everything = splits["train"].items + splits["test"].items
     rows, local = vectors.compact([it.entity_idx for it in everything])
