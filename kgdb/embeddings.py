@@ -82,10 +82,15 @@ class Embedder:
             import torch
 
             self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        # Offline unless the user set HF_HUB_OFFLINE=0. The variable alone is not enough: huggingface_hub
+        # reads it once, at its import, and a process that imported it before this Embedder existed (a
+        # training run, the Python API) would otherwise ask the hub, retrying for over a minute offline.
+        offline = os.environ.get("HF_HUB_OFFLINE", "1").strip().lower() not in ("0", "false", "no", "off")
         try:
             # Remote code runs whatever a model repository ships: only when the user opts in
             # (KGDB_EMBEDDING_TRUST_REMOTE_CODE=1, needed for e.g. gte-large-en-v1.5).
-            return SentenceTransformer(self.path, device=self.device, trust_remote_code=self.trust_remote_code)
+            return SentenceTransformer(self.path, device=self.device, trust_remote_code=self.trust_remote_code,
+                                       local_files_only=offline)
         except Exception as exc:  # hub lookups fail offline with many exception types
             raise KgdbError(
                 f"cannot load embedding model {self.name!r}: {exc}. Models cannot be downloaded here; "

@@ -116,6 +116,43 @@ def test_short_encoding_imports_no_torch():
     assert out.stdout.strip() == "(1, 384) []"
 
 
+def test_a_model_that_is_not_here_fails_without_asking_the_hub_whatever_was_imported_first():
+    """huggingface_hub reads HF_HUB_OFFLINE once, at import: a process that imported it before the
+    first Embedder (training, the Python API) must still not query the hub for a model that is not
+    on disk (offline that query retries for over a minute). The hub is pointed at a local server that
+    records every request."""
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            seen.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        do_HEAD = do_GET
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        code = ("import torch_geometric  # imports transformers, which reads HF_HUB_OFFLINE there and then\n"
+                "from kgdb.embeddings import Embedder\nfrom kgdb.errors import KgdbError\n"
+                "try:\n    Embedder('someone/no-such-model')\nexcept KgdbError as exc:\n    print('refused:', exc)\n")
+        env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+        env["HF_ENDPOINT"] = f"http://127.0.0.1:{server.server_address[1]}"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    finally:
+        server.shutdown()
+    assert out.returncode == 0, out.stderr
+    assert "refused: cannot load embedding model 'someone/no-such-model'" in out.stdout, out.stdout
+    assert not [path for path in seen if "no-such-model" in path], seen  # (a library may ping the hub for itself)
+
+
 TRIPLES = [
     ("France", "location.country.capital", "Paris"),
     ("France", "location.country.official_language", "French"),
