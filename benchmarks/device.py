@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 
@@ -77,13 +76,6 @@ def export(args) -> None:
           f"{rows.shape[1]}, {len(names):,} names into {args.out} ({size:.1f} MiB)")
 
 
-def _sync(device: str) -> None:
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
 def run(args) -> None:
     import torch
 
@@ -92,6 +84,7 @@ def run(args) -> None:
     from kgdb.models.features import featurise
     from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
     from kgdb.training.trainer import TrainConfig, ensure_node_features, train
+    from retrieve import pct, sync  # benchmarks/retrieve.py: percentiles; wait for the device before reading the clock
 
     if not (args.folder / "meta.json").is_file():
         raise SystemExit(f"{args.folder}: no meta.json here; write the folder with `benchmarks/device.py export` first")
@@ -114,7 +107,7 @@ def run(args) -> None:
             it.features.clear()  # each device computes its own DDE, timed below
         t = time.perf_counter()
         ensure_node_features(model, test_items, tables)
-        _sync(device)
+        sync(device)
         dde_s = time.perf_counter() - t
         xs = [featurise(it, tables) for it in test_items]
         model.prepare(tables)
@@ -123,10 +116,10 @@ def run(args) -> None:
             for x in xs[: args.warmup]:
                 model.score(x)
             for x, it in zip(xs, test_items):
-                _sync(device)
+                sync(device)
                 t = time.perf_counter()
                 model.score(x)
-                _sync(device)
+                sync(device)
                 lat.append((time.perf_counter() - t) * 1000)
                 triples += it.num_triples
         ensure_node_features(model, train_items, tables)
@@ -135,7 +128,7 @@ def run(args) -> None:
         train(model, train_items, val, tables, TrainConfig(max_epochs=1, patience=1, seed=0), on_epoch=log.append)
         epoch = log[0]
         names_s = _embedding_rate(meta, device, args.names)
-        rows.append((device, triples / (sum(lat) / 1000), statistics.median(lat), float(np.percentile(lat, 95)), dde_s,
+        rows.append((device, triples / (sum(lat) / 1000), pct(lat, 50), pct(lat, 95), dde_s,
                      epoch.seconds - epoch.val_seconds, names_s))
     print(f"{'device':<8} {'scoring triples/s':>18} {'per question p50 / p95 ms':>26} {'DDE, all test s':>16} "
           f"{'train epoch s':>14} {'names/s':>9}")

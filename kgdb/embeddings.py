@@ -82,9 +82,10 @@ class Embedder:
             import torch
 
             self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        # Offline unless the user set HF_HUB_OFFLINE=0. The variable alone is not enough: huggingface_hub
-        # reads it once, at its import, and a process that imported it before this Embedder existed (a
-        # training run, the Python API) would otherwise ask the hub, retrying for over a minute offline.
+        # Offline unless the user set HF_HUB_OFFLINE=0. The variable alone is not enough: transformers
+        # reads it once, at its import, and a process that imported it before this Embedder existed
+        # (torch_geometric does: the model side, training, the Python API) would otherwise ask the hub,
+        # retrying for over a minute offline.
         offline = os.environ.get("HF_HUB_OFFLINE", "1").strip().lower() not in ("0", "false", "no", "off")
         try:
             # Remote code runs whatever a model repository ships: only when the user opts in
