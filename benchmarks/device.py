@@ -1,19 +1,24 @@
-"""SubgraphRAG on a device, from an exported tensor cache: no database on the machine that runs it.
+"""SubgraphRAG and RAPL on a device, from an exported tensor cache: no database on the machine that runs it.
 
     # on a machine with the graph (a running Neo4j holding the question set's graph):
     KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/device.py export \\
         --questions ../shared/data/webqsp/questions.jsonl --out bench-device/webqsp
     # anywhere with torch (the device machine has no Java): the same figures per device, side by side
     .venv/bin/python benchmarks/device.py run bench-device/webqsp --device cpu --device cuda
+    .venv/bin/python benchmarks/device.py embed bench-device/webqsp --device cpu --device cuda [--model DIR]
 
 `export` writes the train and test splits' labelled subgraphs (the `.npz` cache `kgdb train` reads,
 entity rows renumbered into one compact table), that table and the relation table, and the names of
-the entities for the embedding figure (a few MB for WebQSP). `run` prints, per device: scoring
-throughput over the test subgraphs (triples/s, the DDE already computed, as at serving time) and
-per-question scoring latency p50 / p95 (synchronised, warm), the time of the per-node features (DDE)
-for all test subgraphs, one training epoch over the training split (per-question steps, validation
-excluded), and sentence-embedding throughput on the exported names when the embedding model loads
-there. Weights are a seeded fresh SubgraphRAG: speed does not depend on what was learned.
+the entities for the embedding figure (a few MB for WebQSP). `run` prints, per device: SubgraphRAG's
+scoring throughput over the test subgraphs (triples/s, the DDE already computed, as at serving time)
+and per-question scoring latency p50 / p95 (synchronised, warm), the time of the per-node features
+(DDE) for all test subgraphs, one training epoch over the training split (per-question steps,
+validation excluded), and RAPL's per-question inference p50 / p95 (line-graph encoding, K x M path
+sampling, dedup) with the mean number of triples it passes. SubgraphRAG's weights are a seeded fresh
+model (its speed does not depend on what was learned); RAPL's are the shipped checkpoint, since the
+length of its sampled paths, hence its time, does. `embed` prints sentence-embedding throughput on
+the exported names per device, in float32 and (on CUDA) float16; it needs only `meta.json` and the
+model, which can be a local folder (`--model`), e.g. a float16 copy small enough to carry.
 """
 
 from __future__ import annotations
@@ -81,7 +86,8 @@ def run(args) -> None:
 
     from kgdb.data.cache import load_cache
     from kgdb.models.base import TensorTables
-    from kgdb.models.features import featurise
+    from kgdb.models.checkpoints import check_compatible, find_checkpoint
+    from kgdb.models.features import batch_tensors, featurise
     from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
     from kgdb.training.trainer import TrainConfig, ensure_node_features, train
     from retrieve import pct, sync  # benchmarks/retrieve.py: percentiles; wait for the device before reading the clock
@@ -98,6 +104,9 @@ def run(args) -> None:
         raise SystemExit(f"--device {' '.join(args.device)}: torch sees no CUDA device on this machine (torch {torch.__version__})")
     print(f"{meta['dataset']}: {len(train_items)} train / {len(test_items)} test subgraphs (hops {meta['hops']}, cap {meta['cap']}), "
           f"{tables_np['entity'].shape[0]:,} entities; torch {torch.__version__}, {args.threads} CPU thread(s)")
+    rapl_ckpt = find_checkpoint(args.rapl, Path(args.rapl).parent) if args.rapl else None
+    if rapl_ckpt is not None:
+        check_compatible(rapl_ckpt, meta["embedding_model"], int(tables_np["entity"].shape[1]))
     rows = []
     for device in args.device:
         tables = TensorTables.from_numpy(tables_np["entity"], tables_np["relation"], meta["fingerprint"], device)
@@ -122,37 +131,76 @@ def run(args) -> None:
                 sync(device)
                 lat.append((time.perf_counter() - t) * 1000)
                 triples += it.num_triples
+            batches = [batch_tensors(xs[i : i + args.batch]) for i in range(0, len(xs), args.batch)]
+            model.score(batches[0])
+            sync(device)
+            t = time.perf_counter()
+            for b in batches:
+                model.score(b)
+            sync(device)
+            batched_tps = triples / (time.perf_counter() - t)
         ensure_node_features(model, train_items, tables)
         val = test_items[: args.val]
         log = []
-        train(model, train_items, val, tables, TrainConfig(max_epochs=1, patience=1, seed=0), on_epoch=log.append)
+        train(model, train_items, val, tables, TrainConfig(max_epochs=1, patience=1, seed=0, batch_size=args.train_batch), on_epoch=log.append)
         epoch = log[0]
-        names_s = _embedding_rate(meta, device, args.names)
-        rows.append((device, triples / (sum(lat) / 1000), pct(lat, 50), pct(lat, 95), dde_s,
-                     epoch.seconds - epoch.val_seconds, names_s))
-    print(f"{'device':<8} {'scoring triples/s':>18} {'per question p50 / p95 ms':>26} {'DDE, all test s':>16} "
-          f"{'train epoch s':>14} {'names/s':>9}")
-    for device, tps, p50, p95, dde_s, epoch_s, names_s in rows:
-        print(f"{device:<8} {tps:>18,.0f} {p50:>14.2f} / {p95:<9.2f} {dde_s:>16.2f} {epoch_s:>14.1f} "
-              f"{f'{names_s:,.0f}' if names_s else 'skipped':>9}")
+        rapl = _rapl_latency(rapl_ckpt, xs, tables, device, args.warmup) if rapl_ckpt else None
+        rows.append((device, triples / (sum(lat) / 1000), batched_tps, pct(lat, 50), pct(lat, 95), dde_s,
+                     epoch.seconds - epoch.val_seconds, rapl))
+    print(f"{'device':<8} {'scoring triples/s':>18} {f'batched ({args.batch}) /s':>17} {'per question p50 / p95 ms':>26} {'DDE, all test s':>16} "
+          f"{f'epoch s (B={args.train_batch})':>14} {'RAPL p50 / p95 ms':>19} {'RAPL triples':>13}")
+    for device, tps, batched_tps, p50, p95, dde_s, epoch_s, rapl in rows:
+        rapl_cols = f"{rapl[0]:>9.2f} / {rapl[1]:<7.2f} {rapl[2]:>13.1f}" if rapl else f"{'skipped':>19}"
+        print(f"{device:<8} {tps:>18,.0f} {batched_tps:>17,.0f} {p50:>14.2f} / {p95:<9.2f} {dde_s:>16.2f} {epoch_s:>14.1f} {rapl_cols}")
 
 
-def _embedding_rate(meta: dict, device: str, limit: int) -> float | None:
-    """Names embedded per second on `device`, or None (printed as skipped) when the model does not load."""
+def _rapl_latency(ckpt, xs: list, tables, device: str, warmup: int) -> tuple[float, float, float]:
+    """RAPL inference per question on `device`: (p50 ms, p95 ms, mean triples passed)."""
+    import torch
+
+    from kgdb.models.base import passed_count
+    from kgdb.models.checkpoints import load_model
+    from retrieve import pct, sync
+
+    model = load_model(ckpt, device)
+    model.prepare(tables)
+    for x in xs[:warmup]:
+        model.paths(x)
+    lat, passed = [], []
+    with torch.no_grad():
+        for x in xs:
+            sync(device)
+            t = time.perf_counter()
+            scores, _ = model.paths(x)
+            passed.append(passed_count(scores))  # reads the scores back, as serving does
+            sync(device)
+            lat.append((time.perf_counter() - t) * 1000)
+    return pct(lat, 50), pct(lat, 95), sum(passed) / len(passed)
+
+
+def embed(args) -> None:
+    """Names embedded per second per device and dtype (float16 on CUDA only: CPUs have no fast half path)."""
+    import torch
+
     from kgdb.embeddings import get_embedder
 
-    names = meta["names"][:limit]
-    if not names:
-        return None
-    try:
-        embedder = get_embedder(meta["embedding_model"], device, 256)
-        embedder.encode(names[:64])  # load and warm
-    except Exception as exc:  # no model files on this machine: say so, keep the other figures
-        print(f"embedding on {device} skipped: {type(exc).__name__}: {exc}")
-        return None
-    t = time.perf_counter()
-    embedder.encode(names)
-    return len(names) / (time.perf_counter() - t)
+    meta_path = args.folder / "meta.json"
+    if not meta_path.is_file():
+        raise SystemExit(f"{args.folder}: no meta.json here; write the folder with `benchmarks/device.py export` first")
+    meta = json.loads(meta_path.read_text())
+    names = meta["names"][: args.names]
+    model_name = args.model or meta["embedding_model"]
+    torch.set_num_threads(args.threads)
+    print(f"{len(names):,} names of {meta['dataset']}, model {model_name}, batch {args.batch}, {args.threads} CPU thread(s)")
+    print(f"{'device':<8} {'dtype':<8} {'names/s':>9}")
+    for device in args.device:
+        embedder = get_embedder(model_name, device, args.batch)
+        for dtype in (torch.float32, torch.float16) if device.startswith("cuda") else (torch.float32,):
+            embedder.model.to(dtype)
+            embedder.encode(names)  # warm: every batch shape (padded length) seen once, as in a long load
+            t = time.perf_counter()
+            embedder.encode(names)  # returns numpy: the device is synchronised when it returns
+            print(f"{device:<8} {str(dtype).removeprefix('torch.'):<8} {len(names) / (time.perf_counter() - t):>9,.0f}")
 
 
 def main() -> None:
@@ -164,15 +212,30 @@ def main() -> None:
     ex.add_argument("--hops", type=int, default=2)
     ex.add_argument("--cap", type=int, default=100, help="per-node cap of the fetch (default: the fetch default, 100)")
     ex.add_argument("--names", type=int, default=10_000, help="entity names kept for the embedding figure")
-    rn = sub.add_parser("run", help="time scoring, DDE, one training epoch and embedding on each --device")
+    rn = sub.add_parser("run", help="time SubgraphRAG scoring, DDE, one training epoch and RAPL inference on each --device")
     rn.add_argument("folder", type=Path)
     rn.add_argument("--device", action="append", required=True, help="cpu, cuda, cuda:1, ... (repeatable)")
     rn.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     rn.add_argument("--warmup", type=int, default=10, help="questions scored before timing")
+    rn.add_argument("--batch", type=int, default=64, help="questions per scoring call for the batched throughput")
+    rn.add_argument("--train-batch", type=int, default=1, help="questions per optimiser step in the epoch (1: the paper's)")
     rn.add_argument("--val", type=int, default=20, help="test questions the epoch's validation uses (excluded from its time)")
-    rn.add_argument("--names", type=int, default=10_000, help="names to embed (0: no embedding figure)")
+    rn.add_argument("--rapl", default=str(Path(__file__).resolve().parents[1] / "kgdb" / "models" / "default" / "rapl-webqsp"),
+                    help="RAPL checkpoint folder timed at inference (default: the shipped one; '' skips RAPL)")
+    em = sub.add_parser("embed", help="time sentence embedding of the exported names on each --device")
+    em.add_argument("folder", type=Path, help="an exported folder (only its meta.json is read)")
+    em.add_argument("--device", action="append", required=True, help="cpu, cuda, ... (repeatable)")
+    em.add_argument("--model", help="embedding model name or local folder (default: the one the graph was embedded with)")
+    em.add_argument("--names", type=int, default=10_000)
+    em.add_argument("--batch", type=int, default=256, help="sentences per batch (kgdb's default embedding batch)")
+    em.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     args = ap.parse_args()
-    export(args) if args.command == "export" else run(args)
+    from kgdb.errors import KgdbError
+
+    try:
+        {"export": export, "run": run, "embed": embed}[args.command](args)
+    except KgdbError as exc:  # a checkpoint or model that does not fit: one line, no traceback
+        raise SystemExit(f"benchmarks/device.py {args.command}: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """benchmarks/device.py runs from an exported folder alone (no database): one row of figures per
-device, and a clear one-line refusal for a folder that was never exported."""
+device (SubgraphRAG and the shipped RAPL checkpoint), and a clear one-line refusal for a folder
+that was never exported."""
 
 from __future__ import annotations
 
@@ -34,13 +35,24 @@ def test_run_prints_a_row_per_device_from_the_exported_folder(tmp_path):
     np.savez(tmp_path / "tables.npz", entity=entity, relation=relation)
     (tmp_path / "meta.json").write_text(json.dumps({"dataset": "tiny", "fingerprint": "f", "embedding_model": "no-such-model",
                                                     "hops": 2, "cap": 100, "names": ["Paris", "France"]}))
-    out = subprocess.run([sys.executable, str(SCRIPT), "run", str(tmp_path), "--device", "cpu", "--warmup", "2", "--val", "2"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, str(SCRIPT), "run", str(tmp_path), "--device", "cpu", "--warmup", "2", "--val", "2",
+                          "--batch", "3", "--rapl", ""], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "tiny: 6 train / 4 test subgraphs" in out.stdout
-    # scoring triples/s, p50 / p95, DDE s, epoch s; the embedding model is not on this machine, so that column says so
-    assert re.search(r"^cpu\s+[\d,]+\s+[\d.]+ / [\d.]+\s+[\d.]+\s+[\d.]+\s+skipped$", out.stdout, re.M), out.stdout
-    assert "embedding on cpu skipped: KgdbError: cannot load embedding model 'no-such-model'" in out.stdout
+    # triples/s one question and 3 per call, p50 / p95, DDE s, epoch s; RAPL skipped when asked
+    assert re.search(r"^cpu\s+[\d,]+\s+[\d,]+\s+[\d.]+ / [\d.]+\s+[\d.]+\s+[\d.]+\s+skipped$", out.stdout, re.M), out.stdout
+    # the shipped RAPL checkpoint lives in the 384-d MiniLM space: an 8-d table is refused by name
+    out = subprocess.run([sys.executable, str(SCRIPT), "run", str(tmp_path), "--device", "cpu", "--warmup", "2", "--val", "2"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 1 and "rapl-webqsp" in out.stderr and "384" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_embed_names_the_model_it_cannot_load(tmp_path):
+    (tmp_path / "meta.json").write_text(json.dumps({"dataset": "tiny", "embedding_model": "no-such-model", "names": ["Paris"]}))
+    out = subprocess.run([sys.executable, str(SCRIPT), "embed", str(tmp_path), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "cannot load embedding model 'no-such-model'" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
 
 
 def test_run_refuses_a_folder_that_was_never_exported(tmp_path):
