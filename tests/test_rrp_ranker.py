@@ -7,6 +7,7 @@ gets clear errors."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -198,3 +199,14 @@ def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     assert sorted(a.answer for a in res.answers) == gold and not res.reasoning.llm_used
     # a planner checkpoint named explicitly keeps the beam planner
     assert isinstance(relation_path_retriever(graph, settings, checkpoint=config["planner"], write=False).planner, TrainedPathPlanner)
+    # weights another version wrote (here: the relation table missing) are refused by path, with what to do
+    from safetensors.torch import load_file, save_file
+
+    from kgdb.models.checkpoints import CheckpointError
+
+    broken = settings.checkpoints_dir / "broken-ranker"
+    shutil.copytree(settings.checkpoints_dir / "ranker", broken)
+    weights = {k: v for k, v in load_file(str(broken / "model.safetensors")).items() if k != "relation_emb"}
+    save_file(weights, str(broken / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=r"broken-ranker does not hold a rrp-ranker model this kgdb can load \(KeyError.*kgdb train rrp-ranker"):
+        relation_path_retriever(graph, settings, checkpoint="broken-ranker", write=False)

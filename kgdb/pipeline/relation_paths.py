@@ -18,7 +18,7 @@ from kgdb.cypher.tables import graph_fingerprint
 from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError
-from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint
+from kgdb.models.checkpoints import Checkpoint, CheckpointError, check_compatible, checkpoint_for_graph, find_checkpoint
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.subgraph import Subgraph
 from kgdb.pipeline.retrieve import _ms
@@ -434,8 +434,13 @@ def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None
         raise InputError(f"checkpoint {ckpt.name} holds a {ckpt.config.get('retriever')} model, not {kind}", path=flag)
     check_compatible(ckpt, info.get("model") or settings.embedding_model, int(ckpt.config.get("embedding_dim") or 0))
     state = load_file(str(ckpt.path / WEIGHTS), device="cpu")
-    model = build(ckpt.config["model"], state["relation_emb"])
-    model.load_state_dict(state)
+    try:
+        model = build(ckpt.config["model"], state["relation_emb"])
+        model.load_state_dict(state)
+    except (KeyError, TypeError, RuntimeError) as exc:  # written by another version of the model, or by hand
+        raise CheckpointError(f"checkpoint {ckpt.path} does not hold a {kind} model this kgdb can load ({type(exc).__name__}: "
+                              f"{str(exc)[:200]}); train it again with `kgdb train {kind}`, or move it out of "
+                              f"{settings.checkpoints_dir}") from None
     return model, ckpt
 
 
