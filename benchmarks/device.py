@@ -9,7 +9,7 @@
 
 `export` writes the train and test splits' labelled subgraphs (the `.npz` cache `kgdb train` reads,
 entity rows renumbered into one compact table), that table and the relation table, and the names of
-the entities for the embedding figure (a few MB for WebQSP). `run` prints, per device: SubgraphRAG's
+the entities for the embedding figure (32 MiB for WebQSP). `run` prints, per device: SubgraphRAG's
 scoring throughput over the test subgraphs (triples/s, the DDE already computed, as at serving time)
 and per-question scoring latency p50 / p95 (synchronised, warm), the time of the per-node features
 (DDE) for all test subgraphs, one training epoch over the training split (per-question steps,
@@ -19,7 +19,9 @@ SubgraphRAG's weights are a seeded fresh model (its speed does not depend on wha
 RAPL's inference uses the shipped checkpoint, since the length of its sampled paths, hence its
 time, does, and its epoch a fresh model of that checkpoint's config. `embed` prints sentence-embedding throughput on
 the exported names per device, in float32 and (on CUDA) float16; it needs only `meta.json` and the
-model, which can be a local folder (`--model`), e.g. a float16 copy small enough to carry.
+model, which can be a local folder (`--model`), e.g. the float16 copy `half-model --out DIR` writes
+(MiniLM's float32 weights, 87 MB, are more than a device call carries; speed does not depend on the
+rounding, and `embed` casts the model to each dtype it times).
 """
 
 from __future__ import annotations
@@ -210,6 +212,24 @@ def embed(args) -> None:
             print(f"{device:<8} {str(dtype).removeprefix('torch.'):<8} {len(names) / (time.perf_counter() - t):>9,.0f}")
 
 
+def half_model(args) -> None:
+    """A copy of a sentence-transformers folder with its floating-point weights in float16."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from kgdb.embeddings import resolve_model_path
+
+    src = Path(resolve_model_path(args.model))
+    if not (src / "model.safetensors").is_file():
+        raise SystemExit(f"{src}: no model.safetensors here (--model names a sentence-transformers folder or the default model)")
+    shutil.copytree(src, args.out, ignore=shutil.ignore_patterns("model.safetensors"), dirs_exist_ok=True)
+    weights = {k: v.half() if v.is_floating_point() else v for k, v in load_file(str(src / "model.safetensors")).items()}
+    save_file(weights, str(args.out / "model.safetensors"), metadata={"format": "pt"})
+    size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file()) / 2**20
+    print(f"wrote {args.out}: {src.name} with {len(weights)} tensors in float16 ({size:.1f} MiB)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -236,11 +256,14 @@ def main() -> None:
     em.add_argument("--names", type=int, default=10_000)
     em.add_argument("--batch", type=int, default=256, help="sentences per batch (kgdb's default embedding batch)")
     em.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    hm = sub.add_parser("half-model", help="copy an embedding model with float16 weights (small enough to carry to a device)")
+    hm.add_argument("--model", default="all-MiniLM-L6-v2", help="model name or folder (default: the bundled MiniLM)")
+    hm.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     from kgdb.errors import KgdbError
 
     try:
-        {"export": export, "run": run, "embed": embed}[args.command](args)
+        {"export": export, "run": run, "embed": embed, "half-model": half_model}[args.command](args)
     except KgdbError as exc:  # a checkpoint or model that does not fit: one line, no traceback
         raise SystemExit(f"benchmarks/device.py {args.command}: {exc}") from None
 

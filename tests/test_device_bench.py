@@ -59,3 +59,19 @@ def test_run_refuses_a_folder_that_was_never_exported(tmp_path):
     out = subprocess.run([sys.executable, str(SCRIPT), "run", str(tmp_path / "nowhere"), "--device", "cpu"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1 and "no meta.json here" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_float16_copy_of_the_model_embeds_the_exported_names(tmp_path):
+    copy = tmp_path / "minilm-fp16"
+    out = subprocess.run([sys.executable, str(SCRIPT), "half-model", "--out", str(copy)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "in float16" in out.stdout, out.stderr
+    from safetensors import safe_open
+
+    with safe_open(str(copy / "model.safetensors"), "pt") as f:
+        assert {str(f.get_tensor(k).dtype) for k in f.keys()} <= {"torch.float16", "torch.int64"}
+    (tmp_path / "meta.json").write_text(json.dumps({"dataset": "tiny", "embedding_model": "all-MiniLM-L6-v2",
+                                                    "names": [f"name {i}" for i in range(40)]}))
+    out = subprocess.run([sys.executable, str(SCRIPT), "embed", str(tmp_path), "--device", "cpu", "--model", str(copy), "--batch", "8"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "40 names of tiny" in out.stdout and re.search(r"^cpu\s+float32\s+[\d,]+$", out.stdout, re.M), out.stdout
