@@ -17,11 +17,11 @@ validation excluded), and RAPL's per-question inference p50 / p95 (line-graph en
 sampling, dedup) with the mean number of triples it passes, and one RAPL training epoch.
 SubgraphRAG's weights are a seeded fresh model (its speed does not depend on what was learned);
 RAPL's inference uses the shipped checkpoint, since the length of its sampled paths, hence its
-time, does, and its epoch a fresh model of that checkpoint's config. `embed` prints sentence-embedding throughput on
-the exported names per device, in float32 and (on CUDA) float16; it needs only `meta.json` and the
-model, which can be a local folder (`--model`), e.g. the float16 copy `half-model --out DIR` writes
-(MiniLM's float32 weights, 87 MB, are more than a device call carries; speed does not depend on the
-rounding, and `embed` casts the model to each dtype it times).
+time, does, and its epoch a fresh model of that checkpoint's config. `embed` prints
+sentence-embedding throughput on the exported names per device, in float32 and (on CUDA) float16;
+it needs only `meta.json` and the model, which can be a local folder (`--model`), e.g. the float16
+copy `half-model --out DIR` writes (MiniLM's float32 weights, 87 MB, are more than a device call
+carries; speed does not depend on the rounding, and `embed` casts the model to each dtype it times).
 """
 
 from __future__ import annotations
@@ -239,7 +239,7 @@ def main() -> None:
     ex.add_argument("--hops", type=int, default=2)
     ex.add_argument("--cap", type=int, default=100, help="per-node cap of the fetch (default: the fetch default, 100)")
     ex.add_argument("--names", type=int, default=10_000, help="entity names kept for the embedding figure")
-    rn = sub.add_parser("run", help="time SubgraphRAG scoring, DDE, one training epoch and RAPL inference on each --device")
+    rn = sub.add_parser("run", help="time SubgraphRAG scoring, DDE and training, RAPL inference and training, on each --device")
     rn.add_argument("folder", type=Path)
     rn.add_argument("--device", action="append", required=True, help="cpu, cuda, cuda:1, ... (repeatable)")
     rn.add_argument("--threads", type=int, default=1, help="torch CPU threads")
@@ -248,7 +248,7 @@ def main() -> None:
     rn.add_argument("--train-batch", type=int, default=1, help="questions per optimiser step in the epoch (1: the paper's)")
     rn.add_argument("--val", type=int, default=20, help="test questions the epoch's validation uses (excluded from its time)")
     rn.add_argument("--rapl", default=str(Path(__file__).resolve().parents[1] / "kgdb" / "models" / "default" / "rapl-webqsp"),
-                    help="RAPL checkpoint folder timed at inference (default: the shipped one; '' skips RAPL)")
+                    help="RAPL checkpoint folder timed (inference, and an epoch of its config; default: the shipped one; '' skips RAPL)")
     em = sub.add_parser("embed", help="time sentence embedding of the exported names on each --device")
     em.add_argument("folder", type=Path, help="an exported folder (only its meta.json is read)")
     em.add_argument("--device", action="append", required=True, help="cpu, cuda, ... (repeatable)")
