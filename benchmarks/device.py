@@ -58,8 +58,7 @@ def export(args) -> None:
             task = bar.add_task(f"{split} subgraphs", total=None)
             splits[split] = prepare_split(graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=args.questions,
                                           questions=qs.split(split), embed=embedder.encode, graph_fingerprint=fingerprint,
-                                          embedding_model=model_name, hops=args.hops, cap=args.cap, chunk=settings.fetch_chunk,
-                                          max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan,
+                                          embedding_model=model_name, hops=args.hops, cap=args.cap, **settings.fetch_bounds,
                                           on_start=lambda total, task=task: bar.update(task, total=total),
                                           on_progress=lambda n, task=task: bar.advance(task, n))
             bar.update(task, completed=len(splits[split].items), total=len(splits[split].items))

@@ -187,7 +187,7 @@ def sizes(args) -> None:
             res = prepare_split(
                 graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=args.questions,
                 questions=qs.split(split), embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model,
-                hops=args.hops, cap=args.cap, chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan,
+                hops=args.hops, cap=args.cap, **settings.fetch_bounds,
             )
             n = [it.num_triples for it in res.items]
             all_sizes += n

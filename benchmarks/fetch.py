@@ -69,7 +69,7 @@ def measure_fetch(graph, settings, questions, vectors, *, hops: int, cap: int) -
         start = time.perf_counter()
         try:
             sg = fetch(graph, topics, vec, hops=hops, cap=cap, question=q.text, qid=q.id,
-                       chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan)
+                       **settings.fetch_bounds)
         except KgdbError as exc:
             out["errors"] += 1
             out["memory_errors"] += isinstance(exc, TransactionMemoryError)

@@ -173,6 +173,11 @@ class Settings:
             setattr(out, name, _coerce(value, _FIELD_TYPES[name], f"setting {name}"))
         return out
 
+    @property
+    def fetch_bounds(self) -> dict[str, int]:
+        """The bounds of a subgraph fetch, as the keyword arguments every fetch function takes."""
+        return {"chunk": self.fetch_chunk, "max_triples": self.fetch_max_triples, "hub_scan": self.fetch_hub_scan}
+
     def masked(self) -> dict[str, Any]:
         """Effective settings as plain JSON-able values, secrets masked."""
         out: dict[str, Any] = {}

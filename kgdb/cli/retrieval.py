@@ -73,7 +73,7 @@ def subgraph(
             console.print(f"note: {found.note()}", markup=False, highlight=False)
         sg = fetch_subgraph(
             graph, topics, vector, hops=hops, cap=cap, question=question,
-            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan,
+            **settings.fetch_bounds,
         )
     console.print(
         f"subgraph of {', '.join(topics)}: {sg.num_triples} triples, {sg.num_nodes} entities "

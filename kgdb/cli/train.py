@@ -69,7 +69,7 @@ def _load_split(graph, settings, questions: Path, split: str, hops: int, cap: Op
             embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
             on_start=lambda total: bar.update(task, total=total, visible=True),
             on_progress=lambda n: bar.advance(task, n),
-            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan,
+            **settings.fetch_bounds,
         )
     _report_split(SplitReport(qs.dataset, split, result))
     return qs, records, result

@@ -270,8 +270,7 @@ class RetrievePipeline:
         t = time.perf_counter()
         sg = fetching.fetch(
             self.graph, found.ids, q_emb, hops=self.hops, cap=self.cap, question=question, qid=qid,
-            chunk=self.settings.fetch_chunk, max_triples=self.settings.fetch_max_triples,
-            hub_scan=self.settings.fetch_hub_scan,
+            **self.settings.fetch_bounds,
         )
         timings["fetch"] = _ms(t)
         return _Fetched(question, qid, q_emb, found, sg, timings)

@@ -107,7 +107,7 @@ def train_retriever(
             graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=questions, questions=records,
             embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
             on_start=lambda total, split=split: on_fetch_start(split, total), on_progress=on_fetch,
-            chunk=settings.fetch_chunk, max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan, labels=labels if split == "train" else SHORTEST,
+            **settings.fetch_bounds, labels=labels if split == "train" else SHORTEST,
             relation_targets=relation_targets and split == "train",
         )
         on_split(SplitReport(qs.dataset, split, splits[split]))

@@ -287,6 +287,5 @@ def _stage_one(graph: Graph, q: QuestionRecord, emb: np.ndarray, method: str, ho
     answers = existing_entities(graph, q.answers)
     if not topics or not answers:
         return None, None
-    sg = fetch(graph, topics, emb, hops=hops, cap=cap, question=q.text, qid=q.id, chunk=settings.fetch_chunk,
-               max_triples=settings.fetch_max_triples, hub_scan=settings.fetch_hub_scan)
+    sg = fetch(graph, topics, emb, hops=hops, cap=cap, question=q.text, qid=q.id, **settings.fetch_bounds)
     return sg, relation_pool(sg) if method == RELATIONS_METHOD else build_pool(method, sg, answers)
