@@ -201,10 +201,15 @@ def test_ungrounded_answer_is_marked(loaded):
 
 def test_cli_ask_without_llm(loaded):
     graph, settings = loaded
-    result = cli(settings, "ask", "what is the capital of jamaica?", "--timings", "--k", "20")
+    # no LLM, nothing trained on this graph: the portable RRP ranker shipped with kgdb answers, and says so
+    result = cli(settings, "ask", "what is the capital of jamaica?", "--timings")
     assert result.exit_code == 0, result.output
-    out = result.output
-    out = " ".join(out.split())
+    out = " ".join(result.output.split())
+    assert "Reasoner: rrp: no LLM was used" in out and "portable rrp-ranker shipped with kgdb" in out
+    assert "Kingston" in out and "Run:" in out and "Timings" in out
+    result = cli(settings, "ask", "what is the capital of jamaica?", "--timings", "--k", "20", "--reasoner", "extractive")
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
     assert "no LLM was used" in out and "Kingston" in out and "Run:" in out and "cosine" in out
     assert "Timings" in out and "reason" in out
     as_json = cli(settings, "ask", "what is the capital of france?", "--json", "--no-write", "--retriever", "cosine", "--cap", "7")

@@ -99,12 +99,18 @@ def test_trained_planner_answers_a_two_hop_question_without_an_llm(movie_files):
     assert "relation-paths + rrp" in out.output
 
 
-def test_rrp_reasoner_needs_a_planner_checkpoint_and_paths(movie_files):
+def test_rrp_without_a_trained_model_uses_the_shipped_ranker_and_needs_paths(movie_files):
     graph, settings, *_ = movie_files
     from kgdb.models.checkpoints import NoCheckpointError
+    from kgdb.models.default import shipped_checkpoint
 
-    with pytest.raises(NoCheckpointError, match="rrp-planner"):
-        relation_path_retriever(graph, settings)
+    with pytest.raises(NoCheckpointError, match="no checkpoint 'rrp-planner-movies'"):
+        relation_path_retriever(graph, settings, checkpoint="rrp-planner-movies")  # a name given is never replaced
+    retriever = relation_path_retriever(graph, settings, write=False)  # nothing trained here: the portable ranker shipped with kgdb
+    assert retriever.planner.checkpoint.path == shipped_checkpoint("rrp-ranker") and retriever.planner.planner is None
+    assert "portable rrp-ranker shipped with kgdb" in retriever.notes[0] and retriever.mode == "planner"
+    res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask("who directed [Film A]", ["Film A"])
+    assert [a.answer for a in res.answers] == ["Ada Lovelace"] and "shipped with kgdb" in res.retriever_note
     pipe = AskPipeline(graph, settings, retriever="cosine", reasoner="rrp", write=False)
     with pytest.raises(Exception, match="--retriever relation-paths"):
         pipe.ask("who directed Film A", ["Film A"])

@@ -18,7 +18,7 @@ from kgdb.cli import app
 from kgdb.cypher.path_candidates import relation_paths_around
 from kgdb.cypher.paths import entity_names
 from kgdb.errors import InputError
-from kgdb.models.path_ranker import DENSE_FEATURES, PathRanker, RankerConfig
+from kgdb.models.path_ranker import DENSE_FEATURES, PORTABLE_FEATURES, PathRanker, RankerConfig
 from kgdb.models.planner import token_of
 from kgdb.training.path_ranker import RankerExample, RankerTrainConfig, evaluate_ranker, train_ranker_model
 from kgdb_graphs import load
@@ -142,11 +142,11 @@ def test_ranker_overfits_a_tiny_set_and_is_deterministic():
     rel = torch.randn(4, 8, generator=torch.Generator().manual_seed(0))
     train_cfg = RankerTrainConfig(lr=1e-2, batch_size=2, max_epochs=60, patience=60, seed=1)
     torch.manual_seed(0)
-    model, result = train_ranker_model(PathRanker(cfg, rel), data, data, train_cfg)
+    model, result = train_ranker_model(PathRanker(cfg, rel), data, [data], train_cfg)
     assert result.best_val_hit1 == 1.0
-    assert evaluate_ranker(model, data) == (1.0, 1.0, 1.0)
+    assert evaluate_ranker(model, data)[:3] == (1.0, 1.0, 1.0)
     torch.manual_seed(0)
-    again, _ = train_ranker_model(PathRanker(cfg, rel), data, data, train_cfg)
+    again, _ = train_ranker_model(PathRanker(cfg, rel), data, [data], train_cfg)
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
 
@@ -163,7 +163,7 @@ def test_ranker_refuses_bad_input():
     with pytest.raises(ValueError, match="no training question has a candidate path that reaches an answer"):
         ex = _examples(cfg.buckets, cfg.dense)[0]
         ex.positive[:] = False
-        train_ranker_model(model, [ex], [ex], RankerTrainConfig(max_epochs=1))
+        train_ranker_model(model, [ex], [[ex]], RankerTrainConfig(max_epochs=1))
 
 
 def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
@@ -210,3 +210,42 @@ def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     save_file(weights, str(broken / "model.safetensors"))
     with pytest.raises(CheckpointError, match=r"broken-ranker does not hold a rrp-ranker model this kgdb can load \(KeyError.*kgdb train rrp-ranker"):
         relation_path_retriever(graph, settings, checkpoint="broken-ranker", write=False)
+
+
+def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files):
+    """`--portable`: no planner, no relation ids, no relation table in the weights; the checkpoint
+    reads the connected graph's relation table, so it ranks the paths of a graph whose relations are
+    named otherwise. `--on` pairs one URI with each question file."""
+    from safetensors.torch import load_file
+
+    from conftest import wipe
+    from kgdb.pipeline import relation_path_retriever
+    from kgdb.pipeline.path_ranker import RankedPathPlanner
+    from test_rrp_ask import TRIPLES as MOVIE_TRIPLES
+
+    graph, settings, files, env, base = movie_files
+    runner = CliRunner()
+    questions = [a for f in files for a in ("--questions", str(f))]
+    out = runner.invoke(app, base + ["train", "rrp-ranker", "--portable", *questions, "--on", settings.neo4j_uri], env=env)
+    assert out.exit_code == 1 and "one --on URI per --questions file: 1 for 2" in str(out.exception)
+    out = runner.invoke(app, base + ["train", "rrp-ranker", *questions, "--on", settings.neo4j_uri, "--on", settings.neo4j_uri], env=env)
+    assert out.exit_code == 1 and "--on needs --portable" in str(out.exception)
+    out = runner.invoke(app, base + ["train", "rrp-planner", "--questions", str(files[0]), "--portable"], env=env)
+    assert out.exit_code == 1 and "apply to rrp-ranker" in str(out.exception)
+    out = runner.invoke(app, base + ["train", "rrp-ranker", "--portable", *questions, "--on", settings.neo4j_uri, "--on", settings.neo4j_uri,
+                                     "--name", "portable", "--max-epochs", "30", "--patience", "30", "--lr", "0.01", "--threads", "1"], env=env)
+    assert out.exit_code == 0, out.output
+    folder = settings.checkpoints_dir / "portable"
+    config = json.loads((folder / "config.json").read_text())
+    assert config["model"]["portable"] and config["relation_names"] is None and config["planner"] is None
+    assert config["dense_features"] == list(PORTABLE_FEATURES) and config["metrics"]["val_expected_hit@1"] > 0.5
+    weights = load_file(str(folder / "model.safetensors"))
+    assert "relation_emb" not in weights and not any(k.startswith("token.") for k in weights)
+
+    wipe(graph)  # the same films, their relations named otherwise
+    load(graph, [(h, r.replace("movie.", "film.film."), t) for h, r, t in MOVIE_TRIPLES])
+    retriever = relation_path_retriever(graph, settings, checkpoint=str(folder), write=False)
+    assert isinstance(retriever.planner, RankedPathPlanner) and retriever.planner.planner is None
+    assert retriever.planner.relations.names[0].startswith("film.film.")
+    paths = retriever.retrieve("who directed the films starring Lise Meitner", ["Lise Meitner"]).paths
+    assert paths[0].relations == ("film.film.starred_actors", "film.film.directed_by") and paths[0].directions == (-1, 1)

@@ -24,6 +24,9 @@ RETRIEVER_HELP = ("A registered retriever (`kgdb retrievers`; a trainable one wi
 PLANNER_HELP = ("Who plans the relation paths of --retriever relation-paths: trained (the trained ranker or planner for this graph) or "
                 "llm (the OpenAI-compatible LLM of KGDB_LLM_BASE_URL / KGDB_LLM_MODEL, prompt plan_paths_v1; the trained planner is its fallback).")
 REASONER_HELP = "auto (an LLM when KGDB_LLM_MODEL is set, else extractive), extractive (no LLM), openai, vllm, rrp (no LLM: answers from grounded relation paths)."
+ASK_REASONER_HELP = ("auto (an LLM when KGDB_LLM_MODEL is set; else rrp, with the RRP model trained for this graph or the portable ranker "
+                     "shipped with kgdb, and extractive where neither fits), extractive (no LLM), openai, vllm, rrp (no LLM: answers from "
+                     "grounded relation paths).")
 
 
 def _default_retriever(retriever: Optional[str], reasoner: str) -> str:
@@ -65,7 +68,7 @@ def ask(
     k: int = typer.Option(100, "--k", help="Triples kept from the retriever (top-K)."),
     fmt: Optional[str] = typer.Option(None, "--format", help="Evidence in the prompt: triples | chains | paths (default: paths with RRP and an LLM, else triples)."),
     topic: Optional[List[str]] = typer.Option(None, "--topic", help="Topic entity name or id (repeatable); default: linked from the question."),
-    reasoner: str = typer.Option("auto", "--reasoner", help=REASONER_HELP),
+    reasoner: str = typer.Option("auto", "--reasoner", help=ASK_REASONER_HELP),
     planner: str = typer.Option("trained", "--planner", help=PLANNER_HELP),
     hops: int = typer.Option(2, "--hops", help="Radius of the topic-centred subgraph."),
     cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
@@ -77,6 +80,8 @@ def ask(
     only_browser_query: bool = typer.Option(False, "--browser-query", help="Print only the Neo4j Browser query of the run (to pipe or paste)."),
 ) -> None:
     """Answer a question from the graph, with the evidence each answer rests on."""
+    from kgdb.models.checkpoints import NoCheckpointError
+    from kgdb.models.default import shipped_checkpoint
     from kgdb.qa.ask import AskPipeline
 
     if not question.strip():
@@ -90,18 +95,26 @@ def ask(
         require_planner_llm(settings)  # before the graph is opened: one clear line
         retriever = retriever or "relation-paths"
     with open_graph(ctx) as graph:
+        implicit_rrp = False
         if retriever is None and reasoner in ("auto", "rrp") and _rrp_trained_for(graph, settings):
             # RRP is the default once trained for this graph: without an LLM its own reasoner,
             # with one the rethought paths, best first, in the `paths` prompt
             retriever = "relation-paths"
             reasoner = "rrp" if reasoner == "rrp" or not settings.llm_model else reasoner
             fmt = fmt or ("paths" if reasoner != "rrp" else "triples")
+        elif retriever is None and checkpoint is None and reasoner == "auto" and not settings.llm_model and shipped_checkpoint("rrp-ranker"):
+            # no LLM and nothing trained here: the portable ranker shipped with kgdb answers from relation
+            # paths (README, "RRP on any graph"); if it does not fit the graph, the extractive reasoner does
+            retriever, reasoner, implicit_rrp = "relation-paths", "rrp", True
         retriever = _default_retriever(retriever, reasoner)
         fmt = fmt or "triples"
-        pipe = AskPipeline(
-            graph, settings, retriever=retriever, checkpoint=checkpoint, k=k, fmt=fmt, reasoner=reasoner,
-            hops=hops, cap=cap, chain_hops=chain_hops, write=write, planner=planner,
-        )
+        options = dict(checkpoint=checkpoint, k=k, hops=hops, cap=cap, chain_hops=chain_hops, write=write, planner=planner, fmt=fmt)
+        try:
+            pipe = AskPipeline(graph, settings, retriever=retriever, reasoner=reasoner, **options)
+        except NoCheckpointError:
+            if not implicit_rrp:
+                raise
+            pipe = AskPipeline(graph, settings, retriever=_default_retriever(None, "auto"), reasoner="auto", **options)
         res = pipe.ask(question, topic or None)
     if only_browser_query:
         if not res.browser_query:
@@ -145,7 +158,10 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
                 highlight=False,
             )
         else:
-            how = ("end entities of the relation paths RRP kept (planner, structural reasoner, rethinking)" if r.reasoner == "rrp"
+            parts = {"planner": "the path ranker or planner", "structural": "the structural reasoner",
+                     "union": "planner and structural reasoner", "rethink": "planner, structural reasoner, rethinking"}
+            mode = (res.retrieval or {}).get("rrp_mode") or "rethink"
+            how = (f"end entities of the relation paths RRP kept ({parts.get(mode, mode)})" if r.reasoner == "rrp"
                    else "end points of the best relation path in the evidence")
             console.print(f"[bold]Reasoner:[/] {r.reasoner}: [yellow]no LLM was used[/]; answers are {how}", highlight=False)
         if not res.answers:

@@ -143,6 +143,10 @@ def train_retriever(
     relation_targets: Annotated[bool, typer.Option("--relation-targets", help="rapl: add RAPL's relation targeting (Eq. 8) to the question-triple loss: the triples leaving a topic by a relation `kgdb label --method rapl-relations` stored for the question are positives too (questions without R_* unchanged). Combines with any --labels.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Questions per optimiser step, scored as one disjoint union (retrievers that support it: subgraphrag); the loss is the mean over the questions.")] = 1,
     nproc: Annotated[int, typer.Option("--nproc", min=1, help="Data-parallel training processes on this machine (PyTorch DDP: gloo on CPU, NCCL with one GPU each); the database is read once, by this process.")] = 1,
+    portable: Annotated[bool, typer.Option("--portable", help="rrp-ranker: a ranker for any graph (no planner, no relation ids; reads the graph's relation text table), trainable on several graphs at once (--on).")] = False,
+    on: Annotated[Optional[list[str]], typer.Option("--on", help="rrp-ranker --portable: the Neo4j URI holding each --questions file, in order (one per file; default: --uri for all).")] = None,
+    sample_train: Annotated[Optional[int], typer.Option("--sample-train", min=1, help="rrp-ranker: N training questions of each file at random (fixed seed).")] = None,
+    sample_val: Annotated[Optional[int], typer.Option("--sample-val", min=1, help="rrp-ranker: N val questions of each file at random (fixed seed).")] = None,
 ) -> None:
     """Train a registered retriever on the train split; select on the val split; save a checkpoint.
 
@@ -163,6 +167,12 @@ def train_retriever(
         raise InputError(f"{retriever} has its own batching; --batch-size applies to the registered retrievers", path="--batch-size")
     if retriever in (PLANNER, RANKER, "rrp") and nproc > 1:
         raise InputError(f"{retriever} trains in one process; drop --nproc", path="--nproc")
+    if retriever != RANKER and (portable or on or sample_train or sample_val):
+        raise InputError("--portable, --on, --sample-train and --sample-val apply to rrp-ranker", path="--portable")
+    if on and not portable:
+        raise InputError("a graph's own ranker reads that graph's planner: --on needs --portable", path="--on")
+    if on and len(on) != len(questions):
+        raise InputError(f"give one --on URI per --questions file: {len(on)} for {len(questions)}", path="--on")
     if nproc > 1:
         console.print(f"data-parallel training in {nproc} processes (DDP); epoch lines come from rank 0", highlight=False)
     if retriever == "rrp":
@@ -171,7 +181,8 @@ def train_retriever(
         return
     if retriever == RANKER:
         _train_ranker(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
-                      planner=_parse_settings(setting or []).get("planner"), tune_per_file=tune_per_file)
+                      model=_parse_settings(setting or []), tune_per_file=tune_per_file, portable=portable, on=on or [],
+                      sample_train=sample_train, sample_val=sample_val)
         return
     if retriever == PLANNER:
         _train_planner(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
@@ -267,7 +278,11 @@ def _train_planner(ctx, settings, questions: list[Path], *, name, max_epochs, pa
                   f"checkpoint {escape(str(ckpt.path))}", highlight=False)
 
 
-def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, patience, lr, seed, threads, planner, tune_per_file) -> None:
+def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, patience, lr, seed, threads, model, tune_per_file, portable, on,
+                  sample_train, sample_val) -> None:
+    from contextlib import ExitStack
+
+    from kgdb.cypher import Graph
     from kgdb.pipeline.path_ranker import train_path_ranker, tune_ranker_and_store
     from kgdb.pipeline.structural import ABLATIONS
 
@@ -279,17 +294,23 @@ def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, pat
         console.print(f"epoch {log.epoch}: loss {log.loss:.4f}, val answer Hit@1 {log.val_hit1:.4f} (expected over the top path's answers), "
                       f"Macro-F1 {log.val_f1:.4f}, path Hit@1 {log.val_path_hit1:.4f}, {log.seconds:.1f} s")
 
-    with open_graph(ctx) as graph, progress() as bar:
+    with ExitStack() as stack, progress() as bar:
+        graph = stack.enter_context(open_graph(ctx))
+        by_uri = {settings.neo4j_uri: graph}
+        for uri in on:
+            if uri not in by_uri:
+                by_uri[uri] = stack.enter_context(Graph.connect(settings.with_overrides(neo4j_uri=uri)))
         task = bar.add_task("candidates", total=None)
         ckpt, result = train_path_ranker(
-            graph, settings, questions, planner=planner, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed,
+            graph, settings, questions, graphs=[by_uri[u] for u in on] or None, portable=portable, sample_train=sample_train,
+            sample_val=sample_val, planner=model.pop("planner", None), model=model, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed,
             threads=threads, on_start=lambda split, n: bar.reset(task, total=n, description=f"candidates {split}"),
             on_progress=lambda n: bar.advance(task, n), on_examples=on_examples, on_epoch=on_epoch)
         bar.update(task, visible=False)
-        console.print(f"best epoch {result.best_epoch}: val answer Hit@1 {result.best_val_hit1:.4f}, Macro-F1 {result.best_val_f1:.4f}; "
-                      f"{result.train_questions} training questions ({result.skipped_no_positive} without a positive skipped); "
-                      f"checkpoint {escape(str(ckpt.path))}", highlight=False)
-        if not tune_per_file:
+        console.print(f"best epoch {result.best_epoch}: val answer Hit@1 {result.best_val_hit1:.4f}, Macro-F1 {result.best_val_f1:.4f} "
+                      f"(mean over the files); {result.train_questions} training questions ({result.skipped_no_positive} without a positive "
+                      f"skipped); checkpoint {escape(str(ckpt.path))}", highlight=False)
+        if not tune_per_file or portable:  # λ1, θ weigh a graph's own structural reasoner: a portable ranker answers alone
             return
         tune_task = bar.add_task("tune mode, λ1, θ on val", total=None)
         tuned = tune_ranker_and_store(graph, settings, ckpt, questions, per_file=tune_per_file, on_start=lambda n: bar.update(tune_task, total=n),
@@ -370,18 +391,21 @@ def eval_rrp(
     records = subsample(qs.split(split), limit=limit, sample=sample)
     with open_graph(ctx) as graph:
         chosen = llm_planner(graph, settings, checkpoint) if planner == "llm" else None
-        retriever = relation_path_retriever(graph, settings, checkpoint=checkpoint, write=False, structural=structural or True, planner=chosen)
+        # no structural reasoner for the graph (e.g. the portable ranker on a graph nothing was trained on): the planner row only
+        retriever = relation_path_retriever(graph, settings, checkpoint=checkpoint, write=False, structural=structural, planner=chosen)
         with progress() as bar:
             task = bar.add_task(f"rrp {split}", total=len(records))
             items = gather_questions(retriever, records, lambda n: bar.advance(task, n))
     usages = [g.usage for g in (item.gathered for item in items) if g is not None and g.usage]
     usage = {key: sum(u[key] for u in usages) for key in ("calls", "prompt_tokens", "completion_tokens")} if usages else None
     lam, theta = retriever.lambda1, retriever.theta
-    rows = {m: score_mode(items, m, lam, theta) for m in ABLATIONS}
+    rows = {m: score_mode(items, m, lam, theta) for m in (ABLATIONS if retriever.structural is not None else ABLATIONS[:1])}
     table = Table("mode", "n", "Hit@1", "Macro-F1", "reachable %", title=f"RRP ablation, {escape(qs.dataset)} {split} (λ1 {lam}, θ {theta})")
     for mode, m in rows.items():
         table.add_row(mode, str(m["n"]), f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}")
     console.print(table)
+    for note in retriever.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if usage:
         console.print(f"LLM planner: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens")
     planned = "-llm-planner" if planner == "llm" else ""

@@ -42,6 +42,13 @@ def relation_steps(graph: Graph, prefixes: list[list[str]], cap: int = 200) -> l
     return out
 
 
+def candidate_hops(graph: Graph) -> tuple[int, int]:
+    """(max_hops, cvt_hops) of the candidates on this graph: 2 plain hops and a third through a CVT
+    node where the graph has CVT nodes (Freebase's n-ary facts), else 3 plain hops."""
+    rows = graph.run("graph_has_cvt")
+    return (2, 3) if rows and rows[0]["has_cvt"] else (3, 3)
+
+
 def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2, cvt_hops: int = 3, cap: int = 200) -> list[CandidatePath]:
     """Every relation path of 1..`max_hops` steps from any of `topics`, plus those of up to
     `cvt_hops` steps continued only from the CVT nodes the previous hop reached; sorted by (length,

@@ -3,6 +3,10 @@
 always a candidate and only its rank is learned. On WebQSP the GRU planner's beam missed the
 labelled path for a third of the val misses and misranked it for most others.
 
+A portable ranker (`RankerConfig.for_any_graph`) drops what ties it to one graph: it reads the
+connected graph's relation text table, so one checkpoint trained on several graphs together ships
+with kgdb for graphs that have no trained RRP model (on WebQSP val the dropped parts added nothing).
+
 A candidate's score is an MLP over (a) the question (sentence embedding with the topic names removed
 + a learned bag of hashed word n-grams, as the planner reads it) times the path (relation text
 embeddings, a learned vector per (relation, direction), and the hop position), for the mean of the
@@ -21,10 +25,12 @@ import torch
 from torch import nn
 from torch_geometric.utils import scatter, softmax
 
-DENSE_FEATURES = (
-    "planner_logp", "planner_logp_rel", "cos_max", "cos_mean", "cos_last", "cos_max_rel", "hops_1", "hops_2", "hops_3",
-    "log_answers", "one_answer", "cvt_share", "topic_share", "log_reached",
+PLANNER_FEATURES = ("planner_logp", "planner_logp_rel")
+PORTABLE_FEATURES = (
+    "cos_max", "cos_mean", "cos_last", "cos_max_rel", "hops_1", "hops_2", "hops_3", "log_answers", "one_answer", "cvt_share",
+    "topic_share", "log_reached",
 )
+DENSE_FEATURES = PLANNER_FEATURES + PORTABLE_FEATURES
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,13 @@ class RankerConfig:
     max_hops: int = 3
     dropout: float = 0.2
     dense: int = len(DENSE_FEATURES)
+    # No parameter tied to one graph (no learned vector per relation, no planner features, the
+    # relation table not stored): the model reads any graph's relation text table.
+    portable: bool = False
+
+    @classmethod
+    def for_any_graph(cls, **kw) -> "RankerConfig":
+        return cls(dense=len(PORTABLE_FEATURES), portable=True, **kw)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -50,12 +63,13 @@ class PathRanker(nn.Module):
         self.cfg = config
         num_rel, dim = relation_emb.shape
         h = config.hidden
-        self.register_buffer("relation_emb", relation_emb.float().clone())
+        self.register_buffer("relation_emb", relation_emb.float().clone(), persistent=not config.portable)
         self.words = nn.EmbeddingBag(config.buckets, config.word_dim, mode="mean")
         self.question = nn.Linear(dim + config.word_dim, h)
         self.rel_proj = nn.Linear(dim, h)
-        self.token = nn.Embedding(1 + 2 * num_rel, h, padding_idx=0)  # learned per (relation, direction)
-        nn.init.zeros_(self.token.weight)
+        self.token = None if config.portable else nn.Embedding(1 + 2 * num_rel, h, padding_idx=0)  # learned per (relation, direction)
+        if self.token is not None:
+            nn.init.zeros_(self.token.weight)
         self.direction = nn.Embedding(2, h)
         self.hop = nn.Embedding(config.max_hops, h)
         self.mlp = nn.Sequential(nn.Linear(2 * h + config.dense, h), nn.ReLU(), nn.Dropout(config.dropout), nn.Linear(h, 1))
@@ -63,7 +77,7 @@ class PathRanker(nn.Module):
 
     @property
     def num_tokens(self) -> int:
-        return int(self.token.num_embeddings)
+        return 1 + 2 * int(self.relation_emb.shape[0])
 
     def forward(self, q_emb: torch.Tensor, words: torch.Tensor, offsets: torch.Tensor, tokens: torch.Tensor, dense: torch.Tensor,
                 owner: torch.Tensor) -> torch.Tensor:
@@ -78,7 +92,7 @@ class PathRanker(nn.Module):
         live = tokens > 0
         rel = ((tokens - 1).clamp(min=0)) // 2
         hop_vec = torch.tanh(self.rel_proj(self.relation_emb[rel]) + self.direction((tokens - 1).clamp(min=0) % 2)
-                             + self.hop.weight[: tokens.shape[1]][None] + self.token(tokens))  # [N, H, h]
+                             + self.hop.weight[: tokens.shape[1]][None] + (0 if self.token is None else self.token(tokens)))  # [N, H, h]
         hop_vec = hop_vec * live[..., None]
         mean = hop_vec.sum(1) / live.sum(1, keepdim=True).clamp(min=1)
         last = hop_vec[torch.arange(tokens.shape[0], device=tokens.device), (live.sum(1) - 1).clamp(min=0)]

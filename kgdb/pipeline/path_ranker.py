@@ -11,6 +11,8 @@ rethinking settings (mode, λ1, θ, how many top paths are grounded) chosen with
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
@@ -20,7 +22,7 @@ import torch
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.errors import InputError, KgdbError
-from kgdb.models.checkpoints import Checkpoint, NoCheckpointError, checkpoint_for_graph, find_checkpoint
+from kgdb.models.checkpoints import Checkpoint, CheckpointError, NoCheckpointError, checkpoint_for_graph, find_checkpoint
 
 RANKER = "rrp-ranker"
 MAX_HOPS, CVT_HOPS, CAP = 2, 3, 200  # 1-2 hop paths, 3 hops through a CVT; frontier entities per hop, as grounding
@@ -31,35 +33,70 @@ def answer_ends(c, topics: set[str]) -> set[str]:
     return c.ends - topics - c.cvt
 
 
-def candidate_features(planner, text: str, q_emb: np.ndarray, topics: list[str], candidates) -> tuple[list, np.ndarray, np.ndarray]:
-    """(answer-bearing candidates, tokens [N, H], dense [N, F] in `DENSE_FEATURES` order) of one
-    question; `planner` is the `TrainedPathPlanner` whose log P(γ|q) and relation table are read."""
+@dataclass(frozen=True)
+class RelationText:
+    """The relation vocabulary a ranker reads: relation names and their text vectors `table` [R, d]
+    (a candidate's tokens index its rows)."""
+
+    names: list[str]
+    table: np.ndarray
+
+    @classmethod
+    def of(cls, names: list[str], table) -> "RelationText":
+        return cls(list(names), np.asarray(table.detach().cpu().numpy() if isinstance(table, torch.Tensor) else table, np.float32))
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        return {r: i for i, r in enumerate(self.names)}
+
+    @cached_property
+    def unit(self) -> np.ndarray:
+        return self.table / np.maximum(np.linalg.norm(self.table, axis=1, keepdims=True), 1e-12)
+
+
+def graph_relations(graph: Graph, settings: Settings) -> RelationText:
+    """The connected graph's relation table, as a portable ranker reads it."""
+    from kgdb.cypher.tables import open_tables
+
+    tables = open_tables(graph, settings.cache_dir)
+    return RelationText.of(tables.relation_names, tables.relation)
+
+
+def candidate_features(relations: RelationText, text: str, q_emb: np.ndarray, topics: list[str], candidates, *, max_hops: int,
+                       planner=None) -> tuple[list, np.ndarray, np.ndarray]:
+    """(answer-bearing candidates of at most `max_hops` steps, tokens [N, H], dense [N, F]) of one
+    question: `PORTABLE_FEATURES`, preceded by `PLANNER_FEATURES` (the log P(γ|q) of the trained
+    `planner`, whose relation table `relations` then is) when a planner is given."""
+    from kgdb.models.path_ranker import PLANNER_FEATURES, PORTABLE_FEATURES
     from kgdb.models.planner import pack_questions, text_features, token_of
 
-    index, model = planner.relation_index, planner.model
-    tset = set(topics)
-    kept = [c for c in candidates if answer_ends(c, tset) and len(c.steps) <= model.cfg.max_hops and all(r in index for r, _ in c.steps)]
+    index, tset = relations.index, set(topics)
+    kept = [c for c in candidates if answer_ends(c, tset) and len(c.steps) <= max_hops and all(r in index for r, _ in c.steps)]
     width = max((len(c.steps) for c in kept), default=1)
     tokens = np.zeros((len(kept), width), np.int64)
     for i, c in enumerate(kept):
         tokens[i, : len(c.steps)] = [token_of(index[r], d) for r, d in c.steps]
+    columns = []
+    if planner is not None and kept:
+        model = planner.model
+        with torch.no_grad():
+            stop = np.concatenate([tokens, np.zeros((len(kept), 1), np.int64)], axis=1)
+            stop[stop == 0] = -1
+            stop[np.arange(len(kept)), [len(c.steps) for c in kept]] = 0  # STOP after the last step, padding after it
+            q = torch.from_numpy(np.asarray(q_emb, np.float32))[None].expand(len(kept), -1)
+            words, offsets = pack_questions([text_features(text, model.cfg.buckets)] * len(kept))
+            logp = model.log_prob(q, words, offsets, torch.from_numpy(stop)).clamp(min=-50.0).numpy()
+        columns = [logp / 10, (logp - logp.max()) / 10]
+    width_f = len(PORTABLE_FEATURES) + (len(PLANNER_FEATURES) if planner is not None else 0)
     if not kept:
-        return kept, tokens, np.zeros((0, _dense_width()), np.float32)
-    with torch.no_grad():
-        stop = np.concatenate([tokens, np.zeros((len(kept), 1), np.int64)], axis=1)
-        stop[stop == 0] = -1
-        stop[np.arange(len(kept)), [len(c.steps) for c in kept]] = 0  # STOP after the last step, padding after it
-        q = torch.from_numpy(np.asarray(q_emb, np.float32))[None].expand(len(kept), -1)
-        words, offsets = pack_questions([text_features(text, model.cfg.buckets)] * len(kept))
-        logp = model.log_prob(q, words, offsets, torch.from_numpy(stop)).clamp(min=-50.0).numpy()
-        rel = torch.nn.functional.normalize(model.relation_emb, dim=-1).numpy()
+        return kept, tokens, np.zeros((0, width_f), np.float32)
     qn = np.asarray(q_emb, np.float32) / (np.linalg.norm(q_emb) or 1.0)
-    cos = [[float(rel[index[r]] @ qn) for r, _ in c.steps] for c in kept]
+    cos = [[float(relations.unit[index[r]] @ qn) for r, _ in c.steps] for c in kept]
     n_ans = np.array([len(answer_ends(c, tset)) for c in kept], np.float32)
     hops = np.array([len(c.steps) for c in kept])
     cmax = np.array([max(x) for x in cos], np.float32)
-    dense = np.stack([
-        logp / 10, (logp - logp.max()) / 10, cmax, np.array([np.mean(x) for x in cos], np.float32), np.array([x[-1] for x in cos], np.float32),
+    dense = np.stack(columns + [
+        cmax, np.array([np.mean(x) for x in cos], np.float32), np.array([x[-1] for x in cos], np.float32),
         cmax - cmax.max(), hops == 1, hops == 2, hops == 3, np.log1p(n_ans) / 5, n_ans == 1,
         np.array([len(c.cvt) / max(len(c.ends), 1) for c in kept], np.float32),
         np.array([len(c.topics) / max(len(tset), 1) for c in kept], np.float32),
@@ -68,35 +105,39 @@ def candidate_features(planner, text: str, q_emb: np.ndarray, topics: list[str],
     return kept, tokens, dense
 
 
-def _dense_width() -> int:
-    from kgdb.models.path_ranker import DENSE_FEATURES
-
-    return len(DENSE_FEATURES)
-
-
 def _f1(pred: set[str], gold: set[str]) -> float:
     common = len(pred & gold)
     return 2 * common / (len(pred) + len(gold)) if common else 0.0
 
 
-def ranker_examples(graph: Graph, records, planner, on_progress: Callable[[int], None] = lambda n: None):
-    """Examples of a split from the gold topics: every enumerated candidate with its features; the
-    positives are the candidates whose answers match the gold ones best (F1; ties: the shortest),
-    Eq. 1's reliable paths judged by what they reach rather than by length alone."""
+def question_texts(graph: Graph, records, embedder) -> tuple[list[str], np.ndarray, set[str]]:
+    """What a ranker reads of each question: its text without the gold topics' names and that text's
+    sentence embedding; and the topics that are entities of the graph."""
     from kgdb.cypher.linking import strip_mentions
-    from kgdb.cypher.path_candidates import relation_paths_around
     from kgdb.cypher.paths import entity_names
-    from kgdb.models.planner import text_features
-    from kgdb.training.path_ranker import RankerExample
 
     names = {i: n for i, (n, _) in entity_names(graph, [t for q in records for t in q.topics]).items()}
     texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
-    embs = planner.embedder.encode(texts)
+    return texts, embedder.encode(texts), set(names)
+
+
+def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *, max_hops: int, buckets: int, planner=None,
+                    on_progress: Callable[[int], None] = lambda n: None):
+    """Examples of a split from the gold topics: every enumerated candidate with its features; the
+    positives are the candidates whose answers match the gold ones best (F1; ties: the shortest),
+    Eq. 1's reliable paths judged by what they reach rather than by length alone."""
+    from kgdb.cypher.path_candidates import candidate_hops, relation_paths_around
+    from kgdb.models.planner import text_features
+    from kgdb.training.path_ranker import RankerExample
+
+    plain, through_cvt = candidate_hops(graph)
+    texts, embs, known = question_texts(graph, records, embedder)
     out, counts = [], {"no_candidate": 0, "no_positive": 0, "candidates": 0}
     for q, text, emb in zip(records, texts, embs):
-        topics = [t for t in q.topics if t in names]
-        kept, tokens, dense = candidate_features(planner, text, emb, topics, relation_paths_around(graph, topics, max_hops=MAX_HOPS,
-                                                                                                   cvt_hops=CVT_HOPS, cap=CAP))
+        topics = [t for t in q.topics if t in known]
+        kept, tokens, dense = candidate_features(
+            relations, text, emb, topics, relation_paths_around(graph, topics, max_hops=plain, cvt_hops=through_cvt, cap=CAP),
+            max_hops=max_hops, planner=planner)
         gold, tset = set(q.answers), set(topics)
         f1 = np.array([_f1(answer_ends(c, tset), gold) for c in kept], np.float32)
         hit = np.array([len(answer_ends(c, tset) & gold) / len(answer_ends(c, tset)) for c in kept], np.float32)
@@ -108,24 +149,29 @@ def ranker_examples(graph: Graph, records, planner, on_progress: Callable[[int],
         counts["no_candidate"] += not kept
         counts["no_positive"] += bool(kept) and not positive.any()
         counts["candidates"] += len(kept)
-        out.append(RankerExample(q.id, np.asarray(emb, np.float32), text_features(text, 1 << 16), tokens, dense, positive, hit, f1))
+        out.append(RankerExample(q.id, np.asarray(emb, np.float32), text_features(text, buckets), tokens, dense, positive, hit, f1))
         on_progress(1)
     return out, counts
 
 
 class RankedPathPlanner:
     """`plan()` by ranking every enumerated relation path: the top `beam` with their probability
-    under the ranker (softmax over the question's candidates) as the score."""
+    under the ranker (softmax over the question's candidates) as the score. `planner`: the trained
+    planner whose log P(γ|q) a graph's own ranker reads (None for a portable ranker)."""
 
     name = RANKER
 
-    def __init__(self, model, planner, *, beam: int = 10, checkpoint: Checkpoint | None = None, frontier_cap: int = CAP):
-        self.model, self.planner, self.beam, self.checkpoint, self.frontier_cap = model.eval(), planner, beam, checkpoint, frontier_cap
-        self.embedder = planner.embedder
+    def __init__(self, model, relations: RelationText, embedder, *, planner=None, hops: tuple[int, int] = (2, 3), beam: int = 10,
+                 checkpoint: Checkpoint | None = None, frontier_cap: int = CAP):
+        self.model, self.relations, self.embedder, self.planner = model.eval(), relations, embedder, planner
+        self.hops, self.beam, self.checkpoint, self.frontier_cap = hops, beam, checkpoint, frontier_cap
         self._last: tuple[str, dict] = ("", {})
 
     def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
-        return self.planner.encode(question, topic_names)
+        from kgdb.cypher.linking import strip_mentions
+
+        text = strip_mentions(question, topic_names)
+        return text, self.embedder.encode([text])[0]
 
     def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]):
         return self.plan_encoded(graph, *self.encode(question, topic_names), topics)
@@ -136,8 +182,9 @@ class RankedPathPlanner:
         from kgdb.models.planner import text_features
         from kgdb.training.path_ranker import RankerExample, rank_scores
 
-        kept, tokens, dense = candidate_features(self.planner, text, q_emb, topics, relation_paths_around(
-            graph, topics, max_hops=MAX_HOPS, cvt_hops=CVT_HOPS, cap=self.frontier_cap))
+        kept, tokens, dense = candidate_features(self.relations, text, q_emb, topics, relation_paths_around(
+            graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap), max_hops=self.model.cfg.max_hops,
+            planner=self.planner)
         if not kept:
             return []
         none = np.zeros(len(kept), np.float32)
@@ -163,9 +210,12 @@ class RankedPathPlanner:
 
 
 def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int | None = None) -> RankedPathPlanner | None:
-    """The ranker: the named checkpoint if it is one (None when it names another kind, e.g. a
-    planner), else the newest ranker trained on this graph, else None."""
+    """The ranker: the named checkpoint (a name or a folder) if it is one (None when it names another
+    kind, e.g. a planner), else the newest ranker trained on this graph, else None. A portable
+    ranker reads the connected graph's relation table; a graph's own ranker, its planner's."""
+    from kgdb.cypher.path_candidates import candidate_hops
     from kgdb.cypher.tables import graph_fingerprint
+    from kgdb.embeddings import get_embedder
     from kgdb.models.path_ranker import PathRanker, RankerConfig
     from kgdb.pipeline.relation_paths import load_planner, load_relation_model
 
@@ -177,10 +227,56 @@ def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None,
             checkpoint_for_graph(settings.checkpoints_dir, RANKER, graph_fingerprint(graph)[0])
         except NoCheckpointError:
             return None
-    model, ckpt = load_relation_model(graph, settings, checkpoint, RANKER, lambda cfg, rel: PathRanker(RankerConfig(**cfg), rel), "--checkpoint")
-    planner = load_planner(graph, settings, ckpt.config.get("planner"))
+    relations: list[RelationText] = []
+
+    def build(cfg: dict, table):
+        config = RankerConfig(**cfg)
+        if config.portable:  # weights without a relation table: the connected graph's
+            relations.append(graph_relations(graph, settings))
+            table = torch.from_numpy(relations[0].table)
+        return PathRanker(config, table)
+
+    model, ckpt = load_relation_model(graph, settings, checkpoint, RANKER, build, "--checkpoint")
     tuned = ckpt.config.get("rethinking") or {}
-    return RankedPathPlanner(model, planner, beam=beam or int(tuned.get("beam", 10)), checkpoint=ckpt)
+    common = {"hops": candidate_hops(graph), "beam": beam or int(tuned.get("beam", 10)), "checkpoint": ckpt}
+    if model.cfg.portable:
+        embedder = get_embedder(ckpt.config.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
+        return RankedPathPlanner(model, relations[0], embedder, **common)
+    planner = load_planner(graph, settings, ckpt.config.get("planner"))
+    return RankedPathPlanner(model, RelationText.of(planner.relation_names, planner.model.relation_emb), planner.embedder, planner=planner,
+                             **common)
+
+
+def shipped_ranker(graph: Graph, settings: Settings, *, beam: int | None = None) -> RankedPathPlanner | None:
+    """The portable ranker shipped with kgdb (`kgdb.models.default`), or None when this install has
+    none or it does not fit the graph's embedding model."""
+    from kgdb.models.default import shipped_checkpoint
+
+    folder = shipped_checkpoint(RANKER)
+    if folder is None:
+        return None
+    try:
+        return load_ranker(graph, settings, str(folder), beam=beam)
+    except CheckpointError:  # the graph was embedded with another model
+        return None
+
+
+def ranker_settings(pairs: dict[str, str]) -> dict:
+    """`--set KEY=VALUE` pairs as `RankerConfig` fields of their types (`InputError` naming the key)."""
+    from dataclasses import fields
+
+    from kgdb.models.path_ranker import RankerConfig
+
+    types = {f.name: f.type for f in fields(RankerConfig) if f.name not in ("max_hops", "dense", "portable")}
+    out = {}
+    for key, value in pairs.items():
+        if key not in types:
+            raise InputError(f"{key!r} is not a ranker setting; choose from planner, {', '.join(types)}", path="--set")
+        try:
+            out[key] = (float if types[key] in (float, "float") else int)(value)
+        except ValueError:
+            raise InputError(f"{key}={value!r} is not a number", path="--set") from None
+    return out
 
 
 def train_path_ranker(
@@ -188,7 +284,12 @@ def train_path_ranker(
     settings: Settings,
     questions: list[Path],
     *,
+    graphs: list[Graph] | None = None,
+    portable: bool = False,
+    sample_train: int | None = None,
+    sample_val: int | None = None,
     planner: str | None = None,
+    model: dict[str, str] | None = None,
     name: str | None = None,
     max_epochs: int = 40,
     patience: int = 6,
@@ -201,52 +302,90 @@ def train_path_ranker(
     on_epoch: Callable[[object], None] = lambda log: None,
 ):
     """Train the ranker on the train split of every question file together, select on their val
-    splits, save `<checkpoints_dir>/<name>/` (weights + config.json naming the planner read).
-    Returns `(Checkpoint, RankerResult)`."""
+    splits (the mean over the files), save `<checkpoints_dir>/<name>/`. `graphs[i]` holds the i-th
+    file (default: `graph` for all). A graph's own ranker reads its trained planner (`planner`, default
+    the newest); a `portable` one reads no planner and no relation ids, so its files may come from
+    several graphs (their relation tables stacked while training). `sample_train` / `sample_val`: that
+    many questions of each file's split at random (seeded). `model`: `RankerConfig` fields (`--set
+    KEY=VALUE`). Returns `(Checkpoint, RankerResult)`."""
     from kgdb.cypher.tables import graph_fingerprint
-    from kgdb.data.questions import read_questions
+    from kgdb.data.questions import read_questions, subsample
+    from kgdb.embeddings import get_embedder
     from kgdb.models.base import resolve_device
-    from kgdb.models.path_ranker import DENSE_FEATURES, PathRanker, RankerConfig
+    from kgdb.models.path_ranker import DENSE_FEATURES, PORTABLE_FEATURES, PathRanker, RankerConfig
     from kgdb.pipeline.relation_paths import load_planner, save_relation_model
     from kgdb.training.path_ranker import RankerTrainConfig, train_ranker_model
     from kgdb.training.trainer import seed_everything
 
+    graphs = graphs or [graph] * len(questions)
+    overrides = ranker_settings(model or {})
+    if len(graphs) != len(questions):
+        raise InputError(f"{len(graphs)} graphs for {len(questions)} question files", path="--on")
+    if not portable and any(g is not graph for g in graphs):
+        raise InputError("a graph's own ranker reads that graph's planner: train on several graphs with --portable", path="--on")
     if threads and resolve_device(settings.device) == "cpu":
         torch.set_num_threads(threads)
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
-    base = load_planner(graph, settings, planner)
-    examples = {}
-    for split in ("train", "val"):
-        records = [q for qs in sets for q in qs.split(split)]
-        on_start(split, len(records))
-        examples[split], counts = ranker_examples(graph, records, base, on_progress)
-        on_examples(split, len(records), counts)
+    fingerprints = [graph_fingerprint(g) for g in graphs]
+    base = None if portable else load_planner(graph, settings, planner)
+    if portable:
+        models = {info.get("model") or settings.embedding_model for _, info in fingerprints}
+        if len(models) > 1:
+            raise InputError(f"the graphs were embedded with different models ({', '.join(sorted(models))}): one ranker reads one", path="--on")
+        model_name = models.pop()
+        embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
+        tables: dict[str, tuple[RelationText, int]] = {}  # fingerprint -> (relation table, first row in the stacked table)
+        for g, (fp, _) in zip(graphs, fingerprints):
+            if fp not in tables:
+                tables[fp] = (graph_relations(g, settings), sum(len(r.names) for r, _ in tables.values()))
+        stacked = np.concatenate([r.table for r, _ in tables.values()])
+        max_hops = 3
+    else:
+        model_name, embedder = base.checkpoint.config.get("embedding_model") if base.checkpoint else None, base.embedder
+        own = RelationText.of(base.relation_names, base.model.relation_emb)
+        stacked, max_hops = own.table, base.model.cfg.max_hops
+    model_cfg = (RankerConfig.for_any_graph if portable else RankerConfig)(max_hops=max_hops, **overrides)
+    train, val = [], []
+    for qs, g, (fp, _) in zip(sets, graphs, fingerprints):
+        relations, offset = tables[fp] if portable else (own, 0)
+        for split, n in (("train", sample_train), ("val", sample_val)):
+            records = subsample(qs.split(split), sample=n)
+            on_start(f"{qs.dataset}/{split}", len(records))
+            found, counts = ranker_examples(g, records, relations, embedder, max_hops=max_hops, buckets=model_cfg.buckets, planner=base,
+                                            on_progress=on_progress)
+            for ex in found:  # tokens index the stacked table
+                ex.tokens[ex.tokens > 0] += 2 * offset
+            on_examples(f"{qs.dataset}/{split}", len(records), counts)
+            (train.extend if split == "train" else val.append)(found)
     data_seconds = time.perf_counter() - t0
-    if not examples["val"]:
+    if not any(val):
         raise KgdbError("nothing to validate on: the question files have no val split")
     cfg = RankerTrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
     seed_everything(seed)
-    model = PathRanker(RankerConfig(max_hops=base.model.cfg.max_hops), base.model.relation_emb.detach().cpu())
+    model = PathRanker(model_cfg, torch.from_numpy(stacked))
     try:
-        model, result = train_ranker_model(model, examples["train"], examples["val"], cfg, on_epoch=on_epoch)
+        model, result = train_ranker_model(model, train, [v for v in val if v], cfg, on_epoch=on_epoch)
     except ValueError as exc:
         raise InputError(str(exc), path="--questions") from exc
-    datasets = "+".join(qs.dataset for qs in sets)
-    out = settings.checkpoints_dir / (name or f"{RANKER}-{datasets}")
+    datasets = "+".join(dict.fromkeys(qs.dataset for qs in sets))
+    out = settings.checkpoints_dir / (name or f"{RANKER}-{'portable-' if portable else ''}{datasets}")
+    one_graph = len({fp for fp, _ in fingerprints}) == 1
     save_relation_model(
         out, model, RANKER,
         {
-            "relation_names": base.relation_names,
-            "planner": base.checkpoint.name if base.checkpoint else None,
-            "embedding_model": base.checkpoint.config.get("embedding_model") if base.checkpoint else None,
-            "embedding_dim": int(base.model.relation_emb.shape[1]),
-            "graph_fingerprint": graph_fingerprint(graph)[0],
+            "relation_names": None if portable else base.relation_names,
+            "planner": base.checkpoint.name if base and base.checkpoint else None,
+            "embedding_model": model_name,
+            "embedding_dim": int(stacked.shape[1]),
+            "graph_fingerprint": fingerprints[0][0] if one_graph else None,  # a ranker of several graphs is never picked for one by default
+            "graphs": [{"questions": str(p), "fingerprint": fp} for p, (fp, _) in zip(questions, fingerprints)],
             "dataset": datasets,
             "questions": [str(p) for p in questions],
-            "candidates": {"max_hops": MAX_HOPS, "cvt_hops": CVT_HOPS, "cap": CAP, "rule": "relation_steps.cypher from the gold topics; "
-                           "positives: best answer F1, ties the shortest"},
-            "dense_features": list(DENSE_FEATURES),
+            "sample": {"train": sample_train, "val": sample_val},
+            "candidates": {"hops": "2, and a third through a CVT node, on a graph with CVT nodes; else 3", "cap": CAP,
+                           "rule": "relation_steps.cypher from the gold topics; positives: best answer F1, ties the shortest"},
+            "dense_features": list(PORTABLE_FEATURES if portable else DENSE_FEATURES),
             "train": {**cfg.__dict__, "threads": threads},
             "data_seconds": round(data_seconds, 2),
             "result": result.to_json(),

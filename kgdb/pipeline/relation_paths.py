@@ -435,7 +435,8 @@ def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None
     check_compatible(ckpt, info.get("model") or settings.embedding_model, int(ckpt.config.get("embedding_dim") or 0))
     state = load_file(str(ckpt.path / WEIGHTS), device="cpu")
     try:
-        model = build(ckpt.config["model"], state["relation_emb"])
+        portable = bool(ckpt.config["model"].get("portable"))  # a portable model stores no relation table: it reads the graph's
+        model = build(ckpt.config["model"], None if portable else state["relation_emb"])
         model.load_state_dict(state)
     except (KeyError, TypeError, RuntimeError) as exc:  # written by another version of the model, or by hand
         raise CheckpointError(f"checkpoint {ckpt.path} does not hold a {kind} model this kgdb can load ({type(exc).__name__}: "
@@ -492,19 +493,30 @@ def relation_path_retriever(
             if structural:
                 raise
     tuned = (runner.checkpoint.config.get("rethinking") or {}) if runner is not None and runner.checkpoint else {}
-    from kgdb.pipeline.path_ranker import load_ranker  # a ranker checkpoint replaces the beam planner (and its tuned settings)
+    from kgdb.pipeline.path_ranker import load_ranker, shipped_ranker  # a ranker replaces the beam planner (and its tuned settings)
 
+    fallback = None
     if planner is not None:  # a planner given by the caller (`--planner llm`); rethinking as the structural checkpoint tuned it
         pass
     elif (planner := load_ranker(graph, settings, checkpoint, beam=beam)) is not None:
         tuned = planner.checkpoint.config.get("rethinking") or {}
     else:
-        planner = load_planner(graph, settings, checkpoint, beam=int(tuned.get("beam", 3)) if beam is None else beam, constrained=constrained)
+        try:
+            planner = load_planner(graph, settings, checkpoint, beam=int(tuned.get("beam", 3)) if beam is None else beam, constrained=constrained)
+        except NoCheckpointError:  # nothing trained on this graph: the portable ranker shipped with kgdb, if it fits
+            if checkpoint or (planner := shipped_ranker(graph, settings, beam=beam)) is None:
+                raise
+            tuned = planner.checkpoint.config.get("rethinking") or {}
+            fallback = (f"no RRP planner or ranker in {settings.checkpoints_dir} was trained on this graph, so the portable rrp-ranker "
+                        f"shipped with kgdb ranked the relation paths (trained on {planner.checkpoint.config.get('dataset', '?')}); "
+                        "`kgdb train rrp-ranker` trains one for this graph")
     retriever = RelationPathRetriever(
         graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks, structural=runner,
         mode=chosen_mode(tuned) if mode is None else mode,
         lambda1=tuned.get("lambda1", 0.5) if lambda1 is None else lambda1, theta=tuned.get("theta", 0.0) if theta is None else theta,
     )
+    if fallback:
+        retriever.notes.append(fallback)
     fingerprint = graph_fingerprint(graph)[0]
     for part in (planner, runner):
         ckpt = getattr(part, "checkpoint", None)

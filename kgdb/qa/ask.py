@@ -114,10 +114,10 @@ def _fallback_retrieval(graph: Graph, settings: Settings, retriever: str, exc: E
         except CheckpointError as err:  # the graph was embedded with another model
             why += f"; the shipped {name} checkpoint does not fit this graph: {err}"
             continue
-        return pipe, (f"no {retriever} checkpoint trained on this graph, so the {name} checkpoint shipped with kgdb was used "
-                      f"(trained on {pipe.checkpoint.config.get('dataset', '?')}; {exc})")
+        return pipe, (f"{exc}; meanwhile the {name} checkpoint shipped with kgdb was used "
+                      f"(trained on {pipe.checkpoint.config.get('dataset', '?')}){why}")
     pipe = RetrievePipeline(graph, settings, "cosine", None, **kw)
-    return pipe, f"no trained {retriever} checkpoint for this graph, so the cosine retriever was used ({exc}{why})"
+    return pipe, f"{exc}; meanwhile the cosine retriever was used{why}"
 
 
 class AskPipeline:
@@ -175,6 +175,7 @@ class AskPipeline:
 
             chosen = llm_planner(graph, settings, checkpoint) if planner == "llm" else None
             self.retrieval = relation_path_retriever(graph, settings, checkpoint=checkpoint, k=k, write=write, planner=chosen)
+            self.retriever_note = "; ".join(self.retrieval.notes) or None  # e.g. the shipped ranker stood in for a trained one
         elif isinstance(retriever, str):
             from kgdb.models.checkpoints import NoCheckpointError
             from kgdb.pipeline import RetrievePipeline  # torch: imported only when a pipeline is built

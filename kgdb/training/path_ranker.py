@@ -2,8 +2,8 @@
 
 Mini-batches of questions, Adam with weight decay (a few hundred WebQSP questions against a
 thousand relations), the listwise loss over each question's candidates. After every epoch the val
-questions are ranked and the model with the best val answer Hit@1 of its top path (the expected
-Hit@1 when the top path's answers are taken in any order: gold ends / ends), then Macro-F1, is kept,
+questions are ranked (`val`: one group per question file, averaged) and the model with the best val answer Hit@1 of its top path (the expected
+Hit@1 when the top path's answers are taken in any order: gold ends / ends), then Macro-F1, then val loss, is kept,
 with early stopping on patience. Tensors only: the examples come from the seam
 (`kgdb.pipeline.path_ranker`).
 """
@@ -52,6 +52,7 @@ class RankerEpoch:
     val_hit1: float
     val_f1: float
     val_path_hit1: float  # the top candidate is a positive
+    val_loss: float  # listwise loss on val: breaks ties of Hit@1 and Macro-F1
     seconds: float
 
 
@@ -86,23 +87,36 @@ def rank_scores(model: PathRanker, ex: RankerExample) -> np.ndarray:
     return model.eval()(q, words, offsets, tokens, dense, owner).cpu().numpy()
 
 
-def evaluate_ranker(model: PathRanker, examples: Sequence[RankerExample]) -> tuple[float, float, float]:
-    """(expected answer Hit@1, Macro-F1, path Hit@1) of the top candidate, over all `examples`
-    (a question without candidates counts as a miss)."""
-    hit = f1 = path = 0.0
+def evaluate_ranker(model: PathRanker, examples: Sequence[RankerExample]) -> tuple[float, float, float, float]:
+    """(expected answer Hit@1, Macro-F1, path Hit@1) of the top candidate over all `examples` (a
+    question without candidates counts as a miss), and the mean listwise loss of the questions with
+    a positive (what breaks ties between epochs that rank as well)."""
+    hit = f1 = path = loss = 0.0
+    scored = 0
     for ex in examples:
         if not len(ex.tokens):
             continue
-        top = int(np.argmax(rank_scores(model, ex)))
+        s = rank_scores(model, ex)
+        top = int(np.argmax(s))
         hit, f1, path = hit + float(ex.hit[top]), f1 + float(ex.f1[top]), path + bool(ex.positive[top])
+        if ex.positive.any():
+            p = np.exp(s - s.max())
+            loss, scored = loss - float(np.log(max(p[ex.positive].sum() / p.sum(), 1e-12))), scored + 1
     n = max(len(examples), 1)
-    return hit / n, f1 / n, path / n
+    return hit / n, f1 / n, path / n, loss / max(scored, 1)
+
+
+def evaluate_groups(model: PathRanker, groups: Sequence[Sequence[RankerExample]]) -> tuple[float, float, float, float]:
+    """`evaluate_ranker` averaged over groups (one per question file), so each file counts the same
+    whatever its size."""
+    scores = np.array([evaluate_ranker(model, g) for g in groups])
+    return tuple(float(x) for x in scores.mean(axis=0))
 
 
 def train_ranker_model(
     model: PathRanker,
     train: Sequence[RankerExample],
-    val: Sequence[RankerExample],
+    val: Sequence[Sequence[RankerExample]],
     cfg: RankerTrainConfig,
     on_epoch: Callable[[RankerEpoch], None] = lambda e: None,
 ) -> tuple[PathRanker, RankerResult]:
@@ -113,7 +127,7 @@ def train_ranker_model(
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
     result = RankerResult(0, -1.0, -1.0, train_questions=len(usable), skipped_no_positive=len(train) - len(usable))
-    best_state, bad = copy.deepcopy(model.state_dict()), 0
+    best_state, bad, best_loss = copy.deepcopy(model.state_dict()), 0, float("inf")
     device = model.relation_emb.device
     for epoch in range(1, cfg.max_epochs + 1):
         t0 = time.perf_counter()
@@ -128,13 +142,13 @@ def train_ranker_model(
             loss.backward()
             opt.step()
             total += float(loss.detach()) * len(batch)
-        hit, f1, path = evaluate_ranker(model, val)
-        log = RankerEpoch(epoch, total / len(usable), hit, f1, path, time.perf_counter() - t0)
+        hit, f1, path, val_loss = evaluate_groups(model, val)
+        log = RankerEpoch(epoch, total / len(usable), hit, f1, path, val_loss, time.perf_counter() - t0)
         result.epochs.append(log)
         on_epoch(log)
-        if (hit, f1) > (result.best_val_hit1, result.best_val_f1):
-            result.best_epoch, result.best_val_hit1, result.best_val_f1 = epoch, hit, f1
-            best_state, bad = copy.deepcopy(model.state_dict()), 0
+        if (hit, f1, -val_loss) > (result.best_val_hit1, result.best_val_f1, -best_loss):
+            result.best_epoch, result.best_val_hit1, result.best_val_f1, best_loss = epoch, hit, f1, val_loss
+            best_state, bad, best_loss = copy.deepcopy(model.state_dict()), 0, float("inf")
         else:
             bad += 1
             if bad >= cfg.patience:

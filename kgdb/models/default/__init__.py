@@ -1,13 +1,17 @@
 """Checkpoints shipped with the package, for graphs that have no trained checkpoint of their own.
 
-Both were trained on the WebQSP training split and read only text embeddings (no entity or
-relation ids), so they run on any graph embedded with the same model:
+They read only text embeddings (no entity or relation ids), so they run on any graph embedded with
+the same model:
 - `cosine-dde-webqsp/`: the default retriever of a fresh install. `kgdb ask` uses it whenever the
   retriever asked for has no checkpoint trained on the connected graph; its inputs are question
   cosines and distances, so it beats cosine on graphs it was not trained on (README, "The default
   retriever"). It scores in numpy, so a cold ask still imports no torch.
 - `rapl-webqsp/`: used only by `--retriever rapl` on a graph without a RAPL checkpoint; RAPL reads
   raw vectors and transfers worse than cosine, so it is never the fallback of other retrievers.
+- `rrp-ranker-portable/`: RRP's path ranker in its portable form (`RankerConfig.for_any_graph`),
+  trained on the WebQSP and MetaQA 1/2/3-hop training splits together; it reads the connected
+  graph's relation text table, so `--reasoner rrp` (and, without an LLM, `kgdb ask`) answers from
+  relation paths on a graph that has no RRP model of its own.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from pathlib import Path
 
 DEFAULT_RETRIEVER = "cosine-dde"
 SHIPPED_FOLDER = Path(__file__).parent
-SHIPPED = {"cosine-dde": SHIPPED_FOLDER / "cosine-dde-webqsp", "rapl": SHIPPED_FOLDER / "rapl-webqsp"}
+SHIPPED = {"cosine-dde": SHIPPED_FOLDER / "cosine-dde-webqsp", "rapl": SHIPPED_FOLDER / "rapl-webqsp",
+           "rrp-ranker": SHIPPED_FOLDER / "rrp-ranker-portable"}
 
 
 def shipped_checkpoint(retriever: str = DEFAULT_RETRIEVER) -> Path | None:
