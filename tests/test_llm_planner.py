@@ -153,3 +153,20 @@ def test_reply_parsing_and_the_demo_responder():
     assert parse_paths(reply) == [("a.b", "c_d"), ("e.f", "g.h")]
     prompt = [{"role": "user", "content": "Topic entities: X\nRelations around the topic entities:\nr.one\nr.two\n\nQuestion:\nwhat?"}]
     assert parse_paths(plan_listed_relations(prompt)) == [("r.one",), ("r.two",)]
+
+
+def test_with_nothing_trained_the_shipped_ranker_plans_when_the_llm_gives_no_path(movies, tmp_path):
+    from kgdb.pipeline.path_ranker import RankedPathPlanner
+    from kgdb.qa.llm_planner import llm_planner
+
+    graph, *_ = movies
+    garbage = [{"content": "no idea"}, {"content": "still no idea"}]
+    with OpenAIServer(script=garbage) as server:
+        settings = graph.settings.with_overrides(llm_base_url=server.base_url, llm_model="kgdb-test-model", llm_max_retries=0,
+                                                 checkpoints_dir=tmp_path / "ckpt", cache_dir=tmp_path / "cache")
+        planner = llm_planner(graph, settings)
+        assert planner.fallback.name == "the portable rrp-ranker shipped with kgdb"
+        res = RelationPathRetriever(graph, settings, planner=planner, write=False).retrieve("who directed [Film A]", ["Film A"])
+    assert isinstance(planner.fallback._planner, RankedPathPlanner)
+    assert res.paths and res.paths[0].relations == ("movie.directed_by",)
+    assert any("the trained planner (the portable rrp-ranker shipped with kgdb) planned instead" in n for n in res.notes)

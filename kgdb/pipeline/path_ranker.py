@@ -5,7 +5,10 @@ in place of the GRU planner's beam when the checkpoint for the graph is a ranker
 (`relation_path_retriever` picks it; MetaQA, with no ranker trained, keeps the beam planner).
 
 The ranker's checkpoint names the planner checkpoint whose probabilities it reads and stores the
-rethinking settings (mode, λ1, θ, how many top paths are grounded) chosen with it on val.
+rethinking settings (mode, λ1, θ, how many top paths are grounded) chosen with it on val. A portable
+ranker (`--portable`) reads no planner and no relation ids: it is trained on questions of several
+graphs at once and reads the connected graph's relation table; the one shipped with kgdb
+(`shipped_ranker`) answers on graphs with no RRP model of their own.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from kgdb.errors import InputError, KgdbError
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, NoCheckpointError, checkpoint_for_graph, find_checkpoint
 
 RANKER = "rrp-ranker"
-MAX_HOPS, CVT_HOPS, CAP = 2, 3, 200  # 1-2 hop paths, 3 hops through a CVT; frontier entities per hop, as grounding
+CAP = 200  # frontier entities per hop, as grounding (the hop counts: `kgdb.cypher.path_candidates.candidate_hops`)
 
 
 def answer_ends(c, topics: set[str]) -> set[str]:

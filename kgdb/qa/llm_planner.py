@@ -138,7 +138,8 @@ class DeferredPlanner:
 
 def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None) -> LLMPathPlanner:
     """The LLM planner on the configured endpoint (`LLMNotConfigured` without one), falling back to
-    the trained ranker or planner for this graph when there is one (loaded only if needed)."""
+    the trained ranker or planner for this graph when there is one, else to the portable ranker
+    shipped with kgdb (loaded only if needed)."""
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.models.checkpoints import NoCheckpointError, checkpoint_for_graph, find_checkpoint
     from kgdb.pipeline.path_ranker import RANKER, load_ranker
@@ -160,5 +161,9 @@ def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None)
         if load is not None:
             fallback = DeferredPlanner(ckpt.name, lambda: load(graph, settings, str(ckpt.path)))
     except NoCheckpointError:
-        pass
+        from kgdb.models.default import shipped_checkpoint
+
+        shipped = None if checkpoint else shipped_checkpoint(RANKER)
+        if shipped is not None:  # nothing trained on this graph: the portable ranker shipped with kgdb
+            fallback = DeferredPlanner(f"the portable {RANKER} shipped with kgdb", lambda: load_ranker(graph, settings, str(shipped)))
     return LLMPathPlanner(OpenAIReasoner.from_settings(settings), fallback=fallback)
