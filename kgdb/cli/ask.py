@@ -22,7 +22,7 @@ RETRIEVER_HELP = ("A registered retriever (`kgdb retrievers`; a trainable one wi
                   "shipped cosine-dde checkpoint, and says so), or relation-paths (the trained RRP planner, `kgdb train rrp-planner`). Default: relation-paths with "
                   "--reasoner rrp, else subgraphrag.")
 PLANNER_HELP = ("Who plans the relation paths of --retriever relation-paths: trained (the trained ranker or planner for this graph) or "
-                "llm (the OpenAI-compatible LLM of KGDB_LLM_BASE_URL / KGDB_LLM_MODEL, prompt plan_paths_v1; the trained planner is its fallback).")
+                "llm (the OpenAI-compatible LLM of KGDB_LLM_BASE_URL / KGDB_LLM_MODEL, prompt plan_paths_v1; the trained ranker or planner, else the shipped portable ranker, is its fallback).")
 REASONER_HELP = "auto (an LLM when KGDB_LLM_MODEL is set, else extractive), extractive (no LLM), openai, vllm, rrp (no LLM: answers from grounded relation paths)."
 ASK_REASONER_HELP = ("auto (an LLM when KGDB_LLM_MODEL is set; else rrp, with the RRP model trained for this graph or the portable ranker "
                      "shipped with kgdb, and extractive where neither fits), extractive (no LLM), openai, vllm, rrp (no LLM: answers from "
