@@ -168,11 +168,13 @@ def test_the_torch_free_facts_match_the_registry():
     assert TRAINABLE_BUILTINS == {name for name in ("cosine", "cosine-dde", "subgraphrag", "rapl") if registry.get(name).trainable}
 
 
-@pytest.mark.parametrize("retriever", [["--retriever", "cosine", "--reasoner", "extractive"], []],
-                         ids=["cosine", "plain-ask-falls-back"])
-def test_cold_ask_imports_no_torch(graph, tmp_path, retriever):
-    """`kgdb ask` with cosine, and plain `kgdb ask` on a graph without a checkpoint (it falls back
-    to the shipped cosine-dde and says so), import neither torch nor sentence-transformers."""
+@pytest.mark.parametrize("retriever", [["--retriever", "cosine", "--reasoner", "extractive"], ["--reasoner", "extractive"], []],
+                         ids=["cosine", "plain-extractive-falls-back", "plain-ask-portable-rrp"])
+def test_what_a_cold_ask_imports(graph, tmp_path, retriever):
+    """`kgdb ask` with cosine, and `kgdb ask --reasoner extractive` on a graph without a checkpoint
+    (it falls back to the shipped cosine-dde and says so), import neither torch nor
+    sentence-transformers; plain `kgdb ask` without an LLM answers with the shipped portable RRP
+    ranker, which needs torch and nothing else heavy."""
     from kgdb_graphs import load
 
     load(graph, TRIPLES)
@@ -192,6 +194,7 @@ def test_cold_ask_imports_no_torch(graph, tmp_path, retriever):
     out = run_python(code, env)
     assert out.returncode == 0, out.stderr
     assert '"answer": "Paris"' in out.stdout
-    # plain ask: no checkpoint for this graph, so the shipped cosine-dde, scored in numpy
-    assert f'"retriever": "{"cosine-dde" if not retriever else "cosine"}"' in out.stdout
-    assert out.stdout.strip().splitlines()[-1] == "HEAVY []"
+    # no checkpoint for this graph: the shipped cosine-dde, scored in numpy; or, plain, the shipped portable ranker
+    expected = {"cosine": "cosine", "extractive": "cosine-dde"}.get(retriever[1] if retriever else "", "relation-paths")
+    assert f'"retriever": "{expected}"' in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == ("HEAVY ['torch']" if not retriever else "HEAVY []")

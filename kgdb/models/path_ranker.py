@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
-from torch_geometric.utils import scatter, softmax
 
 PLANNER_FEATURES = ("planner_logp", "planner_logp_rel")
 PORTABLE_FEATURES = (
@@ -102,6 +101,8 @@ class PathRanker(nn.Module):
     def loss(scores: torch.Tensor, owner: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
         """Listwise: -log Σ_{positives} softmax(scores within the question), summed over questions.
         Every question must have at least one positive candidate."""
+        from torch_geometric.utils import scatter, softmax  # here, not at import: answering never needs torch-geometric
+
         p = softmax(scores, owner)
         mass = scatter(p * positive.float(), owner, dim=0, reduce="sum")
         return -torch.log(mass.clamp(min=1e-12)).sum()
