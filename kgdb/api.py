@@ -102,24 +102,31 @@ class Kgdb:
         question: str,
         topics: list[str] | None = None,
         *,
-        retriever: str = "subgraphrag",
+        retriever: str | None = None,
         checkpoint: str | None = None,
         reasoner: str | Any = "auto",
-        fmt: str = "triples",
+        fmt: str | None = None,
         k: int = 100,
         hops: int = 2,
         cap: int | None = None,
         write: bool = True,
     ):
-        """Answer from the graph (an LLM when one is configured, else the extractive reasoner)."""
-        from kgdb.qa.ask import AskPipeline
+        """Answer from the graph as `kgdb ask` does: with `retriever` None, RRP when trained for this
+        graph or, without an LLM, the portable ranker shipped with kgdb; else subgraphrag (or the
+        shipped cosine-dde) and an LLM when one is configured, else the extractive reasoner."""
+        from kgdb.qa.ask import answering_pipeline
 
         key = ("ask", retriever, checkpoint, reasoner if isinstance(reasoner, str) else id(reasoner), fmt, k, hops, cap, write)
         if key not in self._pipelines:
-            self._pipelines[key] = AskPipeline(
-                self.graph, self.settings, retriever=retriever, checkpoint=checkpoint, reasoner=reasoner, fmt=fmt, k=k, hops=hops,
-                cap=cap, write=write,
-            )
+            if isinstance(reasoner, str):
+                self._pipelines[key] = answering_pipeline(self.graph, self.settings, retriever=retriever, checkpoint=checkpoint,
+                                                          reasoner=reasoner, fmt=fmt, k=k, hops=hops, cap=cap, write=write)
+            else:  # a reasoner object: the retriever as given (default subgraphrag)
+                from kgdb.qa.ask import AskPipeline, default_retriever
+
+                self._pipelines[key] = AskPipeline(self.graph, self.settings, retriever=default_retriever(retriever, "auto"),
+                                                   checkpoint=checkpoint, reasoner=reasoner, fmt=fmt or "triples", k=k, hops=hops, cap=cap,
+                                                   write=write)
         return self._pipelines[key].ask(question, topics)
 
     # ---- training ----------------------------------------------------------------------------

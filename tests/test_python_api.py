@@ -124,3 +124,14 @@ def test_readme_example_matches_this_file():
     if code is None:
         pytest.skip(f"README.md has no {START} ... {END} section yet")
     assert code.strip() == EXAMPLE.strip()
+
+
+def test_api_ask_without_a_retriever_chooses_as_kgdb_ask(api_env):
+    """`Kgdb.ask` with no retriever named picks what `kgdb ask` picks: no LLM and nothing trained on
+    this graph, so the portable RRP ranker shipped with kgdb answers, and the result says so."""
+    import kgdb
+
+    with kgdb.connect() as kg:
+        res = kg.ask("what is the capital of france?", write=False)
+    assert res.retriever == "relation-paths" and "portable rrp-ranker shipped with kgdb" in res.retriever_note
+    assert [a.answer for a in res.answers] == ["Paris"] and not res.reasoning.llm_used

@@ -29,30 +29,6 @@ ASK_REASONER_HELP = ("auto (an LLM when KGDB_LLM_MODEL is set; else rrp, with th
                      "grounded relation paths).")
 
 
-def _default_retriever(retriever: Optional[str], reasoner: str) -> str:
-    return retriever or ("relation-paths" if reasoner == "rrp" else "subgraphrag")
-
-
-def _rrp_trained_for(graph, settings) -> bool:
-    """A relation-path planner checkpoint (`kgdb train rrp-planner`) trained on this graph exists:
-    read from the config files alone, so `kgdb ask` stays light when none does."""
-    from kgdb.cypher.tables import graph_fingerprint
-
-    folder = Path(settings.checkpoints_dir)
-    configs = sorted(folder.glob("*/config.json")) if folder.is_dir() else []
-    if not configs:
-        return False
-    fingerprint = graph_fingerprint(graph)[0]
-    for path in configs:
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if config.get("retriever") == "rrp-planner" and config.get("graph_fingerprint") == fingerprint:
-            return True
-    return False
-
-
 def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
     if value not in choices:
         raise InputError(f"{value!r} is not one of {', '.join(choices)}", path=option)
@@ -80,9 +56,7 @@ def ask(
     only_browser_query: bool = typer.Option(False, "--browser-query", help="Print only the Neo4j Browser query of the run (to pipe or paste)."),
 ) -> None:
     """Answer a question from the graph, with the evidence each answer rests on."""
-    from kgdb.models.checkpoints import NoCheckpointError
-    from kgdb.models.default import shipped_checkpoint
-    from kgdb.qa.ask import AskPipeline
+    from kgdb.qa.ask import answering_pipeline
 
     if not question.strip():
         raise InputError("the question is empty: ask something, e.g. kgdb ask \"what is the capital of France?\"", path="QUESTION")
@@ -95,26 +69,8 @@ def ask(
         require_planner_llm(settings)  # before the graph is opened: one clear line
         retriever = retriever or "relation-paths"
     with open_graph(ctx) as graph:
-        implicit_rrp = False
-        if retriever is None and reasoner in ("auto", "rrp") and _rrp_trained_for(graph, settings):
-            # RRP is the default once trained for this graph: without an LLM its own reasoner,
-            # with one the rethought paths, best first, in the `paths` prompt
-            retriever = "relation-paths"
-            reasoner = "rrp" if reasoner == "rrp" or not settings.llm_model else reasoner
-            fmt = fmt or ("paths" if reasoner != "rrp" else "triples")
-        elif retriever is None and checkpoint is None and reasoner == "auto" and not settings.llm_model and shipped_checkpoint("rrp-ranker"):
-            # no LLM and nothing trained here: the portable ranker shipped with kgdb answers from relation
-            # paths (README, "RRP on any graph"); if it does not fit the graph, the extractive reasoner does
-            retriever, reasoner, implicit_rrp = "relation-paths", "rrp", True
-        retriever = _default_retriever(retriever, reasoner)
-        fmt = fmt or "triples"
-        options = dict(checkpoint=checkpoint, k=k, hops=hops, cap=cap, chain_hops=chain_hops, write=write, planner=planner, fmt=fmt)
-        try:
-            pipe = AskPipeline(graph, settings, retriever=retriever, reasoner=reasoner, **options)
-        except NoCheckpointError:
-            if not implicit_rrp:
-                raise
-            pipe = AskPipeline(graph, settings, retriever=_default_retriever(None, "auto"), reasoner="auto", **options)
+        pipe = answering_pipeline(graph, settings, retriever=retriever, reasoner=reasoner, checkpoint=checkpoint, fmt=fmt, k=k, hops=hops,
+                                  cap=cap, chain_hops=chain_hops, write=write, planner=planner)
         res = pipe.ask(question, topic or None)
     if only_browser_query:
         if not res.browser_query:
@@ -226,14 +182,14 @@ def eval_qa(
     """
     from kgdb.cypher.linking import existing_entities
     from kgdb.data.questions import default_split, file_tag, read_questions, subsample
-    from kgdb.qa.ask import AskPipeline
+    from kgdb.qa.ask import AskPipeline, default_retriever
     from kgdb.qa.evaluate import evaluate_qa, read_done
     from kgdb.qa.metrics import MatchRules
 
     _check_choice(fmt, FORMATS, "--format")
     _check_choice(reasoner, REASONERS, "--reasoner")
     _check_choice(planner, PLANNERS, "--planner")
-    retriever = _default_retriever(retriever, "rrp" if planner == "llm" else reasoner)
+    retriever = default_retriever(retriever, "rrp" if planner == "llm" else reasoner)
     try:
         rules = MatchRules.parse(match)
     except ValueError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -118,6 +119,56 @@ def _fallback_retrieval(graph: Graph, settings: Settings, retriever: str, exc: E
                       f"(trained on {pipe.checkpoint.config.get('dataset', '?')}){why}")
     pipe = RetrievePipeline(graph, settings, "cosine", None, **kw)
     return pipe, f"{exc}; meanwhile the cosine retriever was used{why}"
+
+
+def default_retriever(retriever: str | None, reasoner: str) -> str:
+    return retriever or (RELATION_PATHS if reasoner == "rrp" else "subgraphrag")
+
+
+def rrp_trained_for(graph: Graph, settings: Settings) -> bool:
+    """A relation-path planner checkpoint (`kgdb train rrp-planner`) trained on this graph exists:
+    read from the config files alone, so `kgdb ask` stays light when none does."""
+    from kgdb.cypher.tables import graph_fingerprint
+
+    folder = Path(settings.checkpoints_dir)
+    configs = sorted(folder.glob("*/config.json")) if folder.is_dir() else []
+    if not configs:
+        return False
+    fingerprint = graph_fingerprint(graph)[0]
+    for path in configs:
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if config.get("retriever") == "rrp-planner" and config.get("graph_fingerprint") == fingerprint:
+            return True
+    return False
+
+
+def answering_pipeline(graph: Graph, settings: Settings, *, retriever: str | None = None, reasoner: str = "auto",
+                       checkpoint: str | None = None, fmt: str | None = None, **options: Any) -> "AskPipeline":
+    """The pipeline `kgdb ask` and `Kgdb.ask` answer with; what they pick when the retriever is not
+    named: RRP once trained for this graph (without an LLM its own reasoner, with one its rethought
+    paths in the `paths` prompt); without an LLM and nothing trained, RRP with the portable ranker
+    shipped with kgdb (README, "RRP on any graph"); else, or where that ranker does not fit the
+    graph, the default retriever (subgraphrag, falling back to the shipped cosine-dde) and `reasoner`."""
+    from kgdb.models.checkpoints import NoCheckpointError
+    from kgdb.models.default import shipped_checkpoint
+
+    implicit = False
+    if retriever is None and reasoner in ("auto", "rrp") and rrp_trained_for(graph, settings):
+        retriever = RELATION_PATHS
+        reasoner = "rrp" if reasoner == "rrp" or not settings.llm_model else reasoner
+        fmt = fmt or ("paths" if reasoner != "rrp" else "triples")
+    elif retriever is None and checkpoint is None and reasoner == "auto" and not settings.llm_model and shipped_checkpoint("rrp-ranker"):
+        retriever, reasoner, implicit = RELATION_PATHS, "rrp", True
+    options.update(checkpoint=checkpoint, fmt=fmt or "triples")
+    try:
+        return AskPipeline(graph, settings, retriever=default_retriever(retriever, reasoner), reasoner=reasoner, **options)
+    except NoCheckpointError:
+        if not implicit:
+            raise
+        return AskPipeline(graph, settings, retriever=default_retriever(None, "auto"), reasoner="auto", **options)
 
 
 class AskPipeline:
