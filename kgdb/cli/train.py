@@ -303,8 +303,8 @@ def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, pat
         task = bar.add_task("candidates", total=None)
         ckpt, result = train_path_ranker(
             graph, settings, questions, graphs=[by_uri[u] for u in on] or None, portable=portable, sample_train=sample_train,
-            sample_val=sample_val, planner=model.pop("planner", None), model=model, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed,
-            threads=threads, on_start=lambda split, n: bar.reset(task, total=n, description=f"candidates {split}"),
+            sample_val=sample_val, planner=model.pop("planner", None), model=model, name=name, max_epochs=max_epochs, patience=patience,
+            lr=lr, seed=seed, threads=threads, on_start=lambda split, n: bar.reset(task, total=n, description=f"candidates {split}"),
             on_progress=lambda n: bar.advance(task, n), on_examples=on_examples, on_epoch=on_epoch)
         bar.update(task, visible=False)
         console.print(f"best epoch {result.best_epoch}: val answer Hit@1 {result.best_val_hit1:.4f}, Macro-F1 {result.best_val_f1:.4f} "

@@ -2,9 +2,9 @@
 
 Mini-batches of questions, Adam with weight decay (a few hundred WebQSP questions against a
 thousand relations), the listwise loss over each question's candidates. After every epoch the val
-questions are ranked (`val`: one group per question file, averaged) and the model with the best val answer Hit@1 of its top path (the expected
-Hit@1 when the top path's answers are taken in any order: gold ends / ends), then Macro-F1, then val loss, is kept,
-with early stopping on patience. Tensors only: the examples come from the seam
+questions are ranked (`val`: one group per question file, averaged) and the model with the best val
+answer Hit@1 of its top path (the expected Hit@1 when the top path's answers are taken in any order:
+gold ends / ends), then Macro-F1, then val loss, is kept, with early stopping on patience. Tensors only: the examples come from the seam
 (`kgdb.pipeline.path_ranker`).
 """
 
