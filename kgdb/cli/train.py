@@ -124,7 +124,7 @@ def _parse_settings(pairs: list[str]) -> dict[str, str]:
 @app.command("train")
 def train_retriever(
     ctx: typer.Context,
-    retriever: Annotated[str, typer.Argument(help="A registered retriever (`kgdb retrievers` lists them), rrp-planner (the relation-path planner), rrp-ranker (a ranker over every enumerated relation path, reading a trained planner: --set planner=NAME, default the newest) or rrp (RRP's structural reasoner; then λ1, θ are tuned on val).")],
+    retriever: Annotated[str, typer.Argument(help="A registered retriever (`kgdb retrievers` lists them), rrp-planner (the relation-path planner), rrp-ranker (a ranker over every enumerated relation path, reading a trained planner: --set planner=NAME, default the newest; with --portable none, for any graph) or rrp (RRP's structural reasoner; then λ1, θ are tuned on val).")],
     questions: Annotated[list[Path], typer.Option("--questions", help=QUESTIONS_HELP + " Repeatable for rrp-planner and rrp (one model for all files).")],
     name: Annotated[Optional[str], typer.Option("--name", help="Checkpoint name (default <retriever>-<dataset>).")] = None,
     hops: Annotated[Optional[int], typer.Option("--hops", help="Subgraph radius around the topic entities (default 2); for rrp-planner the longest relation path, for rrp the reasoning steps (default 3).")] = None,

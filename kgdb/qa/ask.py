@@ -168,7 +168,10 @@ def answering_pipeline(graph: Graph, settings: Settings, *, retriever: str | Non
     except NoCheckpointError:
         if not implicit:
             raise
-        return AskPipeline(graph, settings, retriever=default_retriever(None, "auto"), reasoner="auto", **options)
+        pipe = AskPipeline(graph, settings, retriever=default_retriever(None, "auto"), reasoner="auto", **options)
+        why = "the portable rrp-ranker shipped with kgdb does not fit this graph's embedding model, so RRP did not answer"
+        pipe.retriever_note = "; ".join(n for n in (why, pipe.retriever_note) if n)
+        return pipe
 
 
 class AskPipeline:
