@@ -56,6 +56,7 @@ class PathRanker(nn.Module):
     """Scores of candidate relation paths; `relation_emb` [R, d] is the graph's relation text table."""
 
     name = "rrp-ranker"
+    Config = RankerConfig  # as the registered retrievers: `kgdb.models.registry.make_config` types `--set` values
 
     def __init__(self, config: RankerConfig, relation_emb: torch.Tensor):
         super().__init__()

@@ -113,17 +113,6 @@ def _f1(pred: set[str], gold: set[str]) -> float:
     return 2 * common / (len(pred) + len(gold)) if common else 0.0
 
 
-def question_texts(graph: Graph, records, embedder) -> tuple[list[str], np.ndarray, set[str]]:
-    """What a ranker reads of each question: its text without the gold topics' names and that text's
-    sentence embedding; and the topics that are entities of the graph."""
-    from kgdb.cypher.linking import strip_mentions
-    from kgdb.cypher.paths import entity_names
-
-    names = {i: n for i, (n, _) in entity_names(graph, [t for q in records for t in q.topics]).items()}
-    texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
-    return texts, embedder.encode(texts), set(names)
-
-
 def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *, max_hops: int, buckets: int, planner=None,
                     on_progress: Callable[[int], None] = lambda n: None):
     """Examples of a split from the gold topics: every enumerated candidate with its features; the
@@ -131,10 +120,11 @@ def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *,
     Eq. 1's reliable paths judged by what they reach rather than by length alone."""
     from kgdb.cypher.path_candidates import candidate_hops, relation_paths_around
     from kgdb.models.planner import text_features
+    from kgdb.pipeline.train import question_texts
     from kgdb.training.path_ranker import RankerExample
 
     plain, through_cvt = candidate_hops(graph)
-    texts, embs, known = question_texts(graph, records, embedder)
+    texts, embs, known = question_texts(graph, records, embedder.encode)
     out, counts = [], {"no_candidate": 0, "no_positive": 0, "candidates": 0}
     for q, text, emb in zip(records, texts, embs):
         topics = [t for t in q.topics if t in known]
@@ -171,10 +161,9 @@ class RankedPathPlanner:
         self._last: tuple[str, dict] = ("", {})
 
     def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
-        from kgdb.cypher.linking import strip_mentions
+        from kgdb.pipeline.relation_paths import encode_question
 
-        text = strip_mentions(question, topic_names)
-        return text, self.embedder.encode([text])[0]
+        return encode_question(self.embedder, question, topic_names)
 
     def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]):
         return self.plan_encoded(graph, *self.encode(question, topic_names), topics)
@@ -232,12 +221,12 @@ def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None,
             return None
     relations: list[RelationText] = []
 
-    def build(cfg: dict, table):
+    def build(cfg: dict, state: dict):
         config = RankerConfig(**cfg)
-        if config.portable:  # weights without a relation table: the connected graph's
-            relations.append(graph_relations(graph, settings))
-            table = torch.from_numpy(relations[0].table)
-        return PathRanker(config, table)
+        if not config.portable:
+            return PathRanker(config, state["relation_emb"])
+        relations.append(graph_relations(graph, settings))  # weights without a relation table: the connected graph's
+        return PathRanker(config, torch.from_numpy(relations[0].table))
 
     model, ckpt = load_relation_model(graph, settings, checkpoint, RANKER, build, "--checkpoint")
     tuned = ckpt.config.get("rethinking") or {}
@@ -262,24 +251,6 @@ def shipped_ranker(graph: Graph, settings: Settings, *, beam: int | None = None)
         return load_ranker(graph, settings, str(folder), beam=beam)
     except CheckpointError:  # the graph was embedded with another model
         return None
-
-
-def ranker_settings(pairs: dict[str, str]) -> dict:
-    """`--set KEY=VALUE` pairs as `RankerConfig` fields of their types (`InputError` naming the key)."""
-    from dataclasses import fields
-
-    from kgdb.models.path_ranker import RankerConfig
-
-    types = {f.name: f.type for f in fields(RankerConfig) if f.name not in ("max_hops", "dense", "portable")}
-    out = {}
-    for key, value in pairs.items():
-        if key not in types:
-            raise InputError(f"{key!r} is not a ranker setting; choose from planner, {', '.join(types)}", path="--set")
-        try:
-            out[key] = (float if types[key] in (float, "float") else int)(value)
-        except ValueError:
-            raise InputError(f"{key}={value!r} is not a number", path="--set") from None
-    return out
 
 
 def train_path_ranker(
@@ -316,12 +287,17 @@ def train_path_ranker(
     from kgdb.embeddings import get_embedder
     from kgdb.models.base import resolve_device
     from kgdb.models.path_ranker import DENSE_FEATURES, PORTABLE_FEATURES, PathRanker, RankerConfig
+    from kgdb.models.registry import make_config
     from kgdb.pipeline.relation_paths import load_planner, save_relation_model
     from kgdb.training.path_ranker import RankerTrainConfig, train_ranker_model
     from kgdb.training.trainer import seed_everything
 
     graphs = graphs or [graph] * len(questions)
-    overrides = ranker_settings(model or {})
+    model = model or {}
+    if fixed := sorted({"max_hops", "dense", "portable"} & set(model)):
+        raise InputError(f"rrp-ranker setting {', '.join(fixed)} is set by the command (--portable, the graph), not by --set", path="--set")
+    typed = make_config(PathRanker, model)
+    overrides = {k: getattr(typed, k) for k in model}
     if len(graphs) != len(questions):
         raise InputError(f"{len(graphs)} graphs for {len(questions)} question files", path="--on")
     if not portable and any(g is not graph for g in graphs):

@@ -54,9 +54,8 @@ class CosinePathPlanner:
     def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
         from kgdb.cypher.paths import ground_relation_path, relations_around
         from kgdb.embeddings import relation_text
-        from kgdb.cypher.linking import strip_mentions
 
-        q = self.embedder.encode([strip_mentions(question, topic_names)])[0]
+        q = encode_question(self.embedder, question, topic_names)[1]
         frontier: list[tuple[tuple[str, ...], list[str]]] = [((), list(topics))]
         kept: list[PlannedPath] = []
         for _ in range(self.max_hops):
@@ -326,6 +325,14 @@ def _as_subgraph(question: str, qid: str | None, topics: list[str], triples: lis
 PLANNER = "rrp-planner"
 
 
+def encode_question(embedder, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
+    """The question a planner or ranker reads: without the topic names, and its sentence embedding."""
+    from kgdb.cypher.linking import strip_mentions
+
+    text = strip_mentions(question, topic_names)
+    return text, embedder.encode([text])[0]
+
+
 class TrainedPathPlanner:
     """`plan()` with a trained `kgdb.models.planner.PathPlanner`: beam search over (relation,
     direction) steps given the question (topic names removed); scores are path probabilities."""
@@ -379,11 +386,7 @@ class TrainedPathPlanner:
         return allowed
 
     def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
-        """The question the planner reads: without the topic names, and its sentence embedding."""
-        from kgdb.cypher.linking import strip_mentions
-
-        text = strip_mentions(question, topic_names)
-        return text, self.embedder.encode([text])[0]
+        return encode_question(self.embedder, question, topic_names)
 
     def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
         return self.plan_encoded(graph, *self.encode(question, topic_names), topics)
@@ -422,7 +425,8 @@ class TrainedPathPlanner:
 def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None, kind: str, build, flag: str):
     """A model over the relation vocabulary (the planner, the structural reasoner) and its checkpoint:
     the named one, else the newest of `kind` trained on this graph (`NoCheckpointError`).
-    `build(model_config_dict, relation_emb)` makes the module the weights are loaded into."""
+    `build(model_config_dict, weights)` makes the module the weights are loaded into (from the
+    weights' `relation_emb`, or, for a model that stores none, from the graph's table)."""
     from safetensors.torch import load_file
 
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
@@ -435,8 +439,7 @@ def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None
     check_compatible(ckpt, info.get("model") or settings.embedding_model, int(ckpt.config.get("embedding_dim") or 0))
     state = load_file(str(ckpt.path / WEIGHTS), device="cpu")
     try:
-        portable = bool(ckpt.config["model"].get("portable"))  # a portable model stores no relation table: it reads the graph's
-        model = build(ckpt.config["model"], None if portable else state["relation_emb"])
+        model = build(ckpt.config["model"], state)
         model.load_state_dict(state)
     except (KeyError, TypeError, RuntimeError) as exc:  # written by another version of the model, or by hand
         raise CheckpointError(f"checkpoint {ckpt.path} does not hold a {kind} model this kgdb can load ({type(exc).__name__}: "
@@ -462,7 +465,7 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
     from kgdb.models.planner import PathPlanner, PlannerConfig
 
     model, ckpt = load_relation_model(graph, settings, checkpoint, PLANNER,
-                                      lambda cfg, rel: PathPlanner(PlannerConfig(**cfg), rel), "--checkpoint")
+                                      lambda cfg, state: PathPlanner(PlannerConfig(**cfg), state["relation_emb"]), "--checkpoint")
     cfg = ckpt.config
     embedder = get_embedder(cfg.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
     return TrainedPathPlanner(model, list(cfg["relation_names"]), embedder, beam=beam, checkpoint=ckpt, constrained=constrained)

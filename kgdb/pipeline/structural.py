@@ -184,11 +184,11 @@ def load_structural(graph: Graph, settings: Settings, checkpoint: str | None = N
     """The named structural checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
     from kgdb.pipeline.relation_paths import load_relation_model
 
-    def build(cfg: dict, rel):
+    def build(cfg: dict, state: dict):
         # torch-geometric is imported only once a checkpoint was found (1.6 s of a cold `kgdb ask`)
         from kgdb.models.structural import StructuralConfig, StructuralReasoner
 
-        return StructuralReasoner(StructuralConfig(**cfg), rel)
+        return StructuralReasoner(StructuralConfig(**cfg), state["relation_emb"])
 
     model, ckpt = load_relation_model(graph, settings, checkpoint, STRUCTURAL, build, "--structural")
     return StructuralRunner(model, list(ckpt.config["relation_names"]), ckpt)

@@ -209,18 +209,26 @@ def relation_vocabulary(graph: Graph, settings: Settings) -> RelationVocabulary:
     )
 
 
+def question_texts(graph: Graph, records: list[QuestionRecord], embed) -> tuple[list[str], np.ndarray, set[str]]:
+    """What the relation-path models read of each question: its text without the gold topics' names
+    and that text's sentence embedding (`embed(texts)`); and the topics that are entities of the graph."""
+    from kgdb.cypher.linking import strip_mentions
+    from kgdb.cypher.paths import entity_names
+
+    names = {i: n for i, (n, _) in entity_names(graph, [t for q in records for t in q.topics]).items()}
+    texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
+    return texts, embed(texts), set(names)
+
+
 def labelled_questions(graph: Graph, records: list[QuestionRecord], arrays, embed, max_hops: int, best_f1: bool = True):
     """Per question: (record, text without the topic names, its embedding, Eq. 2's Γ*): the shortest
     relation paths from a topic to the answers (exact hop count when the question file states it,
     else up to `max_hops`; with `best_f1` only those whose reached entities match the answers best).
     The planner and the structural reasoner learn from the same labels."""
-    from kgdb.cypher.linking import strip_mentions
-    from kgdb.cypher.paths import entity_names
     from kgdb.data.relation_paths import shortest_relation_paths
 
-    names = {i: n for i, (n, _) in entity_names(graph, [t for q in records for t in q.topics]).items()}
-    texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
-    for q, text, emb in zip(records, texts, embed(texts)):
+    texts, embs, _ = question_texts(graph, records, embed)
+    for q, text, emb in zip(records, texts, embs):
         paths = shortest_relation_paths(
             arrays, q.topics, q.answers, max_hops=max_hops, exact_hops=q.hop if q.hop and q.hop <= max_hops else None, best_f1=best_f1
         )
