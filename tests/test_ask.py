@@ -4,6 +4,7 @@ real local OpenAI-compatible HTTP server; plus the extractive reasoner on hand-m
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 from dataclasses import dataclass
 
@@ -189,6 +190,25 @@ def test_ask_through_openai_server_with_chains(loaded):
     r = res.reasoning
     assert r.llm_used and r.calls == 1 and r.prompt_tokens > 50 and r.completion_tokens > 0
     assert res.answers and res.answers[0].grounded and res.answers[0].evidence
+
+
+def test_cli_ask_falls_back_when_the_shipped_ranker_does_not_fit(loaded, tmp_path, monkeypatch):
+    """A graph embedded with another model than the shipped ranker's: plain `kgdb ask` answers with the
+    default retriever and the extractive reasoner instead, and says why RRP did not answer."""
+    from kgdb.models import default
+
+    graph, settings = loaded
+    misfit = tmp_path / "rrp-ranker-portable"
+    shutil.copytree(default.SHIPPED["rrp-ranker"], misfit)
+    config = json.loads((misfit / "config.json").read_text())
+    config["embedding_model"] = "another-embedding-model"
+    (misfit / "config.json").write_text(json.dumps(config))
+    monkeypatch.setitem(default.SHIPPED, "rrp-ranker", misfit)
+    result = cli(settings, "ask", "what is the capital of jamaica?", "--no-write")
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert "the portable rrp-ranker shipped with kgdb does not fit this graph's embedding model" in out
+    assert "Reasoner: rrp" not in out and "no LLM was used" in out and "Kingston" in out
 
 
 def test_ungrounded_answer_is_marked(loaded):

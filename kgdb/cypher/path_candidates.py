@@ -33,13 +33,16 @@ class CandidatePath:
 def relation_steps(graph: Graph, prefixes: list[list[str]], cap: int = 200) -> list[list[tuple[str, int, int, list[str], list[str]]]]:
     """Per prefix (a list of entity ids): every (relation, direction, entities reached, first `cap`
     ids, the CVT ids among them) step leaving those entities, sorted by (relation, direction)."""
-    out: list[list[tuple[str, int, int, list[str], list[str]]]] = [[] for _ in prefixes]
-    if not prefixes:
-        return out
-    rows = graph.run("relation_steps", prefixes=[{"key": i, "ids": list(ids)} for i, ids in enumerate(prefixes)], cap=cap)
-    for r in rows:
-        out[int(r["key"])].append((r["relation"], int(r["direction"]), int(r["reached"]), list(r["ids"]), list(r["cvt"])))
-    return out
+    # Prefixes often share their entity set (a relation and its Freebase inverse reach the same
+    # entities), so each distinct set is expanded once: on dense graphs most of the time is here.
+    distinct: dict[frozenset[str], int] = {}
+    keys = [distinct.setdefault(frozenset(ids), len(distinct)) for ids in prefixes]
+    steps: list[list[tuple[str, int, int, list[str], list[str]]]] = [[] for _ in distinct]
+    if distinct:
+        rows = graph.run("relation_steps", prefixes=[{"key": k, "ids": sorted(ids)} for ids, k in distinct.items()], cap=cap)
+        for r in rows:
+            steps[int(r["key"])].append((r["relation"], int(r["direction"]), int(r["reached"]), list(r["ids"]), list(r["cvt"])))
+    return [steps[k] for k in keys]
 
 
 def candidate_hops(graph: Graph) -> tuple[int, int]:

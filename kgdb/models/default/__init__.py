@@ -9,7 +9,8 @@ the same model:
 - `rapl-webqsp/`: used only by `--retriever rapl` on a graph without a RAPL checkpoint; RAPL reads
   raw vectors and transfers worse than cosine, so it is never the fallback of other retrievers.
 - `rrp-ranker-portable/`: RRP's path ranker in its portable form (`RankerConfig.for_any_graph`),
-  trained on the WebQSP and MetaQA 1/2/3-hop training splits together; it reads the connected
+  trained on the WebQSP training split (read on the WebQSP subset and on the denser distractor
+  graph with FB15k-237's CVT-collapsed relations) and MetaQA 1/2/3-hop together; it reads the connected
   graph's relation text table, so `--reasoner rrp` (and, without an LLM, `kgdb ask`) answers from
   relation paths on a graph that has no RRP model of its own.
 """
