@@ -109,7 +109,7 @@ class Settings:
     neo4j_dense_threshold: int = DENSE_THRESHOLD
 
     # Bounded multi-hop fetches (kgdb.limits): frontier entities per transaction, triples per subgraph,
-    # hub relationships scanned per level beyond the first.
+    # hub relationships scanned per level beyond the first (per hop, too, of the RRP path enumeration).
     fetch_chunk: int = FETCH_CHUNK
     fetch_max_triples: int = FETCH_MAX_TRIPLES
     fetch_hub_scan: int = FETCH_HUB_SCAN

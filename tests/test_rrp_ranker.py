@@ -111,6 +111,21 @@ def test_enumeration_caps_the_frontier_and_refuses_bad_hops(jamaica):
         relation_paths_around(jamaica, ["Jamaica"], max_hops=3, cvt_hops=2)
 
 
+def test_enumeration_bounds_hubs_beyond_the_first_hop(jamaica):
+    def paths(**bound):
+        return {c.steps: c.ends for c in relation_paths_around(jamaica, ["Kingston"], cap=2, **bound)}
+
+    full, none, roomy = paths(), paths(hub_scan=0), paths(hub_scan=100)
+    assert roomy == full  # the budget covers every hub: the same candidates
+    # Jamaica (more relationships than cap=2) is a hub: with no budget it is not expanded at the second
+    # hop, Surrey County (one relationship) still is; the topic's own hop is never bounded
+    via_jamaica = (("location.location.containedby", 1), ("location.country.capital", 1))
+    via_surrey = (("location.location.containedby", 1), ("location.location.containedby", -1))
+    assert via_jamaica in full and via_jamaica not in none
+    assert full[via_surrey] == {"Kingston", "Saint Andrew Parish"} and none[via_surrey] == {"Kingston"}
+    assert {p: e for p, e in full.items() if len(p) == 1} == {p: e for p, e in none.items() if len(p) == 1}
+
+
 QUESTIONS = [  # (question, candidate paths as (relation, direction) lists, index of the right one)
     ("what language do they speak in X", [[(0, 1)], [(1, 1)], [(2, 1), (3, 1)]], 0),
     ("what is the capital of X", [[(0, 1)], [(1, 1)], [(2, 1), (3, 1)]], 1),

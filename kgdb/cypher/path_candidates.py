@@ -45,6 +45,24 @@ def relation_steps(graph: Graph, prefixes: list[list[str]], cap: int = 200) -> l
     return [steps[k] for k in keys]
 
 
+def bound_hubs(graph: Graph, prefixes: list[list[str]], cap: int, hub_scan: int) -> list[list[str]]:
+    """`prefixes` without the hubs (entities with more than `cap` relationships) that do not fit the
+    scan budget: hubs are kept fewest relationships first (then by id) while their degrees sum to at
+    most `hub_scan`; the others are not expanded. Beyond the topics' own hop a hub's relations are
+    rarely the question's, and one hub of a large Freebase subset costs more than all other entities."""
+    ids = sorted({i for p in prefixes for i in p})
+    if not ids:
+        return prefixes
+    hubs = sorted((int(r["degree"]), r["id"]) for r in graph.run("entity_degrees", ids=ids) if int(r["degree"]) > cap)
+    skipped, spent = set(), 0
+    for degree, entity in hubs:
+        if spent + degree <= hub_scan:
+            spent += degree
+        else:
+            skipped.add(entity)
+    return [[i for i in p if i not in skipped] for p in prefixes] if skipped else prefixes
+
+
 def candidate_hops(graph: Graph) -> tuple[int, int]:
     """(max_hops, cvt_hops) of the candidates on this graph: 2 plain hops and a third through a CVT
     node where the graph has CVT nodes (Freebase's n-ary facts), else 3 plain hops."""
@@ -52,10 +70,12 @@ def candidate_hops(graph: Graph) -> tuple[int, int]:
     return (2, 3) if rows and rows[0]["has_cvt"] else (3, 3)
 
 
-def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2, cvt_hops: int = 3, cap: int = 200) -> list[CandidatePath]:
+def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2, cvt_hops: int = 3, cap: int = 200,
+                          hub_scan: int | None = None) -> list[CandidatePath]:
     """Every relation path of 1..`max_hops` steps from any of `topics`, plus those of up to
     `cvt_hops` steps continued only from the CVT nodes the previous hop reached; sorted by (length,
-    steps). A topic that is not in the graph contributes nothing."""
+    steps). A topic that is not in the graph contributes nothing. `hub_scan`: beyond the first hop,
+    at most this many relationships of hubs are scanned per hop (`bound_hubs`); None: no bound."""
     if max_hops < 1 or cvt_hops < max_hops:
         raise InputError(f"need 1 <= max_hops <= cvt_hops, got max_hops={max_hops}, cvt_hops={cvt_hops}", path="max_hops")
     topics = list(dict.fromkeys(t for t in topics if t))
@@ -66,7 +86,10 @@ def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2,
         if not frontier:
             break
         nxt = []
-        for (topic, steps, _), rows in zip(frontier, relation_steps(graph, [ids for _, _, ids in frontier], cap)):
+        prefixes = [ids for _, _, ids in frontier]
+        if hub_scan is not None and hop > 1:
+            prefixes = bound_hubs(graph, prefixes, cap, hub_scan)
+        for (topic, steps, _), rows in zip(frontier, relation_steps(graph, prefixes, cap)):
             for relation, direction, reached, ids, cvt in rows:
                 path = steps + ((relation, direction),)
                 c = found.setdefault(path, CandidatePath(path))
