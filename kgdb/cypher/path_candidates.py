@@ -48,8 +48,9 @@ def relation_steps(graph: Graph, prefixes: list[list[str]], cap: int = 200) -> l
 def bound_hubs(graph: Graph, prefixes: list[list[str]], cap: int, hub_scan: int) -> list[list[str]]:
     """`prefixes` without the hubs (entities with more than `cap` relationships) that do not fit the
     scan budget: hubs are kept fewest relationships first (then by id) while their degrees sum to at
-    most `hub_scan`; the others are not expanded. Beyond the topics' own hop a hub's relations are
-    rarely the question's, and one hub of a large Freebase subset costs more than all other entities."""
+    most `hub_scan`; the others are not expanded. Keeping `cap` of a hub's neighbours means scanning
+    all of them; on the distractor graph the bound left every val answer as it was (README, "RRP on
+    any graph")."""
     ids = sorted({i for p in prefixes for i in p})
     if not ids:
         return prefixes

@@ -173,9 +173,10 @@ class RankedPathPlanner:
         from kgdb.models.planner import text_features
         from kgdb.training.path_ranker import RankerExample, rank_scores
 
-        kept, tokens, dense = candidate_features(self.relations, text, q_emb, topics, relation_paths_around(
-            graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap, hub_scan=self.hub_scan), max_hops=self.model.cfg.max_hops,
-            planner=self.planner)
+        candidates = relation_paths_around(graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap,
+                                           hub_scan=self.hub_scan)
+        kept, tokens, dense = candidate_features(self.relations, text, q_emb, topics, candidates, max_hops=self.model.cfg.max_hops,
+                                                 planner=self.planner)
         if not kept:
             return []
         none = np.zeros(len(kept), np.float32)
