@@ -15,7 +15,7 @@ from typing import Any
 from platformdirs import user_cache_dir, user_data_dir
 
 from kgdb.errors import InputError
-from kgdb.limits import DENSE_THRESHOLD, FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES  # noqa: E402
+from kgdb.limits import DENSE_THRESHOLD, FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES, RRP_PREFIXES  # noqa: E402
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
@@ -113,6 +113,8 @@ class Settings:
     fetch_chunk: int = FETCH_CHUNK
     fetch_max_triples: int = FETCH_MAX_TRIPLES
     fetch_hub_scan: int = FETCH_HUB_SCAN
+    # Relation paths the RRP path enumeration continues per hop (kgdb.limits.RRP_PREFIXES).
+    rrp_prefixes: int = RRP_PREFIXES
 
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 256

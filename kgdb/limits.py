@@ -30,6 +30,13 @@ FETCH_MAX_TRIPLES = 100_000
 # (hubs there: more relationships than one step keeps, fewest first; `path_candidates.bound_hubs`):
 # on the distractor graph it took RRP's p50 / p95 from ~125 / 344 to ~80 / 248 ms, val answers unchanged.
 FETCH_HUB_SCAN = 10_000
+# Relation paths the RRP path ranker's enumeration continues per hop beyond the first, the most
+# question-like first (the largest question-relation cosine of their steps; `path_candidates.best_prefixes`).
+# Every path is still a candidate; only the others' continuations are not listed. On the 10M-triple
+# synthetic graph a question had 29k candidates and 1.7 s of enumeration without it. The smallest of
+# 16, 32 and 64 whose val Hit@1 and Macro-F1 equal the unbounded ones on WebQSP (subset and distractor
+# graph) and MetaQA 1/2/3-hop (KGDB_RRP_PREFIXES; README, "RRP on any graph").
+RRP_PREFIXES = 16
 # Degree from which Neo4j groups a node's relationships by type (`db.relationship_grouping_threshold`;
 # KGDB_NEO4J_DENSE_THRESHOLD), written into the local server's neo4j.conf, which neo4j-admin import
 # reads too. Neo4j's default, 50, made relationship linking take 26 of the 37 minutes of a 50M-triple

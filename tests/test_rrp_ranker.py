@@ -6,6 +6,7 @@ gets clear errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -126,6 +127,26 @@ def test_enumeration_bounds_hubs_beyond_the_first_hop(jamaica):
     assert {p: e for p, e in full.items() if len(p) == 1} == {p: e for p, e in none.items() if len(p) == 1}
 
 
+def test_enumeration_continues_only_the_best_prefixes(jamaica):
+    def paths(**bound):
+        return {c.steps: c.ends for c in relation_paths_around(jamaica, ["Jamaica"], **bound)}
+
+    capital, officials = ("location.country.capital", 1), ("government.governmental_jurisdiction.governing_officials", 1)
+    full = paths()
+    one = paths(prefixes=1, prefix_score=lambda steps: float(steps[-1] == capital))
+    # every 1-hop path is still a candidate; only the capital's path is continued, exactly as without the bound
+    assert {p: e for p, e in one.items() if len(p) == 1} == {p: e for p, e in full.items() if len(p) == 1}
+    assert {p: e for p, e in one.items() if len(p) > 1} == {p: e for p, e in full.items() if len(p) > 1 and p[0] == capital}
+    assert any(p[0] == capital for p in one if len(p) > 1)
+    assert paths(prefixes=100, prefix_score=lambda steps: 0.0) == full
+    # equal scores: the smallest steps win, so the choice never depends on the order rows come back in
+    assert {p[0] for p in paths(prefixes=1, prefix_score=lambda steps: 0.0) if len(p) > 1} == {officials}
+    with pytest.raises(InputError, match="KGDB_RRP_PREFIXES: relation paths continued per hop must be 1 or more, got 0"):
+        paths(prefixes=0, prefix_score=lambda steps: 0.0)
+    with pytest.raises(InputError, match="needs a score"):
+        paths(prefixes=1)
+
+
 QUESTIONS = [  # (question, candidate paths as (relation, direction) lists, index of the right one)
     ("what language do they speak in X", [[(0, 1)], [(1, 1)], [(2, 1), (3, 1)]], 0),
     ("what is the capital of X", [[(0, 1)], [(1, 1)], [(2, 1), (3, 1)]], 1),
@@ -164,6 +185,20 @@ def test_ranker_overfits_a_tiny_set_and_is_deterministic():
     again, _ = train_ranker_model(PathRanker(cfg, rel), data, [data], train_cfg)
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
+
+
+def test_ranker_breaks_ties_of_val_hit1_by_val_loss():
+    cfg = RankerConfig(hidden=16, word_dim=8, buckets=1 << 10, max_hops=3, dropout=0.0)
+    data = _examples(cfg.buckets, cfg.dense)
+    # every val candidate answers right (Hit@1 and Macro-F1 tie at every epoch), but the val positives are
+    # other candidates than the training ones, so the val loss grows as the model learns the training set
+    val = [dataclasses.replace(ex, positive=np.roll(ex.positive, 1), hit=np.ones_like(ex.hit), f1=np.ones_like(ex.f1)) for ex in data]
+    torch.manual_seed(0)
+    _, result = train_ranker_model(PathRanker(cfg, torch.randn(4, 8)), data, [val],
+                                   RankerTrainConfig(lr=1e-2, batch_size=2, max_epochs=8, patience=8, seed=1))
+    losses = [e.val_loss for e in result.epochs]
+    assert len(losses) == 8 and {(e.val_hit1, e.val_f1) for e in result.epochs} == {(1.0, 1.0)}
+    assert losses[-1] > losses[0] and result.best_epoch == 1 + int(np.argmin(losses))
 
 
 def test_ranker_refuses_bad_input():

@@ -6,12 +6,15 @@ Paths of 1 and 2 hops from each topic, and 3-hop paths whose second hop lands on
 compound value: "topic -> position held -> office holder" style facts). One `relation_steps.cypher`
 query per hop for all prefixes of all topics. Reach is set-based (as the planner's labels and
 `beam_step.cypher`): a path reaches the distinct entities at the end of any walk that follows its
-steps; each hop continues from the first `cap` of them in id order.
+steps; each hop continues from the first `cap` of them in id order. Beyond the topics' own hop two
+bounds keep dense graphs cheap: hubs within a scan budget (`bound_hubs`) and, given a score, only the
+best-scored relation paths are continued (`best_prefixes`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from kgdb.cypher import Graph
 from kgdb.errors import InputError
@@ -64,6 +67,16 @@ def bound_hubs(graph: Graph, prefixes: list[list[str]], cap: int, hub_scan: int)
     return [[i for i in p if i not in skipped] for p in prefixes] if skipped else prefixes
 
 
+def best_prefixes(frontier: list, budget: int, score: Callable[[tuple[Step, ...]], float]) -> list:
+    """The `frontier` entries (topic, steps, entities) of its `budget` best-scored relation paths
+    (ties: by steps, so the choice is deterministic); all of them when there are no more paths than that."""
+    paths = sorted({steps for _, steps, _ in frontier}, key=lambda p: (-score(p), p))
+    if len(paths) <= budget:
+        return frontier
+    keep = set(paths[:budget])
+    return [f for f in frontier if f[1] in keep]
+
+
 def candidate_hops(graph: Graph) -> tuple[int, int]:
     """(max_hops, cvt_hops) of the candidates on this graph: 2 plain hops and a third through a CVT
     node where the graph has CVT nodes (Freebase's n-ary facts), else 3 plain hops."""
@@ -72,13 +85,21 @@ def candidate_hops(graph: Graph) -> tuple[int, int]:
 
 
 def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2, cvt_hops: int = 3, cap: int = 200,
-                          hub_scan: int | None = None) -> list[CandidatePath]:
+                          hub_scan: int | None = None, prefixes: int | None = None,
+                          prefix_score: Callable[[tuple[Step, ...]], float] | None = None) -> list[CandidatePath]:
     """Every relation path of 1..`max_hops` steps from any of `topics`, plus those of up to
     `cvt_hops` steps continued only from the CVT nodes the previous hop reached; sorted by (length,
     steps). A topic that is not in the graph contributes nothing. `hub_scan`: beyond the first hop,
-    at most this many relationships of hubs are scanned per hop (`bound_hubs`); None: no bound."""
+    at most this many relationships of hubs are scanned per hop (`bound_hubs`); None: no bound.
+    `prefixes`: at most this many relation paths are continued per hop, the best by `prefix_score`
+    (`best_prefixes`); None: all. Every path is still a candidate; only its continuations are not
+    enumerated."""
     if max_hops < 1 or cvt_hops < max_hops:
         raise InputError(f"need 1 <= max_hops <= cvt_hops, got max_hops={max_hops}, cvt_hops={cvt_hops}", path="max_hops")
+    if prefixes is not None and prefixes < 1:
+        raise InputError(f"relation paths continued per hop must be 1 or more, got {prefixes}", path="KGDB_RRP_PREFIXES")
+    if prefixes is not None and prefix_score is None:
+        raise InputError("the prefix bound needs a score to choose the paths it continues", path="prefix_score")
     topics = list(dict.fromkeys(t for t in topics if t))
     found: dict[tuple[Step, ...], CandidatePath] = {}
     # frontier: (topic, steps so far, entities to continue from)
@@ -87,10 +108,12 @@ def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2,
         if not frontier:
             break
         nxt = []
-        prefixes = [ids for _, _, ids in frontier]
+        if prefixes is not None and hop > 1:
+            frontier = best_prefixes(frontier, prefixes, prefix_score)
+        entity_sets = [ids for _, _, ids in frontier]
         if hub_scan is not None and hop > 1:
-            prefixes = bound_hubs(graph, prefixes, cap, hub_scan)
-        for (topic, steps, _), rows in zip(frontier, relation_steps(graph, prefixes, cap)):
+            entity_sets = bound_hubs(graph, entity_sets, cap, hub_scan)
+        for (topic, steps, _), rows in zip(frontier, relation_steps(graph, entity_sets, cap)):
             for relation, direction, reached, ids, cvt in rows:
                 path = steps + ((relation, direction),)
                 c = found.setdefault(path, CandidatePath(path))

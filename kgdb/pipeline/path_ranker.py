@@ -65,6 +65,15 @@ def graph_relations(graph: Graph, settings: Settings) -> RelationText:
     return RelationText.of(tables.relation_names, tables.relation)
 
 
+def prefix_score(relations: RelationText, q_emb: np.ndarray) -> Callable[[tuple], float]:
+    """How question-like a relation path is, for the enumeration's prefix bound: the largest cosine
+    between the question and its steps' relations (the ranker's own `cos_max` feature); -1 for a
+    relation the table lacks."""
+    cos = relations.unit @ (np.asarray(q_emb, np.float32) / (np.linalg.norm(q_emb) or 1.0))
+    index = relations.index
+    return lambda steps: max(float(cos[index[r]]) if r in index else -1.0 for r, _ in steps)
+
+
 def candidate_features(relations: RelationText, text: str, q_emb: np.ndarray, topics: list[str], candidates, *, max_hops: int,
                        planner=None) -> tuple[list, np.ndarray, np.ndarray]:
     """(answer-bearing candidates of at most `max_hops` steps, tokens [N, H], dense [N, F]) of one
@@ -114,7 +123,7 @@ def _f1(pred: set[str], gold: set[str]) -> float:
 
 
 def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *, max_hops: int, buckets: int, planner=None,
-                    hub_scan: int | None = None, on_progress: Callable[[int], None] = lambda n: None):
+                    hub_scan: int | None = None, prefixes: int | None = None, on_progress: Callable[[int], None] = lambda n: None):
     """Examples of a split from the gold topics: every enumerated candidate with its features; the
     positives are the candidates whose answers match the gold ones best (F1; ties: the shortest),
     Eq. 1's reliable paths judged by what they reach rather than by length alone."""
@@ -128,7 +137,8 @@ def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *,
     out, counts = [], {"no_candidate": 0, "no_positive": 0, "candidates": 0}
     for q, text, emb in zip(records, texts, embs):
         topics = [t for t in q.topics if t in known]
-        candidates = relation_paths_around(graph, topics, max_hops=plain, cvt_hops=through_cvt, cap=CAP, hub_scan=hub_scan)
+        candidates = relation_paths_around(graph, topics, max_hops=plain, cvt_hops=through_cvt, cap=CAP, hub_scan=hub_scan,
+                                           prefixes=prefixes, prefix_score=prefix_score(relations, emb))
         kept, tokens, dense = candidate_features(relations, text, emb, topics, candidates, max_hops=max_hops, planner=planner)
         gold, tset = set(q.answers), set(topics)
         f1 = np.array([_f1(answer_ends(c, tset), gold) for c in kept], np.float32)
@@ -154,9 +164,10 @@ class RankedPathPlanner:
     name = RANKER
 
     def __init__(self, model, relations: RelationText, embedder, *, planner=None, hops: tuple[int, int] = (2, 3), beam: int = 10,
-                 checkpoint: Checkpoint | None = None, frontier_cap: int = CAP, hub_scan: int | None = None):
+                 checkpoint: Checkpoint | None = None, frontier_cap: int = CAP, hub_scan: int | None = None, prefixes: int | None = None):
         self.model, self.relations, self.embedder, self.planner = model.eval(), relations, embedder, planner
-        self.hops, self.beam, self.checkpoint, self.frontier_cap, self.hub_scan = hops, beam, checkpoint, frontier_cap, hub_scan
+        self.hops, self.beam, self.checkpoint, self.frontier_cap = hops, beam, checkpoint, frontier_cap
+        self.hub_scan, self.prefixes = hub_scan, prefixes
         self._last: tuple[str, dict] = ("", {})
 
     def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
@@ -174,7 +185,8 @@ class RankedPathPlanner:
         from kgdb.training.path_ranker import RankerExample, rank_scores
 
         candidates = relation_paths_around(graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap,
-                                           hub_scan=self.hub_scan)
+                                           hub_scan=self.hub_scan, prefixes=self.prefixes,
+                                           prefix_score=prefix_score(self.relations, q_emb))
         kept, tokens, dense = candidate_features(self.relations, text, q_emb, topics, candidates, max_hops=self.model.cfg.max_hops,
                                                  planner=self.planner)
         if not kept:
@@ -231,7 +243,7 @@ def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None,
     model, ckpt = load_relation_model(graph, settings, checkpoint, RANKER, build, "--checkpoint")
     tuned = ckpt.config.get("rethinking") or {}
     common = {"hops": candidate_hops(graph), "beam": beam or int(tuned.get("beam", 10)), "checkpoint": ckpt,
-              "hub_scan": settings.fetch_hub_scan}
+              "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes}
     if model.cfg.portable:
         embedder = get_embedder(ckpt.config.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
         return RankedPathPlanner(model, relations[0], embedder, **common)
@@ -333,7 +345,7 @@ def train_path_ranker(
             records = subsample(qs.split(split), sample=n)
             on_start(f"{qs.dataset}/{split}", len(records))
             found, counts = ranker_examples(g, records, relations, embedder, max_hops=max_hops, buckets=model_cfg.buckets, planner=base,
-                                            hub_scan=settings.fetch_hub_scan, on_progress=on_progress)
+                                            hub_scan=settings.fetch_hub_scan, prefixes=settings.rrp_prefixes, on_progress=on_progress)
             for ex in found:  # tokens index the stacked table
                 ex.tokens[ex.tokens > 0] += 2 * offset
             on_examples(f"{qs.dataset}/{split}", len(records), counts)
@@ -364,7 +376,7 @@ def train_path_ranker(
             "questions": [str(p) for p in questions],
             "sample": {"train": sample_train, "val": sample_val},
             "candidates": {"hops": "2, and a third through a CVT node, on a graph with CVT nodes; else 3", "cap": CAP,
-                           "hub_scan": settings.fetch_hub_scan,
+                           "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes,
                            "rule": "relation_steps.cypher from the gold topics; positives: best answer F1, ties the shortest"},
             "dense_features": list(PORTABLE_FEATURES if portable else DENSE_FEATURES),
             "train": {**cfg.__dict__, "threads": threads},

@@ -127,7 +127,7 @@ def train_ranker_model(
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
     result = RankerResult(0, -1.0, -1.0, train_questions=len(usable), skipped_no_positive=len(train) - len(usable))
-    best_state, bad, best_loss = copy.deepcopy(model.state_dict()), 0, float("inf")
+    best_state, bad, best_key = copy.deepcopy(model.state_dict()), 0, (-1.0, -1.0, -float("inf"))
     device = model.relation_emb.device
     for epoch in range(1, cfg.max_epochs + 1):
         t0 = time.perf_counter()
@@ -146,9 +146,9 @@ def train_ranker_model(
         log = RankerEpoch(epoch, total / len(usable), hit, f1, path, val_loss, time.perf_counter() - t0)
         result.epochs.append(log)
         on_epoch(log)
-        if (hit, f1, -val_loss) > (result.best_val_hit1, result.best_val_f1, -best_loss):
-            result.best_epoch, result.best_val_hit1, result.best_val_f1, best_loss = epoch, hit, f1, val_loss
-            best_state, bad, best_loss = copy.deepcopy(model.state_dict()), 0, float("inf")
+        if (hit, f1, -val_loss) > best_key:
+            result.best_epoch, result.best_val_hit1, result.best_val_f1 = epoch, hit, f1
+            best_state, bad, best_key = copy.deepcopy(model.state_dict()), 0, (hit, f1, -val_loss)
         else:
             bad += 1
             if bad >= cfg.patience:
