@@ -16,7 +16,7 @@ from kgdb.models.features import batch_tensors, build_tensors, featurise
 from kgdb.models.gathered_mlp import gathered_mlp
 from kgdb.models.retrievers.cosine import CosineRetriever
 from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
-from kgdb.training.trainer import STATE_FILE, ResumeMismatchError, TrainConfig, ensure_node_features, seed_everything, train
+from kgdb.training.trainer import STATE_FILE, ResumeMismatchError, TrainConfig, ensure_node_features, prepare_cpu, seed_everything, train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -172,3 +172,15 @@ def test_a_retriever_without_batched_training_refuses_a_batch_size():
     items = [_item(tables, i) for i in range(2)]
     with pytest.raises(ValueError, match="one question per step"):
         train(CosineRetriever(), items, items, tables, TrainConfig(max_epochs=1, batch_size=2))
+
+
+def test_prepare_cpu_sets_threads_and_flushes_subnormals():
+    subnormal = torch.tensor([1e-39])  # below float32's smallest normal, 1.18e-38
+    assert float(subnormal * 1.0) != 0.0
+    try:
+        prepare_cpu("cpu", 1)
+        assert torch.get_num_threads() == 1
+        assert float(subnormal * 1.0) == 0.0  # training reads it as zero (fast), not as 1e-39 (slow)
+    finally:
+        torch.set_flush_denormal(False)
+

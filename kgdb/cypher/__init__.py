@@ -147,9 +147,9 @@ class Graph:
     def session(self) -> Session:
         return self.driver.session(database=self.database)
 
-    def run(self, name: str, **params: Any) -> list[dict[str, Any]]:
-        """Run the named query in an auto-routed transaction and return its rows as dicts."""
-        return self.run_text(query(name), _name=name, **params)
+    def run(self, name: str, _raw: bool = False, **params: Any) -> list[dict[str, Any]]:
+        """Run the named query in an auto-routed transaction and return its rows as dicts (`_raw`: see `run_text`)."""
+        return self.run_text(query(name), _name=name, _raw=_raw, **params)
 
     def run_text(self, text: str, _name: str = "inline", _raw: bool = False, **params: Any) -> list[dict[str, Any]]:
         """Rows as dicts; `_raw` skips the driver's per-element `data()` pass (for big primitive lists).

@@ -298,12 +298,11 @@ def train_path_ranker(
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.data.questions import read_questions, subsample
     from kgdb.embeddings import get_embedder
-    from kgdb.models.base import resolve_device
     from kgdb.models.path_ranker import DENSE_FEATURES, PORTABLE_FEATURES, PathRanker, RankerConfig
     from kgdb.models.registry import make_config
     from kgdb.pipeline.relation_paths import load_planner, save_relation_model
     from kgdb.training.path_ranker import RankerTrainConfig, train_ranker_model
-    from kgdb.training.trainer import seed_everything
+    from kgdb.training.trainer import prepare_cpu, seed_everything
 
     graphs = graphs or [graph] * len(questions)
     model = model or {}
@@ -315,8 +314,7 @@ def train_path_ranker(
         raise InputError(f"{len(graphs)} graphs for {len(questions)} question files", path="--on")
     if not portable and any(g is not graph for g in graphs):
         raise InputError("a graph's own ranker reads that graph's planner: train on several graphs with --portable", path="--on")
-    if threads and resolve_device(settings.device) == "cpu":
-        torch.set_num_threads(threads)
+    prepare_cpu(settings.device, threads)
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
     fingerprints = [graph_fingerprint(g) for g in graphs]

@@ -73,15 +73,13 @@ def train_structural(
     (weights + config.json). Returns `(Checkpoint, StructuralResult)`."""
     from kgdb.data.path_subgraphs import EdgesByStep
     from kgdb.data.questions import read_questions
-    from kgdb.models.base import resolve_device
     from kgdb.models.structural import StructuralConfig, StructuralReasoner
     from kgdb.pipeline.relation_paths import save_relation_model
     from kgdb.pipeline.train import relation_vocabulary
     from kgdb.training.structural import StructuralTrainConfig, finished, train_structural_model
-    from kgdb.training.trainer import seed_everything
+    from kgdb.training.trainer import prepare_cpu, seed_everything
 
-    if threads and resolve_device(settings.device) == "cpu":
-        torch.set_num_threads(threads)
+    prepare_cpu(settings.device, threads)
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
     vocab = relation_vocabulary(graph, settings)

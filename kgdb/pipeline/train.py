@@ -77,7 +77,7 @@ def train_retriever(
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import save_checkpoint
     from kgdb.data.cache import add_features
-    from kgdb.training.trainer import ResumeMismatchError, TrainConfig, ensure_node_features, has_positive, seed_everything, train
+    from kgdb.training.trainer import ResumeMismatchError, TrainConfig, ensure_node_features, has_positive, prepare_cpu, seed_everything, train
 
     cap = cap or DEFAULT_CAP  # the config records the cap really fetched with, whatever the default becomes
     cls = registry.get(retriever)
@@ -90,8 +90,7 @@ def train_retriever(
     if not cls.trainable:
         raise InputError(f"{retriever} has nothing to train (no weights); use it directly with --retriever {retriever}", path="RETRIEVER")
     model_cfg = registry.make_config(cls, settings_overrides or {})
-    if threads and resolve_device(settings.device) == "cpu":
-        torch.set_num_threads(threads)
+    prepare_cpu(settings.device, threads)
     cfg = TrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed, batch_size=batch_size)
     qs = read_questions(questions)
     fingerprint, info = fingerprint_of(graph)
@@ -276,10 +275,9 @@ def train_planner(
     from kgdb.data.questions import read_questions
     from kgdb.models.planner import PathPlanner, PlannerConfig
     from kgdb.training.planner import PlannerTrainConfig, train_planner_model
-    from kgdb.training.trainer import seed_everything
+    from kgdb.training.trainer import prepare_cpu, seed_everything
 
-    if threads and resolve_device(settings.device) == "cpu":
-        torch.set_num_threads(threads)
+    prepare_cpu(settings.device, threads)
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
     vocab = relation_vocabulary(graph, settings)

@@ -108,8 +108,9 @@ def train_worker(cls, model_cfg, dim: int, train_items, val_items, entity, relat
     """One DDP worker of `kgdb train --nproc N`: everything comes from the parent's cache, nothing
     from the database. Returns (best weights on the CPU, TrainResult)."""
     from kgdb.models.base import TensorTables
-    from kgdb.training.trainer import seed_everything, train
+    from kgdb.training.trainer import prepare_cpu, seed_everything, train
 
+    prepare_cpu(device, None)
     rank, _ = world()
     tables = TensorTables.from_numpy(entity, relation, fingerprint, device)
     seed_everything(cfg.seed)
