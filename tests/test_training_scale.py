@@ -175,12 +175,15 @@ def test_a_retriever_without_batched_training_refuses_a_batch_size():
 
 
 def test_prepare_cpu_sets_threads_and_flushes_subnormals():
-    subnormal = torch.tensor([1e-39])  # below float32's smallest normal, 1.18e-38
-    assert float(subnormal * 1.0) != 0.0
+    def flushed() -> bool:  # 1e-39 is below float32's smallest normal number, 1.18e-38
+        return float(torch.tensor([1e-39]) * 1.0) == 0.0
+
+    before = flushed()  # an earlier training run in this process may have set it
     try:
+        torch.set_flush_denormal(False)
+        assert not flushed()
         prepare_cpu("cpu", 1)
         assert torch.get_num_threads() == 1
-        assert float(subnormal * 1.0) == 0.0  # training reads it as zero (fast), not as 1e-39 (slow)
+        assert flushed()  # training reads subnormals as zero (fast), not as themselves (slow)
     finally:
-        torch.set_flush_denormal(False)
-
+        torch.set_flush_denormal(before)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
