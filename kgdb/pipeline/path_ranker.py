@@ -170,6 +170,11 @@ class RankedPathPlanner:
         self.hub_scan, self.prefixes = hub_scan, prefixes
         self._last: tuple[str, dict] = ("", {})
 
+    def describe(self) -> dict:
+        """What enumerated the candidates, recorded next to results (`RelationPathRetriever.describe`)."""
+        return {"candidates": {"hops": list(self.hops), "frontier_cap": self.frontier_cap, "hub_scan": self.hub_scan,
+                               "prefixes": self.prefixes}}
+
     def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
         from kgdb.pipeline.relation_paths import encode_question
 

@@ -108,7 +108,8 @@ class RelationPathRetriever:
         return {
             "retriever": self.name,
             "planner": getattr(self.planner, "name", type(self.planner).__name__),
-            "planner_settings": self.planner.describe() if hasattr(self.planner, "describe") else None,  # the LLM planner's endpoint and prompt
+            # the LLM planner's endpoint and prompt; the path ranker's enumeration bounds
+            "planner_settings": self.planner.describe() if hasattr(self.planner, "describe") else None,
             "checkpoint": ckpt.name if ckpt else None,
             "planner_decoding": ("constrained" if self.planner.constrained else "free") if hasattr(self.planner, "constrained") else None,
             "beam": getattr(self.planner, "beam", None),
