@@ -33,13 +33,13 @@ class CandidatePath:
     topics: set[str] = field(default_factory=set)  # the topics it grounds from
 
 
-def relation_steps(graph: Graph, prefixes: list[list[str]], cap: int = 200) -> list[list[tuple[str, int, int, list[str], list[str]]]]:
-    """Per prefix (a list of entity ids): every (relation, direction, entities reached, first `cap`
-    ids, the CVT ids among them) step leaving those entities, sorted by (relation, direction)."""
+def relation_steps(graph: Graph, entity_sets: list[list[str]], cap: int = 200) -> list[list[tuple[str, int, int, list[str], list[str]]]]:
+    """Per entity set (a prefix's end entities): every (relation, direction, entities reached, first
+    `cap` ids, the CVT ids among them) step leaving those entities, sorted by (relation, direction)."""
     # Prefixes often share their entity set (a relation and its Freebase inverse reach the same
     # entities), so each distinct set is expanded once: on dense graphs most of the time is here.
     distinct: dict[frozenset[str], int] = {}
-    keys = [distinct.setdefault(frozenset(ids), len(distinct)) for ids in prefixes]
+    keys = [distinct.setdefault(frozenset(ids), len(distinct)) for ids in entity_sets]
     steps: list[list[tuple[str, int, int, list[str], list[str]]]] = [[] for _ in distinct]
     if distinct:
         # _raw: on dense graphs thousands of rows of id lists, whose per-element `data()` pass took a quarter of the query
@@ -50,15 +50,15 @@ def relation_steps(graph: Graph, prefixes: list[list[str]], cap: int = 200) -> l
     return [steps[k] for k in keys]
 
 
-def bound_hubs(graph: Graph, prefixes: list[list[str]], cap: int, hub_scan: int) -> list[list[str]]:
-    """`prefixes` without the hubs (entities with more than `cap` relationships) that do not fit the
+def bound_hubs(graph: Graph, entity_sets: list[list[str]], cap: int, hub_scan: int) -> list[list[str]]:
+    """`entity_sets` without the hubs (entities with more than `cap` relationships) that do not fit the
     scan budget: hubs are kept fewest relationships first (then by id) while their degrees sum to at
     most `hub_scan`; the others are not expanded. Keeping `cap` of a hub's neighbours means scanning
     all of them; on the distractor graph the bound left every val answer as it was (README, "RRP on
     any graph")."""
-    ids = sorted({i for p in prefixes for i in p})
+    ids = sorted({i for p in entity_sets for i in p})
     if not ids:
-        return prefixes
+        return entity_sets
     hubs = sorted((int(r["degree"]), r["id"]) for r in graph.run("entity_degrees", ids=ids) if int(r["degree"]) > cap)
     skipped, spent = set(), 0
     for degree, entity in hubs:
@@ -66,7 +66,7 @@ def bound_hubs(graph: Graph, prefixes: list[list[str]], cap: int, hub_scan: int)
             spent += degree
         else:
             skipped.add(entity)
-    return [[i for i in p if i not in skipped] for p in prefixes] if skipped else prefixes
+    return [[i for i in p if i not in skipped] for p in entity_sets] if skipped else entity_sets
 
 
 def best_prefixes(frontier: list, budget: int, score: Callable[[tuple[Step, ...]], float]) -> list:
