@@ -187,3 +187,17 @@ def test_prepare_cpu_sets_threads_and_flushes_subnormals():
         assert flushed()  # training reads subnormals as zero (fast), not as themselves (slow)
     finally:
         torch.set_flush_denormal(before)
+
+
+def test_read_weights_sets_subnormal_weights_to_zero_and_keeps_the_rest(tmp_path):
+    from safetensors.torch import save_file
+
+    from kgdb.models.checkpoints import read_weights
+
+    tiny = torch.finfo(torch.float32).tiny  # float32's smallest normal number
+    save_file({"w": torch.tensor([1e-39, -5e-40, tiny, -tiny, 1.5, 0.0]), "d": torch.tensor([1e-310, 2.0], dtype=torch.float64),
+               "ids": torch.tensor([1, 0, 3])}, str(tmp_path / "model.safetensors"))
+    state = read_weights(tmp_path / "model.safetensors")
+    assert state["w"].tolist() == [0.0, 0.0, tiny, -tiny, 1.5, 0.0]  # normal numbers, however small, stay
+    assert state["d"].tolist() == [0.0, 2.0]  # float64 by its own limit
+    assert state["ids"].tolist() == [1, 0, 3]

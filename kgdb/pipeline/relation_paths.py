@@ -428,17 +428,15 @@ def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None
     the named one, else the newest of `kind` trained on this graph (`NoCheckpointError`).
     `build(model_config_dict, weights)` makes the module the weights are loaded into (from the
     weights' `relation_emb`, or, for a model that stores none, from the graph's table)."""
-    from safetensors.torch import load_file
-
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
-    from kgdb.models.checkpoints import WEIGHTS
+    from kgdb.models.checkpoints import WEIGHTS, read_weights
 
     fingerprint, info = fingerprint_of(graph)
     ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else checkpoint_for_graph(settings.checkpoints_dir, kind, fingerprint)
     if ckpt.config.get("retriever") != kind:
         raise InputError(f"checkpoint {ckpt.name} holds a {ckpt.config.get('retriever')} model, not {kind}", path=flag)
     check_compatible(ckpt, info.get("model") or settings.embedding_model, int(ckpt.config.get("embedding_dim") or 0))
-    state = load_file(str(ckpt.path / WEIGHTS), device="cpu")
+    state = read_weights(ckpt.path / WEIGHTS)
     try:
         model = build(ckpt.config["model"], state)
         model.load_state_dict(state)
