@@ -1,4 +1,4 @@
-"""SubgraphRAG and RAPL on a device, from an exported tensor cache: no database on the machine that runs it.
+"""SubgraphRAG, RAPL and the RRP path ranker on a device, from an exported tensor cache: no database on the machine that runs it.
 
     # on a machine with the graph (a running Neo4j holding the question set's graph):
     KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/device.py export \\
@@ -22,6 +22,15 @@ sentence-embedding throughput on the exported names per device, in float32 and (
 it needs only `meta.json` and the model, which can be a local folder (`--model`), e.g. the float16
 copy `half-model --out DIR` writes (MiniLM's float32 weights, 87 MB, are more than a device call
 carries; speed does not depend on the rounding, and `embed` casts the model to each dtype it times).
+
+    # RRP: the portable ranker's examples of question files, each read on its own server (as training reads them)
+    .venv/bin/python benchmarks/device.py rrp-export --questions F --on bolt://localhost:7701 [--questions F2 --on URI2 ...] \\
+        --sample-train 600 --sample-val 300 --out bench-device/rrp
+    .venv/bin/python benchmarks/device.py rrp-run bench-device/rrp --device cpu --device cuda
+
+`rrp-run` prints, per device, the shipped portable ranker's scoring per question p50 / p95 on each val
+group (file), and one training epoch of a fresh model of its config over all training examples (with
+the val pass it ends with, also timed alone).
 """
 
 from __future__ import annotations
@@ -229,6 +238,135 @@ def half_model(args) -> None:
     print(f"wrote {args.out}: {src.name} with {len(weights)} tensors in float16 ({size:.1f} MiB)")
 
 
+RRP_ARRAYS = ("q_emb", "words", "word_off", "cand_off", "tokens", "dense", "positive", "hit", "f1")
+
+
+def _pack_examples(examples: list, tokens_of) -> dict:
+    """RankerExamples as flat arrays (candidates concatenated, offsets per question), floats in float16:
+    only speed is measured from them, and a device call carries at most 64 MiB."""
+    cand = np.cumsum([0] + [len(ex.tokens) for ex in examples])
+    width = max([ex.tokens.shape[1] for ex in examples if len(ex.tokens)], default=1)
+    return {"q_emb": np.stack([ex.q_emb for ex in examples]).astype(np.float16),
+            "words": np.concatenate([np.asarray(ex.words, np.int64) for ex in examples]).astype(np.int32),
+            "word_off": np.cumsum([0] + [len(ex.words) for ex in examples]), "cand_off": cand,
+            "tokens": np.concatenate([tokens_of(np.pad(ex.tokens, ((0, 0), (0, width - ex.tokens.shape[1])))) for ex in examples]).astype(np.int32),
+            "dense": np.concatenate([ex.dense for ex in examples]).astype(np.float16),
+            **{k: np.concatenate([getattr(ex, k) for ex in examples]).astype(bool if k == "positive" else np.float16)
+               for k in ("positive", "hit", "f1")}}
+
+
+def _unpack_examples(path: Path) -> list:
+    from kgdb.training.path_ranker import RankerExample
+
+    z = dict(np.load(path))  # an NpzFile decompresses an array again at every access
+    c, w = z["cand_off"], z["word_off"]
+    return [RankerExample(str(i), z["q_emb"][i].astype(np.float32), z["words"][w[i] : w[i + 1]].astype(np.int64).tolist(),
+                          z["tokens"][c[i] : c[i + 1]].astype(np.int64), z["dense"][c[i] : c[i + 1]].astype(np.float32),
+                          z["positive"][c[i] : c[i + 1]], z["hit"][c[i] : c[i + 1]].astype(np.float32), z["f1"][c[i] : c[i + 1]].astype(np.float32))
+            for i in range(len(c) - 1)]
+
+
+def rrp_export(args) -> None:
+    """The portable RRP ranker's examples (candidates and features of the train and val splits of each
+    question file, read on its graph as `kgdb train rrp-ranker --portable` reads them), with the stacked
+    relation table cut to the relations they use."""
+    from contextlib import ExitStack
+
+    from rich.progress import Progress
+
+    from kgdb.config import load_settings
+    from kgdb.cypher import Graph
+    from kgdb.cypher.tables import graph_fingerprint
+    from kgdb.data.questions import read_questions
+    from kgdb.embeddings import get_embedder
+    from kgdb.models.default import shipped_checkpoint
+    from kgdb.pipeline.path_ranker import split_examples, stacked_relations
+
+    if len(args.on) != len(args.questions):
+        raise SystemExit(f"{len(args.questions)} --questions need as many --on (the server holding each file's graph), got {len(args.on)}")
+    shipped = json.loads((shipped_checkpoint("rrp-ranker") / "config.json").read_text())
+    settings = load_settings()
+    with ExitStack() as stack, Progress() as bar:
+        by_uri = {u: stack.enter_context(Graph.connect(settings.with_overrides(neo4j_uri=u))) for u in dict.fromkeys(args.on)}
+        graphs = [by_uri[u] for u in args.on]
+        fingerprints = [graph_fingerprint(g) for g in graphs]
+        per_file, stacked = stacked_relations(graphs, fingerprints, settings)
+        embedder = get_embedder(shipped["embedding_model"], settings.device, settings.embedding_batch_size)
+        task = bar.add_task("candidates", total=None)
+        train, val = split_examples([read_questions(p) for p in args.questions], graphs, per_file, embedder, settings,
+                                    max_hops=shipped["model"]["max_hops"], buckets=shipped["model"]["buckets"],
+                                    sample_train=args.sample_train, sample_val=args.sample_val,
+                                    on_start=lambda split, n: bar.reset(task, total=n, description=f"candidates {split}"),
+                                    on_progress=lambda n: bar.advance(task, n))
+    used = np.unique(np.concatenate([(ex.tokens[ex.tokens > 0] - 1) // 2 for ex in train + [e for g in val for e in g]]))
+    remap = np.zeros(len(stacked), np.int64)
+    remap[used] = np.arange(len(used))
+    tokens_of = lambda t: np.where(t > 0, 1 + 2 * remap[(t - 1).clip(0) // 2] + (t - 1).clip(0) % 2, 0)  # noqa: E731
+    args.out.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(args.out / "rrp-train.npz", **_pack_examples(train, tokens_of))
+    for i, group in enumerate(val):
+        np.savez_compressed(args.out / f"rrp-val-{i}.npz", **_pack_examples(group, tokens_of))
+    np.savez_compressed(args.out / "rrp-relations.npz", relation=stacked[used].astype(np.float16))
+    meta = {"files": [str(p) for p in args.questions], "on": args.on, "sample": {"train": args.sample_train, "val": args.sample_val},
+            "train": len(train), "val": [len(g) for g in val], "relations": int(len(used)), "shipped_model": shipped["model"]}
+    (args.out / "rrp-meta.json").write_text(json.dumps(meta, indent=1))
+    size = sum(p.stat().st_size for p in args.out.glob("rrp-*")) / 2**20
+    print(f"exported {len(train)} train questions ({sum(len(e.tokens) for e in train):,} candidates) and val {meta['val']} of "
+          f"{len(args.questions)} file(s), {len(used):,} relations, into {args.out} ({size:.1f} MiB)")
+
+
+def rrp_run(args) -> None:
+    """Per device: the shipped portable ranker's scoring per question (warm, read back as serving does)
+    on each val group, and one training epoch of a fresh model of its config over the train examples."""
+    import torch
+
+    from kgdb.models.checkpoints import read_weights
+    from kgdb.models.default import shipped_checkpoint
+    from kgdb.models.path_ranker import PathRanker, RankerConfig
+    from kgdb.training.path_ranker import RankerTrainConfig, evaluate_groups, rank_scores, train_ranker_model
+    from retrieve import pct, sync
+
+    if not (args.folder / "rrp-meta.json").is_file():
+        raise SystemExit(f"{args.folder}: no rrp-meta.json here; write the folder with `benchmarks/device.py rrp-export` first")
+    meta = json.loads((args.folder / "rrp-meta.json").read_text())
+    table = torch.from_numpy(np.load(args.folder / "rrp-relations.npz")["relation"].astype(np.float32))
+    train = _unpack_examples(args.folder / "rrp-train.npz")
+    val = [_unpack_examples(args.folder / f"rrp-val-{i}.npz") for i in range(len(meta["val"]))]
+    torch.set_num_threads(args.threads)
+    if any(d.startswith("cuda") for d in args.device) and not torch.cuda.is_available():
+        raise SystemExit(f"--device {' '.join(args.device)}: torch sees no CUDA device on this machine (torch {torch.__version__})")
+    cfg = RankerConfig(**meta["shipped_model"])
+    weights = read_weights(shipped_checkpoint("rrp-ranker") / "model.safetensors")
+    sizes = [np.median([len(ex.tokens) for ex in g]) for g in val]
+    print(f"{len(train)} train questions ({sum(len(e.tokens) for e in train):,} candidates), val groups "
+          + ", ".join(f"{len(g)} ({s:.0f} candidates p50)" for g, s in zip(val, sizes))
+          + f", {table.shape[0]:,} relations; torch {torch.__version__}, {args.threads} CPU thread(s)")
+    print(f"{'device':<8} " + " ".join(f"{f'val {i} p50 / p95 ms':>20}" for i in range(len(val)))
+          + f" {'epoch s':>8} {'of it val s':>11}")
+    for device in args.device:
+        model = PathRanker(cfg, table).to(device)
+        model.load_state_dict(weights, strict=False)  # a portable ranker's relation table is not in its weights
+        cols = []
+        for group in val:
+            for ex in group[: args.warmup]:
+                rank_scores(model, ex)
+            lat = []
+            for ex in group:
+                sync(device)
+                t = time.perf_counter()
+                rank_scores(model, ex)  # returns numpy: read back, as serving does
+                lat.append((time.perf_counter() - t) * 1000)
+            cols.append(f"{pct(lat, 50):>9.2f} / {pct(lat, 95):<8.2f}")
+        torch.manual_seed(0)
+        fresh = PathRanker(RankerConfig.for_any_graph(max_hops=cfg.max_hops, buckets=cfg.buckets), table).to(device)
+        log = []
+        train_ranker_model(fresh, train, val, RankerTrainConfig(max_epochs=1, patience=1, seed=0), on_epoch=log.append)
+        t = time.perf_counter()
+        evaluate_groups(fresh, val)
+        sync(device)
+        print(f"{device:<8} " + " ".join(cols) + f" {log[0].seconds:>8.2f} {time.perf_counter() - t:>11.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -255,6 +393,17 @@ def main() -> None:
     em.add_argument("--names", type=int, default=10_000)
     em.add_argument("--batch", type=int, default=256, help="sentences per batch (kgdb's default embedding batch)")
     em.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    rx = sub.add_parser("rrp-export", help="write the portable RRP ranker's train and val examples of question files read on their graphs")
+    rx.add_argument("--questions", type=Path, action="append", required=True, help="question file (repeatable)")
+    rx.add_argument("--on", action="append", default=[], help="bolt URI of the server holding the graph of each --questions, in order")
+    rx.add_argument("--out", type=Path, required=True)
+    rx.add_argument("--sample-train", type=int, help="training questions per file at random (default: all)")
+    rx.add_argument("--sample-val", type=int, help="val questions per file at random (default: all)")
+    rr = sub.add_parser("rrp-run", help="time the shipped portable RRP ranker's scoring and a training epoch on each --device")
+    rr.add_argument("folder", type=Path)
+    rr.add_argument("--device", action="append", required=True, help="cpu, cuda, ... (repeatable)")
+    rr.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    rr.add_argument("--warmup", type=int, default=10, help="questions of each val group scored before timing")
     hm = sub.add_parser("half-model", help="copy an embedding model with float16 weights (small enough to carry to a device)")
     hm.add_argument("--model", default="all-MiniLM-L6-v2", help="model name or folder (default: the bundled MiniLM)")
     hm.add_argument("--out", type=Path, required=True)
@@ -262,7 +411,7 @@ def main() -> None:
     from kgdb.errors import KgdbError
 
     try:
-        {"export": export, "run": run, "embed": embed, "half-model": half_model}[args.command](args)
+        {"export": export, "run": run, "embed": embed, "half-model": half_model, "rrp-export": rrp_export, "rrp-run": rrp_run}[args.command](args)
     except KgdbError as exc:  # a checkpoint or model that does not fit: one line, no traceback
         raise SystemExit(f"benchmarks/device.py {args.command}: {exc}") from None
 

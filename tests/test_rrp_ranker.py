@@ -272,6 +272,7 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     from safetensors.torch import load_file
 
     from conftest import wipe
+    from kgdb.models.base import resolve_device
     from kgdb.pipeline import relation_path_retriever
     from kgdb.pipeline.path_ranker import RankedPathPlanner
     from test_rrp_ask import TRIPLES as MOVIE_TRIPLES
@@ -292,6 +293,7 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     config = json.loads((folder / "config.json").read_text())
     assert config["model"]["portable"] and config["relation_names"] is None and config["planner"] is None
     assert config["dense_features"] == list(PORTABLE_FEATURES) and config["metrics"]["val_expected_hit@1"] > 0.5
+    assert config["train"]["device"] == resolve_device(settings.device)  # the GPU when present (KGDB_DEVICE auto)
     weights = load_file(str(folder / "model.safetensors"))
     assert "relation_emb" not in weights and not any(k.startswith("token.") for k in weights)
 
@@ -302,3 +304,36 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     assert retriever.planner.relations.names[0].startswith("film.film.")
     paths = retriever.retrieve("who directed the films starring Lise Meitner", ["Lise Meitner"]).paths
     assert paths[0].relations == ("film.film.starred_actors", "film.film.directed_by") and paths[0].directions == (-1, 1)
+
+
+def test_device_bench_exports_the_portable_rankers_examples_and_times_them_per_device(movie_files, tmp_path):
+    """benchmarks/device.py rrp-export reads each file on its server as training does; rrp-run needs no
+    database and prints one row per device."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from test_rrp_ask import TRIPLES as MOVIE_TRIPLES
+
+    graph, settings, files, env, base = movie_files
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "device.py"
+    env = {**os.environ, **env, "KGDB_NEO4J_URI": settings.neo4j_uri,
+           "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
+    out_dir = tmp_path / "bench"
+    args = [sys.executable, str(script), "rrp-export", "--questions", str(files[0]), "--questions", str(files[1]), "--out", str(out_dir)]
+    out = subprocess.run(args + ["--on", settings.neo4j_uri], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 1 and "2 --questions need as many --on" in out.stderr, out.stderr
+    out = subprocess.run(args + ["--on", settings.neo4j_uri] * 2, capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    meta = json.loads((out_dir / "rrp-meta.json").read_text())
+    assert meta["train"] > 0 and len(meta["val"]) == 2 and meta["relations"] <= len({r for _, r, _ in MOVIE_TRIPLES})
+    out = subprocess.run([sys.executable, str(script), "rrp-run", str(out_dir), "--device", "cpu", "--warmup", "1"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert f"{meta['train']} train questions" in out.stdout
+    assert re.search(r"^cpu(\s+[\d.]+ / [\d.]+){2}\s+[\d.]+\s+[\d.]+$", out.stdout, re.M), out.stdout
+    out = subprocess.run([sys.executable, str(script), "rrp-run", str(tmp_path / "nowhere"), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "no rrp-meta.json here" in out.stderr
