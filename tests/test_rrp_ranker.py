@@ -334,6 +334,12 @@ def test_device_bench_exports_the_portable_rankers_examples_and_times_them_per_d
     assert out.returncode == 0, out.stderr
     assert f"{meta['train']} train questions" in out.stdout
     assert re.search(r"^cpu(\s+[\d.]+ / [\d.]+){2}\s+[\d.]+\s+[\d.]+$", out.stdout, re.M), out.stdout
+    out = subprocess.run([sys.executable, str(script), "rrp-run", str(out_dir), "--device", "cpu", "--warmup", "1", "--epochs", "2"],
+                         capture_output=True, text=True, timeout=600)
+    # then the selected epoch of those trained, its val expected Hit@1 / Macro-F1 and the training time
+    row = re.search(r"^cpu(\s+[\d.]+ / [\d.]+){2}\s+[\d.]+\s+[\d.]+\s+([12]) / ([12])\s+([\d.]+) / ([\d.]+)\s+[\d.]+$", out.stdout, re.M)
+    assert out.returncode == 0 and row, out.stdout + out.stderr
+    assert 0.0 <= float(row.group(4)) <= 1.0 and 0.0 <= float(row.group(5)) <= 1.0
     out = subprocess.run([sys.executable, str(script), "rrp-run", str(tmp_path / "nowhere"), "--device", "cpu"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1 and "no rrp-meta.json here" in out.stderr
