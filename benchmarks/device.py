@@ -239,9 +239,6 @@ def half_model(args) -> None:
     print(f"wrote {args.out}: {src.name} with {len(weights)} tensors in float16 ({size:.1f} MiB)")
 
 
-RRP_ARRAYS = ("q_emb", "words", "word_off", "cand_off", "tokens", "dense", "positive", "hit", "f1")
-
-
 def _pack_examples(examples: list, tokens_of) -> dict:
     """RankerExamples as flat arrays (candidates concatenated, offsets per question), floats in float16:
     only speed is measured from them, and a device call carries at most 64 MiB."""
@@ -299,6 +296,8 @@ def rrp_export(args) -> None:
                                     sample_train=args.sample_train, sample_val=args.sample_val,
                                     on_start=lambda split, n: bar.reset(task, total=n, description=f"candidates {split}"),
                                     on_progress=lambda n: bar.advance(task, n))
+    if not train or not any(val):
+        raise SystemExit(f"{', '.join(map(str, args.questions))}: no training or no val question with candidates to export")
     used = np.unique(np.concatenate([(ex.tokens[ex.tokens > 0] - 1) // 2 for ex in train + [e for g in val for e in g]]))
     remap = np.zeros(len(stacked), np.int64)
     remap[used] = np.arange(len(used))
@@ -318,7 +317,8 @@ def rrp_export(args) -> None:
 
 def rrp_run(args) -> None:
     """Per device: the shipped portable ranker's scoring per question (warm, read back as serving does)
-    on each val group, and one training epoch of a fresh model of its config over the train examples."""
+    on each val group, and training a fresh model of its config over the train examples: one epoch, or
+    up to `--epochs` with the recipe's early stopping."""
     import torch
 
     from kgdb.models.checkpoints import read_weights

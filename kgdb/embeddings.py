@@ -72,16 +72,16 @@ class Embedder:
         return self._model
 
     def _load_sentence_transformer(self):
+        from kgdb.models.base import resolve_device
+
+        self.device = resolve_device(self.device)  # a bad device refused as such, not as a model that "cannot load"
+
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
         # kgdb shows its own progress; the weight-loading bar would interleave with it.
         hf_logging.disable_progress_bar()
 
-        if self.device == "auto":
-            import torch
-
-            self.device = "cuda" if torch.cuda.is_available() else "cpu"
         # Offline unless the user set HF_HUB_OFFLINE=0. The variable alone is not enough: transformers
         # reads it once, at its import, and a process that imported it before this Embedder existed
         # (torch_geometric does: the model side, training, the Python API) would otherwise ask the hub,

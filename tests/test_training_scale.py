@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from kgdb.data.cache import CachedQuestion, add_features, load_cache, save_cache
+from kgdb.errors import InputError
 from kgdb.models.base import Targets, TensorTables
 from kgdb.models.dde import distinct_rows
 from kgdb.models.features import batch_tensors, build_tensors, featurise
@@ -201,3 +202,19 @@ def test_read_weights_sets_subnormal_weights_to_zero_and_keeps_the_rest(tmp_path
     assert state["w"].tolist() == [0.0, 0.0, tiny, -tiny, 1.5, 0.0]  # normal numbers, however small, stay
     assert state["d"].tolist() == [0.0, 2.0]  # float64 by its own limit
     assert state["ids"].tolist() == [1, 0, 3]
+
+
+def test_a_device_torch_cannot_use_here_is_refused_naming_the_setting():
+    from kgdb.embeddings import Embedder
+    from kgdb.models.base import resolve_device
+
+    assert resolve_device("cpu") == "cpu" and resolve_device("auto") in ("cpu", "cuda")
+    with pytest.raises(InputError, match=r"^KGDB_DEVICE: 'gpu' is not a torch device; use auto, cpu, cuda or cuda:N$"):
+        resolve_device("gpu")
+    missing = f"cuda:{torch.cuda.device_count()}"  # one past the last GPU (cuda:0 on a machine without any)
+    with pytest.raises(InputError, match=rf"^KGDB_DEVICE: {missing}: torch .* sees {torch.cuda.device_count()} CUDA device\(s\)"):
+        resolve_device(missing)
+    with pytest.raises(InputError, match="KGDB_DEVICE"):  # every training run resolves it first, before any work
+        prepare_cpu("gpu", 1)
+    with pytest.raises(InputError, match="KGDB_DEVICE"):  # not "cannot load embedding model"
+        Embedder(device="gpu").model

@@ -98,10 +98,21 @@ class SubgraphTensors:
 
 
 def resolve_device(name: str = "auto") -> str:
-    """The torch device a setting names; "auto" is CUDA when present, else the CPU."""
-    if name != "auto":
-        return name
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    """The torch device a setting names; "auto" is CUDA when present, else the CPU. A device torch cannot
+    use here (a typo, CUDA where there is none) is refused at once, not at the first tensor minutes into a
+    training run (every training entry point resolves it first, in `prepare_cpu`)."""
+    from kgdb.errors import InputError
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise InputError(f"{name!r} is not a torch device; use auto, cpu, cuda or cuda:N", path="KGDB_DEVICE") from None
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise InputError(f"{name}: torch {torch.__version__} sees {torch.cuda.device_count()} CUDA device(s) on this machine; "
+                         "use auto or cpu", path="KGDB_DEVICE")
+    return name
 
 
 LabelKind = Literal["triples", "entities"]
