@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -306,21 +311,22 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     assert paths[0].relations == ("film.film.starred_actors", "film.film.directed_by") and paths[0].directions == (-1, 1)
 
 
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _bench_env(settings, env: dict) -> dict:
+    """The environment a benchmark script needs to reach the test server (and the fixture's folders)."""
+    return {**os.environ, **env, "KGDB_NEO4J_URI": settings.neo4j_uri, "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
+
+
 def test_device_bench_exports_the_portable_rankers_examples_and_times_them_per_device(movie_files, tmp_path):
     """benchmarks/device.py rrp-export reads each file on its server as training does; rrp-run needs no
     database and prints one row per device."""
-    import os
-    import re
-    import subprocess
-    import sys
-    from pathlib import Path
-
     from test_rrp_ask import TRIPLES as MOVIE_TRIPLES
 
     graph, settings, files, env, base = movie_files
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "device.py"
-    env = {**os.environ, **env, "KGDB_NEO4J_URI": settings.neo4j_uri,
-           "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
+    script = BENCH / "device.py"
+    env = _bench_env(settings, env)
     out_dir = tmp_path / "bench"
     args = [sys.executable, str(script), "rrp-export", "--questions", str(files[0]), "--questions", str(files[1]), "--out", str(out_dir)]
     out = subprocess.run(args + ["--on", settings.neo4j_uri], capture_output=True, text=True, env=env, timeout=600)
@@ -343,3 +349,20 @@ def test_device_bench_exports_the_portable_rankers_examples_and_times_them_per_d
     out = subprocess.run([sys.executable, str(script), "rrp-run", str(tmp_path / "nowhere"), "--device", "cpu"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1 and "no rrp-meta.json here" in out.stderr
+
+
+def test_subnormal_benchmark_counts_the_shipped_rankers_and_finds_its_scores_unchanged(movie_files, tmp_path):
+    """benchmarks/subnormals.py: the shipped portable ranker's subnormal weights (read as zero by kgdb)
+    change no score, here on a tiny movie graph; a missing question file is one line."""
+    graph, settings, files, env, base = movie_files
+    script = BENCH / "subnormals.py"
+    env = _bench_env(settings, env)
+    out = subprocess.run([sys.executable, str(script), "--questions", str(files[1]), "--split", "all"], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "rrp-ranker-portable: 83,065 subnormal weights; mlp.0.weight 1,305; words.weight 81,760" in out.stdout
+    found = re.search(r"^(\d+) all questions with candidates .*: scores bitwise equal (\d+), same top path (\d+)$", out.stdout, re.M)
+    assert found and int(found.group(1)) > 0 and found.group(1) == found.group(2) == found.group(3), out.stdout
+    out = subprocess.run([sys.executable, str(script), "--questions", str(tmp_path / "nowhere.jsonl")], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert out.returncode == 1 and "nowhere.jsonl: question file not found" in out.stderr and "Traceback" not in out.stderr, out.stderr

@@ -120,7 +120,7 @@ def read_weights(path: Path) -> dict:
     """The tensors of a `model.safetensors`, on the CPU, with subnormal floats set to zero. A weight
     that small changes no score, but every multiply by it takes a slow path on CPUs: the shipped
     portable RRP ranker's 1,305 subnormal weights (of its first MLP layer's 34k; trained before
-    `prepare_cpu` flushed them) made scoring 2.9k candidates take 63 ms instead of 10."""
+    `prepare_cpu` flushed them) made scoring 2.7k candidates take 56 ms instead of 10 (benchmarks/subnormals.py)."""
     import torch
     from safetensors.torch import load_file
 

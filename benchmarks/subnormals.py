@@ -1,0 +1,109 @@
+"""Subnormal weights: how many each checkpoint holds, and what reading them as zero
+(`kgdb.models.checkpoints.read_weights`) changes for the shipped portable RRP ranker on a graph.
+
+    KGDB_NEO4J_URI=bolt://localhost:7705 .venv/bin/python benchmarks/subnormals.py \\
+        --questions ../shared/data/webqsp/questions.jsonl --split val [--n 300] [--checkpoint DIR ...]
+
+Prints the subnormal floats of every shipped checkpoint (and of each `--checkpoint` folder), tensor by
+tensor. Then, for the first N questions of the split (their own topics), it enumerates the candidate
+relation paths once and scores them twice, with the weights as the file holds them and as kgdb reads
+them, alternating: how many questions get bitwise-equal scores, how many the same top path, and the
+scoring ms per question of each (p50 / mean). Only the scoring is timed, not the enumeration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def subnormal_counts(folder: Path) -> dict[str, int]:
+    """Subnormal floats per tensor of `folder/model.safetensors` as the file holds it."""
+    import torch
+    from safetensors.torch import load_file
+
+    state = load_file(str(folder / "model.safetensors"))
+    return {k: int(((t != 0) & (t.abs() < torch.finfo(t.dtype).tiny)).sum()) for k, t in state.items() if t.is_floating_point()}
+
+
+def main() -> None:
+    from kgdb.errors import KgdbError
+
+    try:
+        run()
+    except KgdbError as exc:  # a missing file, a server that does not answer: one line, no traceback
+        raise SystemExit(f"benchmarks/subnormals.py: {exc}") from None
+
+
+def run() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--questions", type=Path, required=True)
+    ap.add_argument("--split", default="val")
+    ap.add_argument("--n", type=int, default=300, help="first N questions of the split")
+    ap.add_argument("--checkpoint", type=Path, action="append", default=[], help="another checkpoint folder to count (repeatable)")
+    args = ap.parse_args()
+
+    from safetensors.torch import load_file
+
+    from kgdb.config import load_settings
+    from kgdb.cypher import Graph
+    from kgdb.cypher.path_candidates import relation_paths_around
+    from kgdb.data.questions import read_questions
+    from kgdb.models.default import shipped_checkpoint
+    from kgdb.models.planner import text_features
+    from kgdb.pipeline.path_ranker import candidate_features, prefix_score, shipped_ranker
+    from kgdb.training.path_ranker import RankerExample, rank_scores
+
+    shipped = shipped_checkpoint("rrp-ranker")
+    folders = sorted({p.parent for p in (shipped.parent).glob("*/model.safetensors")}) + args.checkpoint
+    for folder in folders:
+        counts = subnormal_counts(folder)
+        print(f"{folder.name}: {sum(counts.values()):,} subnormal weights" + "".join(f"; {k} {n:,}" for k, n in counts.items() if n))
+
+    settings = load_settings()
+    graph = Graph.connect(settings)
+    ranker = shipped_ranker(graph, settings)
+    if ranker is None:
+        raise SystemExit(f"{settings.neo4j_uri}: the shipped portable ranker does not fit this graph's embedding model")
+    as_read = ranker.model
+    as_stored = copy.deepcopy(as_read)
+    as_stored.load_state_dict(load_file(str(shipped / "model.safetensors")), strict=False)  # its relation table is the graph's, kept
+    as_stored.eval()
+    questions = read_questions(args.questions).split(args.split)[: args.n]
+    same = top = n = 0
+    ms: dict[str, list[float]] = {"as stored": [], "as read": []}
+    sizes = []
+    for i, q in enumerate(questions):
+        text, emb = ranker.encode(q.text, [])
+        candidates = relation_paths_around(graph, q.topics, max_hops=ranker.hops[0], cvt_hops=ranker.hops[1], cap=ranker.frontier_cap,
+                                           hub_scan=ranker.hub_scan, prefixes=ranker.prefixes, prefix_score=prefix_score(ranker.relations, emb))
+        kept, tokens, dense = candidate_features(ranker.relations, text, emb, q.topics, candidates, max_hops=as_read.cfg.max_hops)
+        if not kept:
+            continue
+        none = np.zeros(len(kept), np.float32)
+        ex = RankerExample(q.id, np.asarray(emb, np.float32), text_features(text, as_read.cfg.buckets), tokens, dense, none.astype(bool), none, none)
+        scores = {}
+        for name, model in (("as stored", as_stored), ("as read", as_read))[:: 1 if i % 2 else -1]:  # alternating which goes first
+            t = time.perf_counter()
+            scores[name] = rank_scores(model, ex)
+            ms[name].append((time.perf_counter() - t) * 1000)
+        n += 1
+        sizes.append(len(kept))
+        same += bool(np.array_equal(scores["as stored"], scores["as read"]))
+        top += int(np.argmax(scores["as stored"]) == np.argmax(scores["as read"]))
+    graph.close()
+    if not n:
+        raise SystemExit(f"{args.questions}: none of the first {args.n} {args.split} questions has a candidate path on {settings.neo4j_uri}")
+    print(f"{n} {args.split} questions with candidates ({statistics.median(sizes):.0f} per question p50, {max(sizes):,} max) on "
+          f"{settings.neo4j_uri}: scores bitwise equal {same}, same top path {top}")
+    for name, values in ms.items():
+        print(f"  scoring ms per question, weights {name}: p50 {statistics.median(values):.2f}, mean {statistics.mean(values):.2f}")
+
+
+if __name__ == "__main__":
+    main()
