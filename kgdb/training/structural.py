@@ -79,19 +79,19 @@ def to_data(ex: StructuralExample) -> Data:
     )
 
 
-def collate(datas: Sequence[Data]) -> Batch:
+def collate(datas: Sequence[Data], device: torch.device | str = "cpu") -> Batch:
     batch = Batch.from_data_list(list(datas))
     batch.word_offsets = torch.cumsum(batch.n_words, 0) - batch.n_words
-    return batch
+    return batch.to(device)
 
 
 @torch.no_grad()
 def hit1(model: StructuralReasoner, examples: Sequence[StructuralExample], batch_size: int = 64) -> float:
     """Share of examples whose most probable non-topic entity at the last step is an answer."""
     model.eval()
-    hits = 0
+    hits, device = 0, model.relation_emb.device
     for start in range(0, len(examples), batch_size):
-        batch = collate([to_data(ex) for ex in examples[start : start + batch_size]])
+        batch = collate([to_data(ex) for ex in examples[start : start + batch_size]], device)
         last = model(batch).log_probs[-1].masked_fill(batch.topic, float("-inf"))
         for g in range(batch.num_graphs):
             mask = batch.batch == g
@@ -136,7 +136,7 @@ def train_structural_model(
         order = rng.permutation(len(train))
         total = 0.0
         for start in range(0, len(order), cfg.batch_size):
-            batch = collate([to_data(train[i]) for i in order[start : start + cfg.batch_size]])
+            batch = collate([to_data(train[i]) for i in order[start : start + cfg.batch_size]], model.relation_emb.device)
             loss = model.loss(batch)
             opt.zero_grad()
             loss.backward()
