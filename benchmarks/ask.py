@@ -41,7 +41,8 @@ def main() -> None:
     ap.add_argument("--questions", type=Path)
     ap.add_argument("--cold", type=int, default=0, help="time N cold `kgdb ask` processes and the fast CLI commands instead")
     ap.add_argument("--question", default="What is the capital of France?", help="the question the cold runs ask")
-    ap.add_argument("--default-ask", action="store_true", help="with --cold: also time `kgdb ask` with the default retriever")
+    ap.add_argument("--default-ask", action="store_true",
+                    help="with --cold: also time `kgdb ask` with the default retriever, and plain `kgdb ask` (RRP without an LLM)")
     ap.add_argument("--before", type=Path, help="with --cold: also time this kgdb checkout (its root folder), for a before/after table")
     ap.add_argument("--n", type=int, default=100, help="questions timed (first N of the file)")
     ap.add_argument("--warmup", type=int, default=3)
@@ -172,8 +173,11 @@ def cold(args: argparse.Namespace) -> None:
         "kgdb runs list": kgdb + ["runs", "list", "--limit", "5"],
         f"kgdb ask ({args.retriever}, no LLM)": kgdb + ["ask", args.question, "--retriever", args.retriever, "--reasoner", "extractive", "--no-write"],
     }
-    if args.default_ask:  # the default retriever: SubgraphRAG, or cosine when it has no checkpoint for the graph
+    if args.default_ask:
+        # the default retriever with the extractive reasoner (SubgraphRAG, or the shipped cosine-dde without a checkpoint),
+        # and plain `kgdb ask` without an LLM (RRP: the graph's own model, else the shipped portable ranker)
         commands["kgdb ask (default retriever, no LLM)"] = kgdb + ["ask", args.question, "--reasoner", "extractive", "--no-write"]
+        commands["kgdb ask (plain, no LLM: RRP)"] = kgdb + ["ask", args.question, "--no-write"]
     trees = {"after": dict(os.environ)}
     if args.before:
         before = args.before.resolve()

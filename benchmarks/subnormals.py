@@ -1,20 +1,21 @@
 """Subnormal weights: how many each checkpoint holds, and what reading them as zero
-(`kgdb.models.checkpoints.read_weights`) changes for the shipped portable RRP ranker on a graph.
+(`kgdb.models.weights.read_arrays`) changes for the shipped portable RRP ranker on a graph; and the
+ranker as plain `kgdb ask` serves it (numpy, `kgdb.models.path_ranker_numpy`) against its torch module.
 
     KGDB_NEO4J_URI=bolt://localhost:7705 .venv/bin/python benchmarks/subnormals.py \\
         --questions ../shared/data/webqsp/questions.jsonl --split val [--n 300] [--checkpoint DIR ...]
 
 Prints the subnormal floats of every shipped checkpoint (and of each `--checkpoint` folder), tensor by
 tensor. Then, for the first N questions of the split (their own topics), it enumerates the candidate
-relation paths once and scores them twice, with the weights as the file holds them and as kgdb reads
-them, alternating: how many questions get bitwise-equal scores, how many the same top path, and the
-scoring ms per question of each (p50 / mean). Only the scoring is timed, not the enumeration.
+relation paths once and scores them three times, alternating the order: the torch module with the
+weights as the file holds them and as kgdb reads them (how many questions get bitwise-equal scores,
+how many the same top path), and the numpy ranker kgdb serves (the same top path as torch? the largest
+score difference); and the scoring ms per question of each (p50 / mean). Only the scoring is timed.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import statistics
 import time
 from pathlib import Path
@@ -50,12 +51,16 @@ def run() -> None:
 
     from safetensors.torch import load_file
 
+    import torch
+
     from kgdb.config import load_settings
     from kgdb.cypher import Graph
     from kgdb.cypher.path_candidates import relation_paths_around
     from kgdb.data.questions import read_questions
+    from kgdb.models.checkpoints import read_weights
     from kgdb.models.default import shipped_checkpoint
-    from kgdb.models.planner import text_features
+    from kgdb.models.path_ranker import PathRanker
+    from kgdb.models.path_tokens import text_features
     from kgdb.pipeline.path_ranker import candidate_features, prefix_score, shipped_ranker
     from kgdb.training.path_ranker import RankerExample, rank_scores
 
@@ -70,39 +75,50 @@ def run() -> None:
     ranker = shipped_ranker(graph, settings)
     if ranker is None:
         raise SystemExit(f"{settings.neo4j_uri}: the shipped portable ranker does not fit this graph's embedding model")
-    as_read = ranker.model
-    as_stored = copy.deepcopy(as_read)
-    as_stored.load_state_dict(load_file(str(shipped / "model.safetensors")), strict=False)  # its relation table is the graph's, kept
-    as_stored.eval()
+    served, table = ranker.model, torch.from_numpy(ranker.model.relation_emb)  # served: numpy, kgdb's weights
+    modules = {}
+    for name, weights in (("as stored", load_file(str(shipped / "model.safetensors"))), ("as read", read_weights(shipped / "model.safetensors"))):
+        modules[name] = PathRanker(served.cfg, table)
+        modules[name].load_state_dict(weights, strict=False)  # its relation table is the graph's, not stored
+        modules[name].eval()
     questions = read_questions(args.questions).split(args.split)[: args.n]
-    same = top = n = 0
-    ms: dict[str, list[float]] = {"as stored": [], "as read": []}
+    same = top = served_top = n = 0
+    served_diff = 0.0
+    ms: dict[str, list[float]] = {"torch, weights as stored": [], "torch, weights as read": [], "numpy, as served": []}
     sizes = []
     for i, q in enumerate(questions):
         text, emb = ranker.encode(q.text, [])
         candidates = relation_paths_around(graph, q.topics, max_hops=ranker.hops[0], cvt_hops=ranker.hops[1], cap=ranker.frontier_cap,
                                            hub_scan=ranker.hub_scan, prefixes=ranker.prefixes, prefix_score=prefix_score(ranker.relations, emb))
-        kept, tokens, dense = candidate_features(ranker.relations, text, emb, q.topics, candidates, max_hops=as_read.cfg.max_hops)
+        kept, tokens, dense = candidate_features(ranker.relations, text, emb, q.topics, candidates, max_hops=served.cfg.max_hops)
         if not kept:
             continue
         none = np.zeros(len(kept), np.float32)
-        ex = RankerExample(q.id, np.asarray(emb, np.float32), text_features(text, as_read.cfg.buckets), tokens, dense, none.astype(bool), none, none)
+        words = text_features(text, served.cfg.buckets)
+        ex = RankerExample(q.id, np.asarray(emb, np.float32), words, tokens, dense, none.astype(bool), none, none)
+        runs = [("torch, weights as stored", lambda: rank_scores(modules["as stored"], ex)),
+                ("torch, weights as read", lambda: rank_scores(modules["as read"], ex)),
+                ("numpy, as served", lambda: served.scores(emb, words, tokens, dense))]
         scores = {}
-        for name, model in (("as stored", as_stored), ("as read", as_read))[:: 1 if i % 2 else -1]:  # alternating which goes first
+        for name, run_one in runs[:: 1 if i % 2 else -1]:  # alternating which goes first
             t = time.perf_counter()
-            scores[name] = rank_scores(model, ex)
+            scores[name] = run_one()
             ms[name].append((time.perf_counter() - t) * 1000)
+        stored, read = scores["torch, weights as stored"], scores["torch, weights as read"]
         n += 1
         sizes.append(len(kept))
-        same += bool(np.array_equal(scores["as stored"], scores["as read"]))
-        top += int(np.argmax(scores["as stored"]) == np.argmax(scores["as read"]))
+        same += bool(np.array_equal(stored, read))
+        top += int(np.argmax(stored) == np.argmax(read))
+        served_top += int(np.argmax(scores["numpy, as served"]) == np.argmax(read))
+        served_diff = max(served_diff, float(np.abs(scores["numpy, as served"] - read).max()))
     graph.close()
     if not n:
         raise SystemExit(f"{args.questions}: none of the first {args.n} {args.split} questions has a candidate path on {settings.neo4j_uri}")
     print(f"{n} {args.split} questions with candidates ({statistics.median(sizes):.0f} per question p50, {max(sizes):,} max) on "
-          f"{settings.neo4j_uri}: scores bitwise equal {same}, same top path {top}")
+          f"{settings.neo4j_uri}: scores bitwise equal {same}, same top path {top}; numpy as served against torch: same top path "
+          f"{served_top}, largest score difference {served_diff:.1e}")
     for name, values in ms.items():
-        print(f"  scoring ms per question, weights {name}: p50 {statistics.median(values):.2f}, mean {statistics.mean(values):.2f}")
+        print(f"  scoring ms per question, {name}: p50 {statistics.median(values):.2f}, mean {statistics.mean(values):.2f}")
 
 
 if __name__ == "__main__":

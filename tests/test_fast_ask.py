@@ -1,6 +1,7 @@
 """The torch-free route of a cold `kgdb ask`: the numpy MiniLM encoder gives sentence-transformers'
-vectors, the numpy cosine scorer gives the torch retriever's scores, and a real `kgdb ask` process
-(cosine retriever, extractive reasoner) against the test Neo4j never imports torch."""
+vectors, the numpy cosine scorer and the numpy portable RRP ranker give their torch modules' scores,
+and real `kgdb ask` processes against the test Neo4j (cosine, the extractive reasoner, plain ask with
+the shipped ranker) never import torch."""
 
 from __future__ import annotations
 
@@ -102,6 +103,50 @@ def test_numpy_cosine_equals_the_torch_retriever():
     assert list(np.argsort(-got, kind="stable")[:50]) == list(np.argsort(-want, kind="stable")[:50])
 
 
+def test_numpy_path_ranker_equals_the_torch_ranker_and_refuses_weights_that_do_not_fit():
+    """The shipped portable ranker as plain `kgdb ask` scores it (numpy, no torch) against its torch
+    module: 1-3 hop candidates with padding, word bags of several sizes, an empty one."""
+    import json
+
+    import torch
+
+    from kgdb.models.checkpoints import read_weights
+    from kgdb.models.default import shipped_checkpoint
+    from kgdb.models.path_ranker import PathRanker
+    from kgdb.models.path_ranker_numpy import NumpyPathRanker, RankerConfig
+    from kgdb.models.weights import read_arrays
+
+    folder = shipped_checkpoint("rrp-ranker")
+    cfg = RankerConfig(**json.loads((folder / "config.json").read_text())["model"])
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(50, 384)).astype(np.float32)
+    served = NumpyPathRanker(cfg, read_arrays(folder / "model.safetensors"), table)
+    module = PathRanker(cfg, torch.from_numpy(table))
+    module.load_state_dict(read_weights(folder / "model.safetensors"), strict=False)  # the table is the graph's, not stored
+    module.eval()
+    for n, words in ((1, [3]), (40, [5, 17, 4000]), (300, [])):
+        tokens = rng.integers(1, 101, size=(n, 3))
+        tokens[np.arange(3)[None] >= rng.integers(1, 4, n)[:, None]] = 0  # 1 to 3 hops, 0-padded
+        dense = rng.normal(size=(n, cfg.dense)).astype(np.float32)
+        q = rng.normal(size=384).astype(np.float32)
+        got = served.scores(q, words, tokens, dense)
+        with torch.no_grad():
+            want = module(torch.from_numpy(q)[None], torch.tensor(words, dtype=torch.long), torch.tensor([0]), torch.from_numpy(tokens),
+                          torch.from_numpy(dense), torch.zeros(n, dtype=torch.long)).numpy()
+        assert got.dtype == np.float32 and got.shape == (n,)
+        assert float(np.abs(got - want).max()) < 1e-4
+        assert int(np.argmax(got)) == int(np.argmax(want))
+    with pytest.raises(ValueError, match="outside the relation vocabulary"):
+        served.scores(q, [1], np.array([[101, 0, 0]]), np.zeros((1, cfg.dense), np.float32))
+    weights = read_arrays(folder / "model.safetensors")
+    with pytest.raises(KeyError, match=r"\['hop.weight'\] missing"):
+        NumpyPathRanker(cfg, {k: v for k, v in weights.items() if k != "hop.weight"}, table)
+    with pytest.raises(RuntimeError, match=r"size mismatch: question.weight"):
+        NumpyPathRanker(cfg, weights, table[:, :100])
+    with pytest.raises(ValueError, match="only a portable ranker"):
+        NumpyPathRanker(RankerConfig(), weights, table)
+
+
 def run_python(code: str, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           env={**os.environ, **env})
@@ -171,10 +216,9 @@ def test_the_torch_free_facts_match_the_registry():
 @pytest.mark.parametrize("retriever", [["--retriever", "cosine", "--reasoner", "extractive"], ["--reasoner", "extractive"], []],
                          ids=["cosine", "plain-extractive-falls-back", "plain-ask-portable-rrp"])
 def test_what_a_cold_ask_imports(graph, tmp_path, retriever):
-    """`kgdb ask` with cosine, and `kgdb ask --reasoner extractive` on a graph without a checkpoint
-    (it falls back to the shipped cosine-dde and says so), import neither torch nor
-    sentence-transformers; plain `kgdb ask` without an LLM answers with the shipped portable RRP
-    ranker, which needs torch and nothing else heavy."""
+    """`kgdb ask` with cosine, `kgdb ask --reasoner extractive` on a graph without a checkpoint (it
+    falls back to the shipped cosine-dde and says so), and plain `kgdb ask` without an LLM (the shipped
+    portable RRP ranker, scored in numpy) import neither torch nor sentence-transformers."""
     from kgdb_graphs import load
 
     load(graph, TRIPLES)
@@ -197,4 +241,4 @@ def test_what_a_cold_ask_imports(graph, tmp_path, retriever):
     # no checkpoint for this graph: the shipped cosine-dde, scored in numpy; or, plain, the shipped portable ranker
     expected = {"cosine": "cosine", "extractive": "cosine-dde"}.get(retriever[1] if retriever else "", "relation-paths")
     assert f'"retriever": "{expected}"' in out.stdout
-    assert out.stdout.strip().splitlines()[-1] == ("HEAVY ['torch']" if not retriever else "HEAVY []")
+    assert out.stdout.strip().splitlines()[-1] == "HEAVY []"

@@ -77,7 +77,8 @@ def test_rapl_learns_its_labelled_path_on_the_gpu():
 
 
 def test_planner_overfits_on_the_gpu():
-    from kgdb.models.planner import PathPlanner, PlannerConfig, token_of
+    from kgdb.models.planner import PathPlanner, PlannerConfig
+    from kgdb.models.path_tokens import token_of
     from kgdb.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
     from test_rrp_planner import examples
 
@@ -92,8 +93,9 @@ def test_planner_overfits_on_the_gpu():
 
 
 def test_path_ranker_scores_on_the_gpu_as_on_the_cpu_and_overfits_there():
-    from kgdb.models.path_ranker import PathRanker, RankerConfig
-    from kgdb.models.planner import text_features, token_of
+    from kgdb.models.path_ranker import PathRanker
+    from kgdb.models.path_ranker_numpy import RankerConfig
+    from kgdb.models.path_tokens import text_features, token_of
     from kgdb.training.path_ranker import RankerExample, RankerTrainConfig, evaluate_ranker, rank_scores, train_ranker_model
 
     cfg = RankerConfig.for_any_graph(hidden=16, word_dim=8, buckets=1 << 10, max_hops=3, dropout=0.0)

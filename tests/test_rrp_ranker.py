@@ -24,8 +24,9 @@ from kgdb.cli import app
 from kgdb.cypher.path_candidates import relation_paths_around
 from kgdb.cypher.paths import entity_names
 from kgdb.errors import InputError
-from kgdb.models.path_ranker import DENSE_FEATURES, PORTABLE_FEATURES, PathRanker, RankerConfig
-from kgdb.models.planner import token_of
+from kgdb.models.path_ranker import PathRanker
+from kgdb.models.path_ranker_numpy import DENSE_FEATURES, PORTABLE_FEATURES, RankerConfig
+from kgdb.models.path_tokens import token_of
 from kgdb.training.path_ranker import RankerExample, RankerTrainConfig, evaluate_ranker, train_ranker_model
 from kgdb_graphs import load
 from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
@@ -162,7 +163,7 @@ QUESTIONS = [  # (question, candidate paths as (relation, direction) lists, inde
 
 
 def _examples(buckets: int, dense_width: int):
-    from kgdb.models.planner import text_features
+    from kgdb.models.path_tokens import text_features
 
     rng = np.random.default_rng(0)
     out = []
@@ -361,8 +362,10 @@ def test_subnormal_benchmark_counts_the_shipped_rankers_and_finds_its_scores_unc
                          env=env, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "rrp-ranker-portable: 83,065 subnormal weights; mlp.0.weight 1,305; words.weight 81,760" in out.stdout
-    found = re.search(r"^(\d+) all questions with candidates .*: scores bitwise equal (\d+), same top path (\d+)$", out.stdout, re.M)
-    assert found and int(found.group(1)) > 0 and found.group(1) == found.group(2) == found.group(3), out.stdout
+    found = re.search(r"^(\d+) all questions with candidates .*: scores bitwise equal (\d+), same top path (\d+); "
+                      r"numpy as served against torch: same top path (\d+), largest score difference ([\d.e+-]+)$", out.stdout, re.M)
+    assert found and int(found.group(1)) > 0 and found.group(1) == found.group(2) == found.group(3) == found.group(4), out.stdout
+    assert float(found.group(5)) < 1e-4
     out = subprocess.run([sys.executable, str(script), "--questions", str(tmp_path / "nowhere.jsonl")], capture_output=True, text=True,
                          env=env, timeout=600)
     assert out.returncode == 1 and "nowhere.jsonl: question file not found" in out.stderr and "Traceback" not in out.stderr, out.stderr

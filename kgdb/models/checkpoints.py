@@ -117,18 +117,12 @@ def checkpoint_for_graph(checkpoints_dir: Path, retriever: str, fingerprint: str
 
 
 def read_weights(path: Path) -> dict:
-    """The tensors of a `model.safetensors`, on the CPU, with subnormal floats set to zero. A weight
-    that small changes no score, but every multiply by it takes a slow path on CPUs: the shipped
-    portable RRP ranker's 1,305 subnormal weights (of its first MLP layer's 34k; trained before
-    `prepare_cpu` flushed them) made scoring 2.7k candidates take 56 ms instead of 10 (benchmarks/subnormals.py)."""
+    """The tensors of a `model.safetensors` on the CPU, subnormal floats set to zero (`read_arrays`)."""
     import torch
-    from safetensors.torch import load_file
 
-    state = load_file(str(path), device="cpu")
-    for t in state.values():
-        if t.is_floating_point():
-            t[t.abs() < torch.finfo(t.dtype).tiny] = 0.0
-    return state
+    from kgdb.models.weights import read_arrays
+
+    return {k: torch.from_numpy(v) for k, v in read_arrays(path).items()}
 
 
 def load_model(ckpt: Checkpoint, device: str = "cpu") -> Retriever:

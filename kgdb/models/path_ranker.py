@@ -19,37 +19,10 @@ Token ids as the planner's: 1 + 2*r forward, 2 + 2*r backward, 0 = padding.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 import torch
 from torch import nn
 
-PLANNER_FEATURES = ("planner_logp", "planner_logp_rel")
-PORTABLE_FEATURES = (
-    "cos_max", "cos_mean", "cos_last", "cos_max_rel", "hops_1", "hops_2", "hops_3", "log_answers", "one_answer", "cvt_share",
-    "topic_share", "log_reached",
-)
-DENSE_FEATURES = PLANNER_FEATURES + PORTABLE_FEATURES
-
-
-@dataclass(frozen=True)
-class RankerConfig:
-    hidden: int = 128
-    word_dim: int = 64
-    buckets: int = 1 << 16
-    max_hops: int = 3
-    dropout: float = 0.2
-    dense: int = len(DENSE_FEATURES)
-    # No parameter tied to one graph (no learned vector per relation, no planner features, the
-    # relation table not stored): the model reads any graph's relation text table.
-    portable: bool = False
-
-    @classmethod
-    def for_any_graph(cls, **kw) -> "RankerConfig":
-        return cls(dense=len(PORTABLE_FEATURES), portable=True, **kw)
-
-    def to_json(self) -> dict:
-        return asdict(self)
+from kgdb.models.path_ranker_numpy import RankerConfig
 
 
 class PathRanker(nn.Module):

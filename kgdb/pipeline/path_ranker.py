@@ -8,7 +8,9 @@ The ranker's checkpoint names the planner checkpoint whose probabilities it read
 rethinking settings (mode, λ1, θ, how many top paths are grounded) chosen with it on val. A portable
 ranker (`--portable`) reads no planner and no relation ids: it is trained on questions of several
 graphs at once and reads the connected graph's relation table; the one shipped with kgdb
-(`shipped_ranker`) answers on graphs with no RRP model of their own.
+(`shipped_ranker`) answers on graphs with no RRP model of their own. A portable ranker is served in
+numpy (`kgdb.models.path_ranker_numpy`), so answering with it imports no torch; this module imports
+torch only to train, or to serve a graph's own ranker.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
@@ -46,7 +47,7 @@ class RelationText:
 
     @classmethod
     def of(cls, names: list[str], table) -> "RelationText":
-        return cls(list(names), np.asarray(table.detach().cpu().numpy() if isinstance(table, torch.Tensor) else table, np.float32))
+        return cls(list(names), np.asarray(table.detach().cpu().numpy() if hasattr(table, "detach") else table, np.float32))  # a tensor
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -79,8 +80,8 @@ def candidate_features(relations: RelationText, text: str, q_emb: np.ndarray, to
     """(answer-bearing candidates of at most `max_hops` steps, tokens [N, H], dense [N, F]) of one
     question: `PORTABLE_FEATURES`, preceded by `PLANNER_FEATURES` (the log P(γ|q) of the trained
     `planner`, whose relation table `relations` then is) when a planner is given."""
-    from kgdb.models.path_ranker import PLANNER_FEATURES, PORTABLE_FEATURES
-    from kgdb.models.planner import pack_questions, text_features, token_of
+    from kgdb.models.path_ranker_numpy import PLANNER_FEATURES, PORTABLE_FEATURES
+    from kgdb.models.path_tokens import text_features, token_of
 
     index, tset = relations.index, set(topics)
     kept = [c for c in candidates if answer_ends(c, tset) and len(c.steps) <= max_hops and all(r in index for r, _ in c.steps)]
@@ -90,6 +91,10 @@ def candidate_features(relations: RelationText, text: str, q_emb: np.ndarray, to
         tokens[i, : len(c.steps)] = [token_of(index[r], d) for r, d in c.steps]
     columns = []
     if planner is not None and kept:
+        import torch
+
+        from kgdb.models.planner import pack_questions
+
         model = planner.model
         with torch.no_grad():
             stop = np.concatenate([tokens, np.zeros((len(kept), 1), np.int64)], axis=1)
@@ -128,7 +133,7 @@ def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *,
     positives are the candidates whose answers match the gold ones best (F1; ties: the shortest),
     Eq. 1's reliable paths judged by what they reach rather than by length alone."""
     from kgdb.cypher.path_candidates import candidate_hops, relation_paths_around
-    from kgdb.models.planner import text_features
+    from kgdb.models.path_tokens import text_features
     from kgdb.pipeline.train import question_texts
     from kgdb.training.path_ranker import RankerExample
 
@@ -158,8 +163,10 @@ def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *,
 
 class RankedPathPlanner:
     """`plan()` by ranking every enumerated relation path: the top `beam` with their probability
-    under the ranker (softmax over the question's candidates) as the score. `planner`: the trained
-    planner whose log P(γ|q) a graph's own ranker reads (None for a portable ranker)."""
+    under the ranker (softmax over the question's candidates) as the score. `model`: the torch
+    `PathRanker` of a graph's own ranker, or the `NumpyPathRanker` a portable one is served by (no
+    torch); `planner`: the trained planner whose log P(γ|q) a graph's own ranker reads (None for a
+    portable ranker)."""
 
     name = RANKER
 
@@ -186,8 +193,8 @@ class RankedPathPlanner:
     def scored(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]) -> list[tuple[object, float]]:
         """Every answer-bearing candidate path with its probability, best first."""
         from kgdb.cypher.path_candidates import relation_paths_around
-        from kgdb.models.planner import text_features
-        from kgdb.training.path_ranker import RankerExample, rank_scores
+        from kgdb.models.path_ranker_numpy import NumpyPathRanker
+        from kgdb.models.path_tokens import text_features
 
         candidates = relation_paths_around(graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap,
                                            hub_scan=self.hub_scan, prefixes=self.prefixes,
@@ -196,9 +203,14 @@ class RankedPathPlanner:
                                                  planner=self.planner)
         if not kept:
             return []
-        none = np.zeros(len(kept), np.float32)
-        s = rank_scores(self.model, RankerExample("", np.asarray(q_emb, np.float32), text_features(text, self.model.cfg.buckets),
-                                                  tokens, dense, none.astype(bool), none, none))
+        words = text_features(text, self.model.cfg.buckets)
+        if isinstance(self.model, NumpyPathRanker):
+            s = self.model.scores(q_emb, words, tokens, dense)
+        else:
+            from kgdb.training.path_ranker import RankerExample, rank_scores
+
+            none = np.zeros(len(kept), np.float32)
+            s = rank_scores(self.model, RankerExample("", np.asarray(q_emb, np.float32), words, tokens, dense, none.astype(bool), none, none))
         p = np.exp(s - s.max())
         p /= p.sum()
         order = np.argsort(-p, kind="stable")
@@ -225,15 +237,16 @@ def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None,
     from kgdb.cypher.path_candidates import candidate_hops
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.embeddings import get_embedder
-    from kgdb.models.path_ranker import PathRanker, RankerConfig
+    from kgdb.models.path_ranker_numpy import NumpyPathRanker, RankerConfig
     from kgdb.pipeline.relation_paths import load_planner, load_relation_model
 
     if checkpoint:
-        if find_checkpoint(checkpoint, settings.checkpoints_dir).config.get("retriever") != RANKER:
+        found = find_checkpoint(checkpoint, settings.checkpoints_dir)
+        if found.config.get("retriever") != RANKER:
             return None
     else:
         try:
-            checkpoint_for_graph(settings.checkpoints_dir, RANKER, graph_fingerprint(graph)[0])
+            found = checkpoint_for_graph(settings.checkpoints_dir, RANKER, graph_fingerprint(graph)[0])
         except NoCheckpointError:
             return None
     relations: list[RelationText] = []
@@ -241,11 +254,15 @@ def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None,
     def build(cfg: dict, state: dict):
         config = RankerConfig(**cfg)
         if not config.portable:
-            return PathRanker(config, state["relation_emb"])
-        relations.append(graph_relations(graph, settings))  # weights without a relation table: the connected graph's
-        return PathRanker(config, torch.from_numpy(relations[0].table))
+            from kgdb.models.path_ranker import PathRanker
 
-    model, ckpt = load_relation_model(graph, settings, checkpoint, RANKER, build, "--checkpoint")
+            return PathRanker(config, state["relation_emb"])
+        # Weights without a relation table (the connected graph's), scored in numpy: plain `kgdb ask` imports no torch.
+        relations.append(graph_relations(graph, settings))
+        return NumpyPathRanker(config, state, relations[0].table)
+
+    portable = bool((found.config.get("model") or {}).get("portable"))
+    model, ckpt = load_relation_model(graph, settings, checkpoint, RANKER, build, "--checkpoint", arrays=portable)
     tuned = ckpt.config.get("rethinking") or {}
     common = {"hops": candidate_hops(graph), "beam": beam or int(tuned.get("beam", 10)), "checkpoint": ckpt,
               "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes}
@@ -332,11 +349,14 @@ def train_path_ranker(
     several graphs (their relation tables stacked while training). `sample_train` / `sample_val`: that
     many questions of each file's split at random (seeded). `model`: `RankerConfig` fields (`--set
     KEY=VALUE`). Returns `(Checkpoint, RankerResult)`."""
+    import torch
+
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.data.questions import read_questions
     from kgdb.embeddings import get_embedder
     from kgdb.models.base import resolve_device
-    from kgdb.models.path_ranker import DENSE_FEATURES, PORTABLE_FEATURES, PathRanker, RankerConfig
+    from kgdb.models.path_ranker import PathRanker
+    from kgdb.models.path_ranker_numpy import DENSE_FEATURES, PORTABLE_FEATURES, RankerConfig
     from kgdb.models.registry import make_config
     from kgdb.pipeline.relation_paths import load_planner, save_relation_model
     from kgdb.training.path_ranker import RankerTrainConfig, train_ranker_model

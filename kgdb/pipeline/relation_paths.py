@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-import torch
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
@@ -351,6 +350,8 @@ class TrainedPathPlanner:
 
     def table(self) -> torch.Tensor:
         """The decoder's token table (every relation projected), computed once: the weights are fixed here."""
+        import torch
+
         if self._table is None:
             with torch.no_grad():
                 self._table = self.model.tokens()
@@ -361,7 +362,7 @@ class TrainedPathPlanner:
         the entities the prefix reaches; one `beam_step.cypher` call per decoding step answers the
         whole beam (one query per prefix made the planner most of the latency)."""
         from kgdb.cypher.paths import beam_step
-        from kgdb.models.planner import step_of, token_of
+        from kgdb.models.path_tokens import step_of, token_of
 
         reached: dict[tuple[int, ...], tuple[list[str], list[int]]] = {}
 
@@ -392,10 +393,12 @@ class TrainedPathPlanner:
     def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
         return self.plan_encoded(graph, *self.encode(question, topic_names), topics)
 
-    @torch.no_grad()
     def path_probability(self, text: str, q_emb: np.ndarray, paths: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> list[float]:
         """P(γ | q) of given relation paths (teacher-forced); 0 for a path naming an unknown relation."""
-        from kgdb.models.planner import pack_questions, text_features, token_of
+        import torch
+
+        from kgdb.models.path_tokens import text_features, token_of
+        from kgdb.models.planner import pack_questions
 
         known = [all(r in self.relation_index for r in rels) and 0 < len(rels) <= self.model.cfg.max_hops for rels, _ in paths]
         rows = [[token_of(self.relation_index[r], d) for r, d in zip(rels, dirs)] + [0] for (rels, dirs), ok in zip(paths, known) if ok]
@@ -407,11 +410,14 @@ class TrainedPathPlanner:
             tokens[i, : len(r)] = torch.tensor(r)
         q = torch.from_numpy(np.asarray(q_emb, np.float32))[None].expand(len(rows), -1)
         words, offsets = pack_questions([text_features(text, self.model.cfg.buckets)] * len(rows))
-        probs = iter(self.model.log_prob(q, words, offsets, tokens, table=self.table()).exp().tolist())
+        with torch.no_grad():
+            probs = iter(self.model.log_prob(q, words, offsets, tokens, table=self.table()).exp().tolist())
         return [next(probs) if ok else 0.0 for ok in known]
 
     def plan_encoded(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]) -> list[PlannedPath]:
-        from kgdb.models.planner import step_of, text_features
+        import torch
+
+        from kgdb.models.path_tokens import step_of, text_features
 
         q = torch.from_numpy(np.asarray(q_emb, np.float32))
         words = torch.tensor(text_features(text, self.model.cfg.buckets))
@@ -423,23 +429,26 @@ class TrainedPathPlanner:
         return out
 
 
-def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None, kind: str, build, flag: str):
+def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None, kind: str, build, flag: str, *, arrays: bool = False):
     """A model over the relation vocabulary (the planner, the structural reasoner) and its checkpoint:
     the named one, else the newest of `kind` trained on this graph (`NoCheckpointError`).
     `build(model_config_dict, weights)` makes the module the weights are loaded into (from the
-    weights' `relation_emb`, or, for a model that stores none, from the graph's table)."""
+    weights' `relation_emb`, or, for a model that stores none, from the graph's table); with
+    `arrays`, the weights are numpy arrays and `build` makes a model that holds them (no torch)."""
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.models.checkpoints import WEIGHTS, read_weights
+    from kgdb.models.weights import read_arrays
 
     fingerprint, info = fingerprint_of(graph)
     ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else checkpoint_for_graph(settings.checkpoints_dir, kind, fingerprint)
     if ckpt.config.get("retriever") != kind:
         raise InputError(f"checkpoint {ckpt.name} holds a {ckpt.config.get('retriever')} model, not {kind}", path=flag)
     check_compatible(ckpt, info.get("model") or settings.embedding_model, int(ckpt.config.get("embedding_dim") or 0))
-    state = read_weights(ckpt.path / WEIGHTS)
+    state = read_arrays(ckpt.path / WEIGHTS) if arrays else read_weights(ckpt.path / WEIGHTS)
     try:
         model = build(ckpt.config["model"], state)
-        model.load_state_dict(state)
+        if not arrays:
+            model.load_state_dict(state)
     except (KeyError, TypeError, RuntimeError) as exc:  # written by another version of the model, or by hand
         raise CheckpointError(f"checkpoint {ckpt.path} does not hold a {kind} model this kgdb can load ({type(exc).__name__}: "
                               f"{str(exc)[:200]}); train it again with `kgdb train {kind}`, or move it out of "
@@ -461,10 +470,12 @@ def save_relation_model(out, model, kind: str, config: dict) -> None:
 
 def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int = 3, constrained: bool = True) -> TrainedPathPlanner:
     """The named planner checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
-    from kgdb.models.planner import PathPlanner, PlannerConfig
+    def build(cfg: dict, state: dict):
+        from kgdb.models.planner import PathPlanner, PlannerConfig  # torch, once a checkpoint was found
 
-    model, ckpt = load_relation_model(graph, settings, checkpoint, PLANNER,
-                                      lambda cfg, state: PathPlanner(PlannerConfig(**cfg), state["relation_emb"]), "--checkpoint")
+        return PathPlanner(PlannerConfig(**cfg), state["relation_emb"])
+
+    model, ckpt = load_relation_model(graph, settings, checkpoint, PLANNER, build, "--checkpoint")
     cfg = ckpt.config
     embedder = get_embedder(cfg.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
     return TrainedPathPlanner(model, list(cfg["relation_names"]), embedder, beam=beam, checkpoint=ckpt, constrained=constrained)

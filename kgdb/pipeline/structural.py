@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
@@ -28,7 +27,7 @@ def structural_examples(graph: Graph, records, arrays, index, embed, buckets: in
     when the file states it, best-F1 shortest otherwise) and DISTRACTORS near misses, grounded as
     walks from the gold topics; questions whose answers the subgraph misses are counted, not used."""
     from kgdb.data.path_subgraphs import path_subgraph, random_paths
-    from kgdb.models.planner import text_features
+    from kgdb.models.path_tokens import text_features
     from kgdb.pipeline.train import labelled_questions
     from kgdb.training.structural import StructuralExample
 
@@ -143,12 +142,12 @@ class StructuralRunner:
         self.model, self.relation_names, self.checkpoint, self.top = model.eval(), relation_names, checkpoint, top
         self.relation_index = {r: i for i, r in enumerate(relation_names)}
 
-    @torch.no_grad()
     def run(self, text: str, q_emb: np.ndarray, topics: list[str], triples: list[tuple], skip: set[str]) -> StructuralOutput:
         """`triples`: (element id, head id, relation, tail id); `skip`: entities never answers (CVT)."""
+        import torch
         from torch_geometric.data import Batch
 
-        from kgdb.models.planner import text_features
+        from kgdb.models.path_tokens import text_features
         from kgdb.models.structural import trace_paths
         from kgdb.training.structural import StructuralExample, collate, to_data
 
@@ -164,7 +163,8 @@ class StructuralRunner:
         ex = StructuralExample("", np.asarray(q_emb, np.float32), text_features(text, self.model.cfg.buckets), head, rel, tail, topic,
                                np.zeros(len(ids), bool))
         batch: Batch = collate([to_data(ex)])
-        prop = self.model(batch)
+        with torch.no_grad():
+            prop = self.model(batch)
         p = prop.log_probs[-1].exp().numpy()
         eligible = np.array([not topic[i] and ids[i] not in skip for i in range(len(ids))])
         if not eligible.any():

@@ -237,7 +237,7 @@ def planner_examples(
     graph: Graph, records: list[QuestionRecord], arrays, embed, buckets: int, max_hops: int, relation_index: dict[str, int], best_f1: bool = True
 ):
     """Labelled planner examples of a split (`labelled_questions`), as decoder tokens."""
-    from kgdb.models.planner import text_features, token_of
+    from kgdb.models.path_tokens import text_features, token_of
     from kgdb.training.planner import PlannerExample
 
     out, counts = [], {"no_path": 0, "paths": 0}
