@@ -205,7 +205,10 @@ class RankedPathPlanner:
             return []
         words = text_features(text, self.model.cfg.buckets)
         if isinstance(self.model, NumpyPathRanker):
-            s = self.model.scores(q_emb, words, tokens, dense)
+            from kgdb.blas import blas_threads
+
+            with blas_threads(1):  # one question: latency-bound, where extra BLAS threads only spin-wait on a busy machine
+                s = self.model.scores(q_emb, words, tokens, dense)
         else:
             from kgdb.training.path_ranker import RankerExample, rank_scores
 
