@@ -47,7 +47,8 @@ class RelationText:
 
     @classmethod
     def of(cls, names: list[str], table) -> "RelationText":
-        return cls(list(names), np.asarray(table.detach().cpu().numpy() if hasattr(table, "detach") else table, np.float32))  # a tensor
+        tensor = hasattr(table, "detach")  # told apart without importing torch
+        return cls(list(names), np.asarray(table.detach().cpu().numpy() if tensor else table, np.float32))
 
     @cached_property
     def index(self) -> dict[str, int]:
