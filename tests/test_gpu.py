@@ -12,6 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+# at module level, so that CI (no GPU: every test skipped) still fails if a helper these tests share is renamed
+import test_models_rapl as rapl_helpers
+from test_models_subgraphrag import _cached_items, _random_subgraph, _tables
+from test_rrp_planner import examples
+from test_rrp_structural import _chain_example
+
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (CI has none)")
 
 GPU = "cuda"
@@ -26,7 +32,6 @@ def test_subgraphrag_scores_on_the_gpu_as_on_the_cpu_and_trains_there():
     from kgdb.models.base import TensorTables
     from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
     from kgdb.training.trainer import TrainConfig, seed_everything, train
-    from test_models_subgraphrag import _cached_items, _random_subgraph, _tables
 
     cpu = _tables()
     gpu = TensorTables.from_numpy(cpu.entity.numpy(), cpu.relation.numpy(), "test", GPU)
@@ -49,12 +54,11 @@ def test_rapl_learns_its_labelled_path_on_the_gpu():
     from kgdb.models.base import Targets, TensorTables
     from kgdb.models.retrievers.rapl import RAPL, RAPLConfig
     from kgdb.training.trainer import seed_everything
-    from test_models_rapl import _question, _tables
 
     seed_everything(0)
-    cpu = _tables()
+    cpu = rapl_helpers._tables()
     gpu = TensorTables.from_numpy(cpu.entity.numpy(), cpu.relation.numpy(), "test", GPU)
-    x, head, tail = _question(gpu, 10)
+    x, head, tail = rapl_helpers._question(gpu, 10)
     first = int(np.flatnonzero(head == 0)[0])  # one labelled step from the topic (node 0)
     labels = np.zeros(len(head), np.float32)
     labels[first] = 1.0
@@ -80,7 +84,6 @@ def test_planner_overfits_on_the_gpu():
     from kgdb.models.planner import PathPlanner, PlannerConfig
     from kgdb.models.path_tokens import token_of
     from kgdb.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
-    from test_rrp_planner import examples
 
     cfg = PlannerConfig(hidden=32, word_dim=16, buckets=1 << 10, max_hops=3, dropout=0.0)
     data = examples(cfg.buckets)
@@ -122,7 +125,6 @@ def test_path_ranker_scores_on_the_gpu_as_on_the_cpu_and_overfits_there():
 def test_structural_reasoner_propagates_on_the_gpu_as_on_the_cpu_and_overfits_there():
     from kgdb.models.structural import StructuralConfig, StructuralReasoner
     from kgdb.training.structural import StructuralTrainConfig, collate, to_data, train_structural_model
-    from test_rrp_structural import _chain_example
 
     train = [_chain_example(2), _chain_example(3)]
     torch.manual_seed(0)
