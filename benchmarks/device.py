@@ -32,6 +32,14 @@ carries; speed does not depend on the rounding, and `embed` casts the model to e
 group (file), and one training epoch of a fresh model of its config over all training examples (with
 the val pass it ends with, also timed alone); `--epochs 40` trains on to the end, as the recipe does, and
 adds the selected epoch, its val figures (mean over the groups) and the training time.
+
+    # the RRP planner and structural reasoner: their training examples on the connected graph
+    KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/device.py rrp-train-export \\
+        --questions ../shared/data/webqsp/questions.jsonl --out bench-device/rrp-train
+    .venv/bin/python benchmarks/device.py rrp-train-run bench-device/rrp-train --device cpu --device cuda
+
+`rrp-train-run` prints, per device, one epoch of a fresh planner and of a fresh structural reasoner, and
+each one's val pass timed alone.
 """
 
 from __future__ import annotations
@@ -376,6 +384,91 @@ def rrp_run(args) -> None:
         print(row)
 
 
+def rrp_train_export(args) -> None:
+    """The RRP planner's and structural reasoner's training examples on the connected graph, gathered as
+    `kgdb train rrp-planner` and `kgdb train rrp` gather them (labelled relation paths; their subgraphs)."""
+    import pickle
+    from dataclasses import asdict
+
+    from kgdb.config import load_settings
+    from kgdb.cypher import Graph
+    from kgdb.data.path_subgraphs import EdgesByStep
+    from kgdb.data.questions import read_questions
+    from kgdb.models.planner import PlannerConfig
+    from kgdb.models.structural import StructuralConfig
+    from kgdb.pipeline.structural import structural_examples
+    from kgdb.pipeline.train import planner_examples, relation_vocabulary
+
+    settings = load_settings()
+    graph = Graph.connect(settings)
+    qs = read_questions(args.questions)
+    vocab = relation_vocabulary(graph, settings)
+    planner_cfg, structural_cfg = PlannerConfig(max_hops=args.hops), StructuralConfig(steps=args.hops)
+    index = EdgesByStep(vocab.arrays)
+    data = {"dataset": qs.dataset, "relation": vocab.tables.relation.detach().cpu().numpy(),
+            "planner_config": asdict(planner_cfg), "structural_config": asdict(structural_cfg)}
+    for split in ("train", "val"):
+        records = qs.split(split)
+        data[f"planner_{split}"], _ = planner_examples(graph, records, vocab.arrays, vocab.embedder.encode, planner_cfg.buckets, args.hops,
+                                                       vocab.relation_index)
+        data[f"structural_{split}"], _ = structural_examples(graph, records, vocab.arrays, index, vocab.embedder.encode,
+                                                             structural_cfg.buckets, args.hops, vocab.relation_index, seed=42)
+    graph.close()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "rrp-train.pkl", "wb") as f:  # our own benchmark folder, read back only by rrp-train-run
+        pickle.dump(data, f)
+    sizes = ", ".join(f"{k} {len(v)}" for k, v in data.items() if isinstance(v, list))
+    print(f"exported {qs.dataset}: {sizes} examples, {len(data['relation']):,} relations, into {args.out} "
+          f"({(args.out / 'rrp-train.pkl').stat().st_size / 2**20:.1f} MiB)")
+
+
+def rrp_train_run(args) -> None:
+    """Per device: one training epoch of a fresh RRP planner and of a fresh structural reasoner over the
+    exported training examples, and their val passes, timed alone."""
+    import pickle
+
+    import torch
+
+    from kgdb.models.planner import PathPlanner, PlannerConfig
+    from kgdb.models.structural import StructuralConfig, StructuralReasoner
+    from kgdb.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
+    from kgdb.training.structural import StructuralTrainConfig, hit1, train_structural_model
+    from kgdb.training.trainer import seed_everything
+    from retrieve import sync
+
+    if not (args.folder / "rrp-train.pkl").is_file():
+        raise SystemExit(f"{args.folder}: no rrp-train.pkl here; write the folder with `benchmarks/device.py rrp-train-export` first")
+    with open(args.folder / "rrp-train.pkl", "rb") as f:
+        data = pickle.load(f)
+    table = torch.from_numpy(data["relation"])
+    torch.set_num_threads(args.threads)
+    if any(d.startswith("cuda") for d in args.device) and not torch.cuda.is_available():
+        raise SystemExit(f"--device {' '.join(args.device)}: torch sees no CUDA device on this machine (torch {torch.__version__})")
+    print(f"{data['dataset']}: planner {len(data['planner_train'])} train / {len(data['planner_val'])} val questions, structural "
+          f"{len(data['structural_train'])} / {len(data['structural_val'])} subgraphs, {len(table):,} relations; torch {torch.__version__}, "
+          f"{args.threads} CPU thread(s)")
+    print(f"{'device':<8} {'planner epoch s':>15} {'its val s':>9} {'structural epoch s':>18} {'its val s':>9}")
+    for device in args.device:
+        seed_everything(42)
+        planner = PathPlanner(PlannerConfig(**data["planner_config"]), table).to(device)
+        logs = []
+        train_planner_model(planner, data["planner_train"], data["planner_val"], PlannerTrainConfig(max_epochs=1, patience=1), on_epoch=logs.append)
+        t = time.perf_counter()
+        evaluate_planner(planner, data["planner_val"], PlannerTrainConfig().beam)
+        planner_val = time.perf_counter() - t
+        seed_everything(42)
+        structural = StructuralReasoner(StructuralConfig(**data["structural_config"]), table).to(device)
+        t = time.perf_counter()
+        train_structural_model(structural, data["structural_train"], data["structural_val"], StructuralTrainConfig(max_epochs=1, patience=1))
+        sync(device)
+        structural_epoch = time.perf_counter() - t
+        t = time.perf_counter()
+        hit1(structural, data["structural_val"])
+        sync(device)
+        structural_val = time.perf_counter() - t
+        print(f"{device:<8} {logs[0].seconds:>15.2f} {planner_val:>9.2f} {structural_epoch - structural_val:>18.2f} {structural_val:>9.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -415,6 +508,14 @@ def main() -> None:
     rr.add_argument("--warmup", type=int, default=10, help="questions of each val group scored before timing")
     rr.add_argument("--epochs", type=int, default=1,
                     help="train this many epochs at most (the recipe's: 40, patience 6, seed 42) and print the val figures it selects")
+    tx = sub.add_parser("rrp-train-export", help="write the RRP planner's and structural reasoner's training examples on the connected graph")
+    tx.add_argument("--questions", type=Path, required=True)
+    tx.add_argument("--out", type=Path, required=True)
+    tx.add_argument("--hops", type=int, default=2, help="relation-path hops (planner) and propagation steps (structural reasoner)")
+    tr = sub.add_parser("rrp-train-run", help="time an epoch of the RRP planner and of the structural reasoner on each --device")
+    tr.add_argument("folder", type=Path)
+    tr.add_argument("--device", action="append", required=True, help="cpu, cuda, ... (repeatable)")
+    tr.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     hm = sub.add_parser("half-model", help="copy an embedding model with float16 weights (small enough to carry to a device)")
     hm.add_argument("--model", default="all-MiniLM-L6-v2", help="model name or folder (default: the bundled MiniLM)")
     hm.add_argument("--out", type=Path, required=True)
@@ -422,7 +523,8 @@ def main() -> None:
     from kgdb.errors import KgdbError
 
     try:
-        {"export": export, "run": run, "embed": embed, "half-model": half_model, "rrp-export": rrp_export, "rrp-run": rrp_run}[args.command](args)
+        {"export": export, "run": run, "embed": embed, "half-model": half_model, "rrp-export": rrp_export, "rrp-run": rrp_run,
+         "rrp-train-export": rrp_train_export, "rrp-train-run": rrp_train_run}[args.command](args)
     except KgdbError as exc:  # a checkpoint or model that does not fit: one line, no traceback
         raise SystemExit(f"benchmarks/device.py {args.command}: {exc}") from None
 

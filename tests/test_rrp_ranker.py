@@ -369,3 +369,22 @@ def test_subnormal_benchmark_counts_the_shipped_rankers_and_finds_its_scores_unc
     out = subprocess.run([sys.executable, str(script), "--questions", str(tmp_path / "nowhere.jsonl")], capture_output=True, text=True,
                          env=env, timeout=600)
     assert out.returncode == 1 and "nowhere.jsonl: question file not found" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_device_bench_times_the_planner_and_structural_reasoner_from_their_exported_examples(movie_files, tmp_path):
+    """benchmarks/device.py rrp-train-export gathers both models' training examples as their `kgdb train`
+    commands do; rrp-train-run needs no database and prints one row per device."""
+    graph, settings, files, env, base = movie_files
+    out_dir = tmp_path / "bench"
+    out = subprocess.run([sys.executable, str(BENCH / "device.py"), "rrp-train-export", "--questions", str(files[1]), "--out", str(out_dir)],
+                         capture_output=True, text=True, env=_bench_env(settings, env), timeout=600)
+    assert out.returncode == 0, out.stderr
+    sizes = re.search(r"planner_train (\d+), structural_train (\d+), planner_val (\d+), structural_val (\d+) examples", out.stdout)
+    assert sizes and all(int(n) > 0 for n in sizes.groups()), out.stdout
+    out = subprocess.run([sys.executable, str(BENCH / "device.py"), "rrp-train-run", str(out_dir), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"^cpu(\s+[\d.]+){4}$", out.stdout, re.M), out.stdout
+    out = subprocess.run([sys.executable, str(BENCH / "device.py"), "rrp-train-run", str(tmp_path / "nowhere"), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "no rrp-train.pkl here" in out.stderr
