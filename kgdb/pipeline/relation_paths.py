@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from kgdb.models.checkpoints import Checkpoint, CheckpointError, check_compatibl
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.subgraph import Subgraph
 from kgdb.pipeline.retrieve import _ms
+
+if TYPE_CHECKING:
+    import torch  # imported where a trained planner runs: answering with the portable ranker needs none
 
 
 @dataclass(frozen=True)
