@@ -135,9 +135,9 @@ def numpy_scorer(retriever: str, checkpoint: Path | None = None) -> NumpyScorer 
     if retriever == "cosine" and checkpoint is None:
         return _cosine
     if retriever == "cosine-dde" and checkpoint is not None:
-        from safetensors.numpy import load_file
+        from kgdb.models.weights import read_arrays
 
         config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))["model"]
-        weights = load_file(str(checkpoint / "model.safetensors"))
+        weights = read_arrays(checkpoint / "model.safetensors")
         return lambda entity, relation, sg, q: cosine_dde_scores(weights, config, entity, relation, sg, q)
     return None

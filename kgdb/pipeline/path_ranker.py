@@ -266,7 +266,7 @@ def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None,
         return NumpyPathRanker(config, state, relations[0].table)
 
     portable = bool((found.config.get("model") or {}).get("portable"))
-    model, ckpt = load_relation_model(graph, settings, checkpoint, RANKER, build, "--checkpoint", arrays=portable)
+    model, ckpt = load_relation_model(graph, settings, str(found.path), RANKER, build, "--checkpoint", arrays=portable)
     tuned = ckpt.config.get("rethinking") or {}
     common = {"hops": candidate_hops(graph), "beam": beam or int(tuned.get("beam", 10)), "checkpoint": ckpt,
               "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes}
