@@ -6,6 +6,7 @@
 // `reached` counts every entity a step reaches; `ids` keeps the first $cap of them in id order (the
 // next hop starts from those, as grounding's bounded frontier does) and `cvt` those of them that are
 // unnamed compound-value (CVT) nodes. Write-back copies (:SCORED) are not relations of the graph.
+// One row per prefix, its steps in (relation, direction) order.
 // Parameters:
 //   :param prefixes => [{key: 0, ids: ['Jamaica']}]
 //   :param cap => 200      // most entities kept per step
@@ -17,7 +18,9 @@ CALL (p) {
   WITH DISTINCT type(r) AS relation, CASE WHEN startNode(r) = x THEN 1 ELSE -1 END AS direction, y
   ORDER BY relation, direction, y.id
   WITH relation, direction, collect(y) AS ends
-  RETURN relation, direction, size(ends) AS reached, ends[..$cap] AS kept
+  ORDER BY relation, direction
+  RETURN collect({relation: relation, direction: direction, reached: size(ends),
+                  ids: [e IN ends[..$cap] | e.id], cvt: [e IN ends[..$cap] WHERE e:CVT | e.id]}) AS steps
 }
-RETURN p.key AS key, relation, direction, reached, [e IN kept | e.id] AS ids, [e IN kept WHERE e:CVT | e.id] AS cvt
-ORDER BY key, relation, direction;
+RETURN p.key AS key, steps
+ORDER BY key;
