@@ -171,6 +171,11 @@ def test_ask_bad_inputs(loaded):
         AskPipeline(graph, settings, retriever="cosine", fmt="xml")
     with pytest.raises(InputError, match="--cap"):  # relation paths have their own frontier bound
         AskPipeline(graph, settings, retriever="relation-paths", cap=5)
+    for retriever in ("cosine", "relation-paths"):  # relation paths once took k=0 as "answer from no evidence"
+        with pytest.raises(InputError, match="--k: must be positive, got 0"):
+            AskPipeline(graph, settings, retriever=retriever, k=0)
+    with pytest.raises(InputError, match="--chain-hops: must be positive, got 0"):
+        AskPipeline(graph, settings, retriever="cosine", chain_hops=0)
     capped = AskPipeline(graph, settings, retriever="cosine", k=10, cap=1, write=False)
     assert capped.settings_json()["cap"] == 1  # recorded with every answer and eval qa run
 

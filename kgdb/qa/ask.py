@@ -205,6 +205,9 @@ class AskPipeline:
     ):
         if fmt not in FORMATS:
             raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}", path="--format")
+        for value, name in ((k, "--k"), (chain_hops, "--chain-hops")):
+            if value < 1:  # every retriever, before anything is loaded (relation paths took k=0 as "no evidence")
+                raise InputError(f"must be positive, got {value}", path=name)
         from kgdb.qa.llm_planner import PLANNERS
 
         if planner not in PLANNERS:
