@@ -93,6 +93,9 @@ def test_trained_planner_answers_a_two_hop_question_without_an_llm(movie_files):
     payload = json.loads(out.output)
     assert payload["retriever"] == "relation-paths" and payload["llm_used"] is False
     assert sorted(a["answer"] for a in payload["answers"]) == gold
+    # other readings: lower-scored relation paths reaching other entities, never the answers' own
+    alts = payload["alternatives"]
+    assert all(a["score"] < 1 and not set(a["ends"]) <= set(gold) for a in alts) and len(alts) <= 3
 
     out = runner.invoke(app, base + ["eval", "qa", "--questions", str(files[1]), "--split", "all", "--reasoner", "rrp", "--concurrency", "1"], env=env)
     assert out.exit_code == 0, out.output

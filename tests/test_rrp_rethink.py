@@ -15,6 +15,8 @@ from kgdb.data.relation_paths import TripleArrays
 from kgdb.pipeline import relation_path_retriever
 from kgdb.pipeline.relation_paths import select
 from kgdb.pipeline.structural import chosen_mode
+from kgdb.protocol import ScoredPath
+from kgdb.qa.reasoners.rrp import other_readings
 from test_rrp_ask import TRIPLES, _answers, movie_files  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -102,6 +104,23 @@ def test_rethinking_scores_filters_and_orders_paths_by_hand():
     # the ablations: structural paths alone above θ; union = the planner's best relation path + those
     assert [c.path.answer for c in select("structural", planned, structural, s2, ["t"], {"c"}, 0.6, 0.95)] == ["z"]
     assert [c.path.answer for c in select("union", planned, structural, s2, ["t"], {"c"}, 0.6, 0.95)] == ["x", "y", "c", "z"]
+
+
+def test_other_readings_group_relation_paths_below_the_answers():
+    def path(score, relations, directions, end, source="rrp-ranker"):
+        return ScoredPath(score, ("t",) + ("m",) * (len(relations) - 1) + (end,), relations, directions, source=source)
+
+    paths = [path(0.6, ("born",), (1,), "Ulm"), path(0.25, ("nationality", "currency"), (1, 1), "Euro"),
+             path(0.25, ("nationality", "currency"), (1, 1), "Franc"), path(0.1, ("nationality",), (1,), "Germany"),
+             path(0.2, ("birthplace",), (-1,), "Ulm"),  # another route to the answer: not another reading
+             path(0.01, ("died",), (1,), "Princeton")]  # under a tenth of the answers' score
+    assert other_readings(paths, {"Ulm"}, top=3) == [
+        {"score": 0.25, "path": "nationality → currency", "ends": ["Euro", "Franc"], "count": 2},
+        {"score": 0.1, "path": "nationality", "ends": ["Germany"], "count": 1}]
+    assert other_readings(paths, {"Ulm"}, top=1)[0]["path"] == "nationality → currency"
+    assert other_readings(paths[:1], {"Ulm"}, top=3) == []
+    # rethought paths are all answer paths: nothing else to show
+    assert other_readings([path(0.6, ("born",), (1,), "Ulm", "rethink:planner"), path(0.3, ("x",), (1,), "Y", "rethink:planner")], {"Ulm"}, 3) == []
 
 
 def test_the_answering_mode_is_the_best_on_val():

@@ -134,6 +134,17 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
                 # Text(): relation names in [brackets] must not be read as rich markup
                 table.add_row(str(i), Text(a.answer), mark, Text("\n".join(a.evidence[:2]) or "-"))
             console.print(table)
+        if r.alternatives:
+            top = max(r.scores.values(), default=None)
+            table = Table(title="Other readings", caption="the next relation paths by score; not answers"
+                          + (f" (the answers' path scored {top:.3f})" if top is not None else ""))
+            table.add_column("score", justify="right")
+            table.add_column("relation path from the topic")
+            table.add_column("reaches")
+            for alt in r.alternatives:
+                more = f" (+{alt['count'] - len(alt['ends'])} more)" if alt["count"] > len(alt["ends"]) else ""
+                table.add_row(f"{alt['score']:.3f}", Text(alt["path"]), Text(", ".join(alt["ends"]) + more))
+            console.print(table)
     if res.run:
         console.print(f"[bold]Run:[/] {escape(res.run)}", highlight=False)
         if res.browser_query:

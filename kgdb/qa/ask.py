@@ -83,6 +83,7 @@ class AskResult:
             "refused": r.refused if r else None,
             "malformed": r.malformed if r else None,
             "reply": r.reply if r else None,
+            "alternatives": r.alternatives if r else [],
             "usage": {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls} if r else None,
             "planner_usage": self.planner_usage,
             "error": self.error,

@@ -36,6 +36,9 @@ class Reasoning:
     # answer -> indices of the evidence lines it rests on (filled by the extractive reasoner)
     support: dict[str, list[int]] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
+    # the next relation paths by score that did not give the answers (`rrp` without rethinking):
+    # {"score", "path" (relations, "^-1" against the edge), "ends" (first names), "count"}
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,8 +18,8 @@ class PathReasoner:
     name = "rrp"
     uses_llm = False
 
-    def __init__(self, max_answers: int = 50):
-        self.max_answers = max_answers
+    def __init__(self, max_answers: int = 50, alternatives: int = 3):
+        self.max_answers, self.alternatives = max_answers, alternatives
 
     def settings(self) -> dict[str, Any]:
         return {"reasoner": self.name, "llm_used": False, "max_answers": self.max_answers}
@@ -59,4 +59,31 @@ class PathReasoner:
             scores = {name_of[e]: best for e in ranked}
         reply = "ans: " + " | ".join(answers) if answers else "ans: not available"
         return Reasoning(answers, reply, self.name, False, refused=not answers, support=support, scores=scores,
+                         alternatives=other_readings(usable, set(answers), self.alternatives) if answers else [],
                          seconds=time.perf_counter() - t)
+
+
+def other_readings(paths: list, answered: set[str], top: int, share: float = 0.1) -> list[dict[str, Any]]:
+    """The `top` best-scored relation paths below the answers' score, scoring at least `share` of
+    it, that reach something else: how else the ranker read the question, so a user sees when it
+    hesitated ("Ulm" at 0.62, the currency of the country of birth at 0.24) and nothing when it did
+    not. Rethought paths are all answer paths already."""
+    if not paths or all(":" in p.source for p in paths):
+        return []
+    best = max(p.score for p in paths)
+    groups: dict[tuple, dict[str, Any]] = {}
+    for p in sorted(paths, key=lambda p: -p.score):
+        if p.score >= best or p.score < share * best:
+            continue
+        key = tuple(r if d > 0 else f"{r}^-1" for r, d in zip(p.relations, p.directions))
+        g = groups.setdefault(key, {"score": p.score, "path": " → ".join(key), "ends": {}})
+        g["ends"].setdefault((p.names or p.entities)[-1], None)
+    out = []
+    for g in sorted(groups.values(), key=lambda g: (-g["score"], g["path"])):
+        ends = sorted(g["ends"])
+        if set(ends) <= answered:
+            continue  # another route to the same answers
+        out.append({"score": round(float(g["score"]), 6), "path": g["path"], "ends": ends[:5], "count": len(ends)})
+        if len(out) == top:
+            break
+    return out
