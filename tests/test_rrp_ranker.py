@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -254,6 +255,17 @@ def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     paths = retriever.retrieve(question, ["Lise Meitner"]).paths
     assert paths[0].relations == ("movie.starred_actors", "movie.directed_by") and paths[0].directions == (-1, 1)
     gold = _answers(TripleArrays.from_triples(MOVIE_TRIPLES), "Lise Meitner", (("movie.starred_actors", -1), ("movie.directed_by", 1)))
+    # rethinking's S1 of a traced path reads the ranking of the question this thread asked last,
+    # whatever other threads asked in between (eval qa --concurrency shares one ranker)
+    ranker, wanted = retriever.planner, (("movie.starred_actors", "movie.directed_by"), (-1, 1))
+    text, emb = ranker.encode(question, ["Lise Meitner"])
+    ranker.plan_encoded(graph, text, emb, ["Lise Meitner"])
+    other = threading.Thread(target=lambda: ranker.plan_encoded(graph, *ranker.encode("who wrote Film C", ["Film C"]), ["Film C"]))
+    other.start()
+    other.join()
+    probability = ranker.path_probability(text, emb, [wanted])[0]
+    ranked = {(tuple(r for r, _ in c.steps), tuple(d for _, d in c.steps)): p for c, p in ranker.scored(graph, text, emb, ["Lise Meitner"])}
+    assert 0 < probability == ranked[wanted]
     res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask(question, ["Lise Meitner"])
     assert sorted(a.answer for a in res.answers) == gold and not res.reasoning.llm_used
     # a planner checkpoint named explicitly keeps the beam planner

@@ -47,7 +47,7 @@ def relation_steps(graph: Graph, entity_sets: list[list[str]], cap: int = 200) -
         # 29 -> 21 ms per call with records per prefix instead of per step)
         rows = graph.run("relation_steps", _raw=True, prefixes=[{"key": k, "ids": sorted(ids)} for ids, k in distinct.items()], cap=cap)
         for r in rows:
-            steps[int(r["key"])] = [(s["relation"], int(s["direction"]), int(s["reached"]), list(s["ids"]), list(s["cvt"])) for s in r["steps"]]
+            steps[int(r["key"])] = [(s["relation"], int(s["direction"]), int(s["reached"]), s["ids"], s["cvt"]) for s in r["steps"]]
     return [steps[k] for k in keys]
 
 

@@ -15,6 +15,8 @@ torch only to train, or to serve a graph's own ranker.
 
 from __future__ import annotations
 
+import threading
+
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -109,12 +111,15 @@ def candidate_features(relations: RelationText, text: str, q_emb: np.ndarray, to
     if not kept:
         return kept, tokens, np.zeros((0, width_f), np.float32)
     qn = np.asarray(q_emb, np.float32) / (np.linalg.norm(q_emb) or 1.0)
-    cos = [[float(relations.unit[index[r]] @ qn) for r, _ in c.steps] for c in kept]
+    # one dot product per distinct relation, the same one per step as before (a matrix product
+    # would change the last bits): thousands of candidates share a few hundred relations
+    rel_cos = {r: float(relations.unit[index[r]] @ qn) for r in {r for c in kept for r, _ in c.steps}}
+    cos = [[rel_cos[r] for r, _ in c.steps] for c in kept]
     n_ans = np.array([len(answer_ends(c, tset)) for c in kept], np.float32)
     hops = np.array([len(c.steps) for c in kept])
     cmax = np.array([max(x) for x in cos], np.float32)
     dense = np.stack(columns + [
-        cmax, np.array([np.mean(x) for x in cos], np.float32), np.array([x[-1] for x in cos], np.float32),
+        cmax, np.array([sum(x) / len(x) for x in cos], np.float32), np.array([x[-1] for x in cos], np.float32),
         cmax - cmax.max(), hops == 1, hops == 2, hops == 3, np.log1p(n_ans) / 5, n_ans == 1,
         np.array([len(c.cvt) / max(len(c.ends), 1) for c in kept], np.float32),
         np.array([len(c.topics) / max(len(tset), 1) for c in kept], np.float32),
@@ -176,7 +181,9 @@ class RankedPathPlanner:
         self.model, self.relations, self.embedder, self.planner = model.eval(), relations, embedder, planner
         self.hops, self.beam, self.checkpoint, self.frontier_cap = hops, beam, checkpoint, frontier_cap
         self.hub_scan, self.prefixes = hub_scan, prefixes
-        self._last: tuple[str, dict] = ("", {})
+        # this thread's last question: (text, ranked candidates), for `path_probability` (eval qa
+        # answers several questions at once with one ranker)
+        self._last = threading.local()
 
     def describe(self) -> dict:
         """What enumerated the candidates, recorded next to results (`RelationPathRetriever.describe`)."""
@@ -224,13 +231,14 @@ class RankedPathPlanner:
         from kgdb.pipeline.relation_paths import PlannedPath
 
         ranked = self.scored(graph, text, q_emb, topics)
-        self._last = (text, {(tuple(r for r, _ in c.steps), tuple(d for _, d in c.steps)): p for c, p in ranked})
+        self._last.question = (text, ranked)
         return [PlannedPath(tuple(r for r, _ in c.steps), p, tuple(d for _, d in c.steps)) for c, p in ranked[: self.beam]]
 
     def path_probability(self, text: str, q_emb: np.ndarray, paths: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> list[float]:
         """The ranker's probability of given relation paths among the last question's candidates (the
         structural reasoner's traced paths, for rethinking's S1); 0 for a path not among them."""
-        seen = self._last[1] if self._last[0] == text else {}
+        last_text, ranked = getattr(self._last, "question", ("", []))
+        seen = {(tuple(r for r, _ in c.steps), tuple(d for _, d in c.steps)): p for c, p in ranked} if last_text == text else {}
         return [seen.get(tuple(p), 0.0) for p in paths]
 
 
