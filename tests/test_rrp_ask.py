@@ -140,3 +140,7 @@ def test_bad_relation_paths_get_clear_messages(movie_files):
     res = r.retrieve("who directed Film A", ["Film A"])
     assert [e.id for e in res.entities] == ["Ada Lovelace"]
     assert any("movie.produced_by" in n and "not a relation of this graph" in n for n in res.notes)
+    # and says when the answers do not follow the best-scored reading of the question
+    assert "the best-scored relation path, movie.produced_by (1), reaches nothing from Film A; the answers follow the best one that does" in res.notes
+    none = RelationPathRetriever(graph, graph.settings, planner=FixedPlanner(("movie.produced_by",)), write=False).retrieve("who produced Film A", ["Film A"])
+    assert not none.entities and any(n.endswith("no planned path reaches anything") for n in none.notes)

@@ -19,7 +19,7 @@ from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, check_compatible, checkpoint_for_graph, find_checkpoint
-from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
+from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple, relation_path_text
 from kgdb.subgraph import Subgraph
 from kgdb.pipeline.retrieve import _ms
 
@@ -166,6 +166,11 @@ class RelationPathRetriever:
         for (plan, anchor), grounding in zip(jobs, groundings):
             grounded += [(plan, anchor, triples) for triples in grounding]
         reached = {plan for plan, _, _ in grounded}
+        if plans and (top := max(plans, key=lambda p: p.score)) not in reached and top.score > max((p.score for p in reached), default=-1.0):
+            # say why an answer may not fit the question: its best reading found nothing in this graph
+            notes.append(f"the best-scored relation path, {relation_path_text(top.relations, top.directions)} ({top.score:.3g}), "
+                         f"reaches nothing from {', '.join(topic_names)}; "
+                         + ("the answers follow the best one that does" if reached else "no planned path reaches anything"))
         # A graph-constrained planner only names relations that leave the topics' frontier, so a
         # plan that grounds to nothing cannot name an unknown relation: no round trip to ask why.
         unexplained = [] if getattr(self.planner, "constrained", False) else [p for p in dict.fromkeys(plan for plan, _ in jobs) if p not in reached]

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from kgdb.errors import InputError
+from kgdb.protocol import relation_path_text
 from kgdb.qa.prompts import Prompt
 from kgdb.qa.reasoners.base import Reasoning
 
@@ -75,8 +76,7 @@ def other_readings(paths: list, answered: set[str], top: int, share: float = 0.1
     for p in sorted(paths, key=lambda p: -p.score):
         if p.score >= best or p.score < share * best:
             continue
-        key = tuple(r if d > 0 else f"{r}^-1" for r, d in zip(p.relations, p.directions))
-        g = groups.setdefault(key, {"score": p.score, "path": " → ".join(key), "ends": {}})
+        g = groups.setdefault((p.relations, p.directions), {"score": p.score, "path": relation_path_text(p.relations, p.directions), "ends": {}})
         g["ends"].setdefault((p.names or p.entities)[-1], None)
     out = []
     for g in sorted(groups.values(), key=lambda g: (-g["score"], g["path"])):
