@@ -13,7 +13,9 @@ question), and the CLI commands that must start fast (`--help`, `status`, `neo4j
 checkout of kgdb, e.g. `git worktree add /tmp/before 4f24784`) each command is also timed with
 that checkout first on PYTHONPATH, before and after alternating, and the table shows both and
 their ratio; the load average is printed next to the timings (the machine may be shared).
-Warm-up questions (model load, first queries) are not counted. With --write the scores are written
+Warm-up questions (model load, first queries) are not counted. It also prints the answer Hit@1 of
+the timed questions (eval qa's matching; a question that fails is a miss), so `--topics linked` against
+`--topics gold` on a `--split` shows what linking from the text costs a user. With --write the scores are written
 back and evidence chains built, as plain `kgdb ask` does; the runs created are pruned at the end.
 With --reasoner rrp the sum of the RRP stages (plan, ground, structural, rethink: linking excluded)
 is printed too; --profile adds, per question, the calls and milliseconds of every database query
@@ -44,7 +46,8 @@ def main() -> None:
     ap.add_argument("--default-ask", action="store_true",
                     help="with --cold: also time `kgdb ask` with the default retriever, and plain `kgdb ask` (RRP without an LLM)")
     ap.add_argument("--before", type=Path, help="with --cold: also time this kgdb checkout (its root folder), for a before/after table")
-    ap.add_argument("--n", type=int, default=100, help="questions timed (first N of the file)")
+    ap.add_argument("--n", type=int, default=100, help="questions timed (first N of the file, or of --split)")
+    ap.add_argument("--split", default="all", help="train | val | test | all: the questions asked (the fixed splits)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--retriever", default=None, help="default: relation-paths with --reasoner rrp, else subgraphrag")
     ap.add_argument("--reasoner", default="extractive", choices=("extractive", "rrp"), help="no-LLM reasoner (rrp: planner + grounding + structural reasoner + rethinking)")
@@ -68,13 +71,14 @@ def main() -> None:
     from kgdb.data.questions import read_questions
     from kgdb.errors import KgdbError
     from kgdb.qa.ask import ASK_STAGES, AskPipeline
+    from kgdb.qa.metrics import score_question
 
     import torch
 
     torch.set_num_threads(args.threads)
     settings = load_settings()
     args.retriever = args.retriever or ("relation-paths" if args.reasoner == "rrp" else "subgraphrag")
-    questions = read_questions(args.questions).questions[: args.warmup + args.n]
+    questions = read_questions(args.questions).split(args.split)[: args.warmup + args.n]
     graph = Graph.connect(settings)
     t0 = time.perf_counter()
     pipe = AskPipeline(graph, settings, retriever=args.retriever, k=args.k, reasoner=args.reasoner, hops=args.hops, write=args.write)
@@ -83,7 +87,7 @@ def main() -> None:
     stages: dict[str, list[float]] = {s: [] for s in ASK_STAGES}
     for s in ("plan", "ground", "structural", "rethink"):  # the relation-path retriever's stages
         stages.setdefault(s, [])
-    runs, failed = [], 0
+    runs, failed, hits = [], 0, []
     calls: list[tuple[str, float]] = []  # (database query name or "encode", ms) of the current question
     per_question: list[list[tuple[str, float]]] = []
     if args.profile:
@@ -99,6 +103,8 @@ def main() -> None:
             res = pipe.ask(q.text, q.topics if args.topics == "gold" else None, qid=f"bench-{q.id}")
         except KgdbError:
             failed += 1
+            if i >= args.warmup and q.answers:
+                hits.append(False)  # the user got no answer
             continue
         wall = (time.perf_counter() - start) * 1000
         if res.run:
@@ -107,6 +113,8 @@ def main() -> None:
             continue
         totals.append(wall)
         per_question.append(list(calls))
+        if q.answers:  # what the user got: the first answer against the gold ones (eval qa's matching)
+            hits.append(score_question([a.answer for a in res.answers], q.answers, q.text).hit1)
         for s in stages:
             stages[s].append(res.timings.get(s, 0.0))
     if runs:
@@ -119,6 +127,9 @@ def main() -> None:
           f"{' (fallback: no checkpoint)' if pipe.retriever_note else ''}; reasoner {args.reasoner} (no LLM); "
           f"k {args.k}; hops {args.hops}; write-back {'on' if args.write else 'off'}; setup {setup:.1f} s")
     print(f"timed {len(totals)} questions (after {args.warmup} warm-up), {failed} failed (no linkable entity etc.)")
+    if hits:
+        print(f"answer Hit@1 of the timed questions with an answer, topics {args.topics}: {100 * sum(hits) / len(hits):.2f} "
+              f"({sum(hits)} of {len(hits)}; a failed question is a miss)")
     print(f"per question wall ms: p50 {statistics.median(totals):.1f}  p90 {pct(totals, 0.9):.1f}  p95 {pct(totals, 0.95):.1f}  "
           f"mean {statistics.fmean(totals):.1f}  max {max(totals):.1f}")
     print(f"load average (1/5/15 min) at start {' '.join(f'{x:.2f}' for x in load_start)}, "

@@ -32,6 +32,13 @@ from kgdb.models.checkpoints import Checkpoint, CheckpointError, NoCheckpointErr
 
 RANKER = "rrp-ranker"
 CAP = 200  # frontier entities per hop, as grounding (the hop counts: `kgdb.cypher.path_candidates.candidate_hops`)
+# Topics linked from the text: the first TOPIC_CANDIDATES mentioned candidates within TOPIC_LINK_MARGIN
+# of the best link score compete on link score + TOPIC_PATH_WEIGHT x the ranker's best raw path score
+# from each (`RankedPathPlanner.choose_topic`). Chosen on the WebQSP training split on both graphs
+# (README, "Linking by answerability"); the margin keeps ~95 % of the gain at half the rankings.
+TOPIC_CANDIDATES = 3
+TOPIC_PATH_WEIGHT = 0.05
+TOPIC_LINK_MARGIN = 0.3
 
 
 def answer_ends(c, topics: set[str]) -> set[str]:
@@ -181,8 +188,9 @@ class RankedPathPlanner:
         self.model, self.relations, self.embedder, self.planner = model.eval(), relations, embedder, planner
         self.hops, self.beam, self.checkpoint, self.frontier_cap = hops, beam, checkpoint, frontier_cap
         self.hub_scan, self.prefixes = hub_scan, prefixes
-        # this thread's last question: (text, ranked candidates), for `path_probability` (eval qa
-        # answers several questions at once with one ranker)
+        # this thread's last question (eval qa answers several at once with one ranker): its raw
+        # scores, for `plan_encoded` after `choose_topic` and for `path_probability`, and the
+        # encodings `choose_topic` made
         self._last = threading.local()
 
     def describe(self) -> dict:
@@ -193,35 +201,69 @@ class RankedPathPlanner:
     def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
         from kgdb.pipeline.relation_paths import encode_question
 
-        return encode_question(self.embedder, question, topic_names)
+        made = getattr(self._last, "encoded", {}).get((question, tuple(topic_names)))
+        return made if made is not None else encode_question(self.embedder, question, topic_names)
 
-    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]):
-        return self.plan_encoded(graph, *self.encode(question, topic_names), topics)
+    def choose_topic(self, graph: Graph, question: str, found):
+        """`found` (kgdb.cypher.linking.Topics linked from the text) with its topic chosen by
+        answerability: among the first TOPIC_CANDIDATES mentioned candidates (none of them a word inside
+        another's longer mention) within TOPIC_LINK_MARGIN of the best link score, the one whose link score + TOPIC_PATH_WEIGHT x the best raw score the
+        ranker gives a relation path from it is highest (ties: link order). A namesake or a generic word ("Time" in "when was the last time
+        the knicks won") has no path the question asks for; the entity it is about has one."""
+        from dataclasses import replace
 
-    def scored(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]) -> list[tuple[object, float]]:
-        """Every answer-bearing candidate path with its probability, best first."""
+        candidates: list = []
+        for e in (e for e in found.linked if e.mention):
+            # a word inside a longer mention ("stone" in "philip stone") stays below it, as the linker ranks it
+            if not any(len(c.mention) > len(e.mention) and f" {e.mention} " in f" {c.mention} " for c in candidates):
+                candidates.append(e)
+        candidates = [e for e in candidates[:TOPIC_CANDIDATES] if e.score >= candidates[0].score - TOPIC_LINK_MARGIN] if candidates else []
+        if found.source != "linked" or len(candidates) < 2:
+            return found
+        self._last.encoded, raw = {}, {}
+        for e in candidates:
+            text, emb = self._last.encoded[(question, (e.name,))] = self.encode(question, [e.name])
+            raw[e.id] = (text, self._raw_scores(graph, text, emb, [e.id]))
+        best = max(candidates, key=lambda e: e.score + (TOPIC_PATH_WEIGHT * float(raw[e.id][1][1].max()) if len(raw[e.id][1][1]) else -1e9))
+        text, (kept, scores) = raw[best.id]
+        self._last.raw = ((text, (best.id,)), kept, scores)  # what plan_encoded will ask for next
+        return replace(found, ids=[best.id])
+
+    def _raw_scores(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]) -> tuple[list, np.ndarray]:
+        """The answer-bearing candidate paths around `topics` and the ranker's raw score of each."""
         from kgdb.cypher.path_candidates import relation_paths_around
         from kgdb.models.path_ranker_numpy import NumpyPathRanker
         from kgdb.models.path_tokens import text_features
 
+        memo = getattr(self._last, "raw", None)
+        if memo is not None and memo[0] == (text, tuple(topics)):
+            return memo[1], memo[2]
         candidates = relation_paths_around(graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap,
                                            hub_scan=self.hub_scan, prefixes=self.prefixes,
                                            prefix_score=prefix_score(self.relations, q_emb))
         kept, tokens, dense = candidate_features(self.relations, text, q_emb, topics, candidates, max_hops=self.model.cfg.max_hops,
                                                  planner=self.planner)
         if not kept:
-            return []
+            return [], np.zeros(0, np.float32)
         words = text_features(text, self.model.cfg.buckets)
         if isinstance(self.model, NumpyPathRanker):
             from kgdb.blas import blas_threads
 
             with blas_threads(1):  # one question: latency-bound, where extra BLAS threads only spin-wait on a busy machine
-                s = self.model.scores(q_emb, words, tokens, dense)
-        else:
-            from kgdb.training.path_ranker import RankerExample, rank_scores
+                return kept, self.model.scores(q_emb, words, tokens, dense)
+        from kgdb.training.path_ranker import RankerExample, rank_scores
 
-            none = np.zeros(len(kept), np.float32)
-            s = rank_scores(self.model, RankerExample("", np.asarray(q_emb, np.float32), words, tokens, dense, none.astype(bool), none, none))
+        none = np.zeros(len(kept), np.float32)
+        return kept, rank_scores(self.model, RankerExample("", np.asarray(q_emb, np.float32), words, tokens, dense, none.astype(bool), none, none))
+
+    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]):
+        return self.plan_encoded(graph, *self.encode(question, topic_names), topics)
+
+    def scored(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]) -> list[tuple[object, float]]:
+        """Every answer-bearing candidate path with its probability, best first."""
+        kept, s = self._raw_scores(graph, text, q_emb, topics)
+        if not kept:
+            return []
         p = np.exp(s - s.max())
         p /= p.sum()
         order = np.argsort(-p, kind="stable")
@@ -231,7 +273,7 @@ class RankedPathPlanner:
         from kgdb.pipeline.relation_paths import PlannedPath
 
         ranked = self.scored(graph, text, q_emb, topics)
-        self._last.question = (text, ranked)
+        self._last.question, self._last.raw, self._last.encoded = (text, ranked), None, {}
         return [PlannedPath(tuple(r for r, _ in c.steps), p, tuple(d for _, d in c.steps)) for c, p in ranked[: self.beam]]
 
     def path_probability(self, text: str, q_emb: np.ndarray, paths: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> list[float]:

@@ -141,6 +141,10 @@ class RelationPathRetriever:
             names = {i: n for i, (n, _) in entity_names(self.graph, found.ids).items()}
         timings["link"] = _ms(t)
         t = time.perf_counter()
+        if hasattr(self.planner, "choose_topic"):  # the ranker: linked candidates compete on answerability too (plan time)
+            chosen = self.planner.choose_topic(self.graph, question, found)
+            if chosen is not found:
+                found, names = chosen, {e.id: e.name for e in chosen.linked if e.id in chosen.ids}
         topic_names = [names.get(i, i) for i in found.ids]
         notes: list[str] = []
         usage = None

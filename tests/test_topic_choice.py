@@ -1,0 +1,78 @@
+"""Linking by answerability (`RankedPathPlanner.choose_topic`): which linked candidate becomes the
+topic, with the ranker's raw path scores given by hand (the database and the model are tested
+elsewhere; here only the rule)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kgdb.cypher.linking import LinkedEntity, Topics
+from kgdb.pipeline.path_ranker import TOPIC_PATH_WEIGHT, RankedPathPlanner
+
+
+class _Model:
+    def eval(self):
+        return self
+
+
+class _Embedder:
+    def encode(self, texts):
+        return np.zeros((len(texts), 4), np.float32)
+
+
+def _planner(best_logit: dict[str, float | None]):
+    planner = RankedPathPlanner(_Model(), relations=None, embedder=_Embedder())
+    calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def raw(graph, text, q_emb, topics):
+        memo = getattr(planner._last, "raw", None)
+        if memo is not None and memo[0] == (text, tuple(topics)):
+            return memo[1], memo[2]
+        calls.append((text, tuple(topics)))
+        logit = best_logit[topics[0]]
+        return ([], np.zeros(0, np.float32)) if logit is None else ([f"path from {topics[0]}"], np.array([logit - 1.0, logit], np.float32))
+
+    planner._raw_scores = raw
+    return planner, calls
+
+
+def _linked(*cands: tuple[str, float, str | None]) -> Topics:
+    linked = [LinkedEntity(i, i.title(), score, mention) for i, score, mention in cands]
+    return Topics([linked[0].id], "linked", linked, [])
+
+
+def test_a_candidate_the_question_can_be_answered_from_beats_a_slightly_better_link():
+    planner, calls = _planner({"time": 0.0, "new york knicks": 30.0, "knicks fan": 100.0})
+    found = _linked(("time", 1.46, "time"), ("new york knicks", 1.2, "knicks"), ("knicks fan", 0.5, "knicks fan"))
+    chosen = planner.choose_topic(None, "when was the last time the knicks won the championship?", found)
+    # 1.2 + 0.05 * 30 beats 1.46 + 0; "knicks fan" is more than the margin below the best link score
+    assert chosen.ids == ["new york knicks"] and chosen.linked == found.linked and chosen.source == "linked"
+    assert [t for _, t in calls] == [("time",), ("new york knicks",)]
+    # the winner's ranking is kept for the plan that follows: nothing is ranked twice
+    text, emb = planner.encode("when was the last time the knicks won the championship?", ["New York Knicks"])
+    planner._raw_scores(None, text, emb, ["new york knicks"])
+    assert len(calls) == 2
+
+
+def test_a_small_path_score_difference_leaves_the_linkers_order():
+    planner, _ = _planner({"a": 10.0, "b": 10.0 + 0.1 / TOPIC_PATH_WEIGHT - 0.5})
+    assert planner.choose_topic(None, "q", _linked(("a", 1.5, "a"), ("b", 1.4, "b"))).ids == ["a"]
+
+
+def test_candidates_without_a_path_lose_and_given_or_single_topics_are_kept():
+    planner, calls = _planner({"a": None, "b": -5.0})
+    assert planner.choose_topic(None, "q", _linked(("a", 1.5, "a"), ("b", 1.3, "b"))).ids == ["b"]
+    calls.clear()
+    given = Topics(["a"], "given", [], [])
+    assert planner.choose_topic(None, "q", given) is given
+    single = _linked(("a", 1.5, "a"), ("z", 1.4, None))  # a vector-only neighbour is not a mention
+    assert planner.choose_topic(None, "q", single) is single and not calls
+
+
+def test_a_word_inside_a_longer_mention_does_not_compete():
+    # the linker ranks "stone" just below the full name "philip stone"; its paths must not lift it over
+    planner, calls = _planner({"philip stone": 1.0, "stone": 90.0, "the baby": 2.0})
+    found = _linked(("philip stone", 1.8, "philip stone"), ("stone", 1.8 - 1e-6, "stone"), ("the baby", 1.6, "baby"))
+    assert planner.choose_topic(None, "what does philip stone star in", found).ids == ["philip stone"]
+    assert ("the baby",) in [t for _, t in calls]  # another word still competes
+    assert ("stone",) not in [t for _, t in calls]
