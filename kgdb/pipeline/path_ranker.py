@@ -206,19 +206,22 @@ class RankedPathPlanner:
 
     def choose_topic(self, graph: Graph, question: str, found):
         """`found` (kgdb.cypher.linking.Topics linked from the text) with its topic chosen by
-        answerability: among the first TOPIC_CANDIDATES mentioned candidates (none of them a word inside
-        another's longer mention) within TOPIC_LINK_MARGIN of the best link score, the one whose link score + TOPIC_PATH_WEIGHT x the best raw score the
-        ranker gives a relation path from it is highest (ties: link order). A namesake or a generic word ("Time" in "when was the last time
-        the knicks won") has no path the question asks for; the entity it is about has one."""
+        answerability: among the first TOPIC_CANDIDATES mentioned candidates (none of them a word
+        inside another's longer mention) within TOPIC_LINK_MARGIN of the best link score, the one
+        whose link score + TOPIC_PATH_WEIGHT x the best raw score the ranker gives a relation path
+        from it is highest (ties: link order). A namesake or a generic word ("Time" in "when was the
+        last time the knicks won") has no path the question asks for; the entity it is about has one."""
         from dataclasses import replace
 
+        if found.source != "linked":
+            return found
         candidates: list = []
         for e in (e for e in found.linked if e.mention):
             # a word inside a longer mention ("stone" in "philip stone") stays below it, as the linker ranks it
             if not any(len(c.mention) > len(e.mention) and f" {e.mention} " in f" {c.mention} " for c in candidates):
                 candidates.append(e)
         candidates = [e for e in candidates[:TOPIC_CANDIDATES] if e.score >= candidates[0].score - TOPIC_LINK_MARGIN] if candidates else []
-        if found.source != "linked" or len(candidates) < 2:
+        if len(candidates) < 2:
             return found
         self._last.encoded, raw = {}, {}
         for e in candidates:
