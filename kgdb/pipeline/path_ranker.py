@@ -223,12 +223,17 @@ class RankedPathPlanner:
         candidates = [e for e in candidates[:TOPIC_CANDIDATES] if e.score >= candidates[0].score - TOPIC_LINK_MARGIN] if candidates else []
         if len(candidates) < 2:
             return found
-        self._last.encoded, raw = {}, {}
+        self._last.encoded, ranked = {}, {}
         for e in candidates:
             text, emb = self._last.encoded[(question, (e.name,))] = self.encode(question, [e.name])
-            raw[e.id] = (text, self._raw_scores(graph, text, emb, [e.id]))
-        best = max(candidates, key=lambda e: e.score + (TOPIC_PATH_WEIGHT * float(raw[e.id][1][1].max()) if len(raw[e.id][1][1]) else -1e9))
-        text, (kept, scores) = raw[best.id]
+            ranked[e.id] = (text, *self._raw_scores(graph, text, emb, [e.id]))
+
+        def total(e) -> float:
+            scores = ranked[e.id][2]
+            return e.score + (TOPIC_PATH_WEIGHT * float(scores.max()) if len(scores) else -1e9)  # no path: last
+
+        best = max(candidates, key=total)
+        text, kept, scores = ranked[best.id]
         self._last.raw = ((text, (best.id,)), kept, scores)  # what plan_encoded will ask for next
         return replace(found, ids=[best.id])
 
