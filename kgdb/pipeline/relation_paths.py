@@ -157,6 +157,9 @@ class RelationPathRetriever:
         elif hasattr(self.planner, "plan_encoded"):
             text, text_emb = self.planner.encode(question, topic_names)
             plans = self.planner.plan_encoded(self.graph, text, text_emb, found.ids)
+            if hasattr(self.planner, "compose"):  # the ranker: a compositional question's second reading
+                plans, composed = self.planner.compose(self.graph, question, found.ids, topic_names, plans)
+                notes += [composed] if composed else []
         else:
             text, text_emb = question, None
             plans = self.planner.plan(self.graph, question, found.ids, topic_names)

@@ -1,0 +1,75 @@
+"""Compositional questions split in two, by the words around the topic's mention: "where was [the
+director of inception] born?" asks an inner question about the topic ("what is the director of
+inception?") whose answer is the topic of the outer one ("where was <that> born?").
+
+A path ranker trained on WebQSP, which names its topics, ranks the inner one-hop path first for the
+whole question (Inception's director, not his birthplace); asked separately, each part is a
+question of the kind it was trained on. The split is a reading the planner may take
+(`kgdb.pipeline.path_ranker.RankedPathPlanner`), scored against the whole question's; this module
+only finds the description around the mention.
+
+Descriptions recognised, with m the topic's mention:
+  m's <1-2 words>                           "lionel messi's country"
+  the <1-3 words> of m                      "the director of inception"
+  the <1-2 words> whose <1-3 words> is m    "the country whose capital is lima"
+  the <1-2 words> where|in which m was|is <word>        "the country where albert einstein was born"
+A description that is all the question asks ("what is the capital of france?") is no composition, nor
+is a mention inside a coordination ("ike and tina turner's children": the duo's children). Participle
+descriptions ("the films directed by steven spielberg") are left to the whole question: the ranker
+reads them as MetaQA's 2-hop questions, and "the currency used in france before the euro" is no
+composition.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Words an outer question may keep beside its placeholder and still ask nothing of its own (time
+# words: "who is the king of cambodia now?" asks the inner question alone).
+_FILLER = frozenset(
+    """a an the of in on at to for from by with and or is are was were be been do does did what who whom whose
+    which where when why how that this these those it its name names called call known s now today
+    currently current presently still wiki answers who's what's where's whats""".split()
+)
+_WORD = r"[\w'’.&-]+"
+
+
+@dataclass(frozen=True)
+class Composition:
+    phrase: str  # the description of the inner answer, as it stands in the question
+    inner: str  # the inner question: "what is <phrase>?"
+    outer: str  # the question with the phrase replaced by "{}" (the inner answer's name goes there)
+
+
+def _patterns(m: str) -> list[re.Pattern]:
+    w = _WORD
+    return [
+        re.compile(rf"(?<!\w)({m}['’]s(?: {w}){{1,2}}?)(?= (?:is|are|was|were|use|uses|used|in|of|located|born|from|speak|spoken)\b|\?|$)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,3}}of {m})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}whose (?:{w} ){{1,3}}(?:is|was|are|were) {m})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m} (?:was|is|were|are) {w})(?!\w)"),
+    ]
+
+
+def split_composition(question: str, topic_name: str) -> Composition | None:
+    """The inner description around the topic's mention and the two questions it makes, or None."""
+    text = " ".join(question.lower().split())
+    name = " ".join(topic_name.lower().split())
+    if not name or not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+        return None
+    for pattern in _patterns(re.escape(name)):
+        found = pattern.search(text)
+        if not found:
+            continue
+        if re.search(rf"(?:\band|\bor|&) {re.escape(name)}", text[: found.end(1)]):
+            return None
+        phrase = found.group(1)
+        if phrase.split()[1] in _FILLER:  # "the name of sonia gandhi": no description
+            return None
+        outer = text[: found.start(1)] + "{}" + text[found.end(1) :]
+        rest = [w for w in re.findall(r"[\w'’-]+", outer.replace("{}", " ")) if w not in _FILLER and not w.isdigit()]
+        if not rest:  # "what is the capital of france?": the description is the whole question
+            return None
+        return Composition(phrase, f"what is {phrase}?", outer)
+    return None
