@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Callable
@@ -216,8 +216,6 @@ class RankedPathPlanner:
         whose link score + TOPIC_PATH_WEIGHT x the best raw score the ranker gives a relation path
         from it is highest (ties: link order). A namesake or a generic word ("Time" in "when was the
         last time the knicks won") has no path the question asks for; the entity it is about has one."""
-        from dataclasses import replace
-
         if found.source != "linked":
             return found
         candidates: list = []
@@ -288,8 +286,6 @@ class RankedPathPlanner:
         probability) and stays among the plans (an "other reading" where the outer path is unsure).
         Chosen on the WebQSP and MetaQA training splits and a hand-written compositional dev set; the
         apposition rule after a look at WebQSP test (README, "Compositional questions")."""
-        from dataclasses import replace
-
         from kgdb.data.composition import split_composition
         from kgdb.pipeline.relation_paths import PlannedPath
 
