@@ -16,7 +16,6 @@ torch only to train, or to serve a graph's own ranker.
 from __future__ import annotations
 
 import threading
-
 import time
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -43,6 +42,11 @@ TOPIC_LINK_MARGIN = 0.3
 # A composition's inner answer names at most this many entities (`RankedPathPlanner.compose`): more is
 # a class ("the films of …"), which the whole question's paths already read.
 COMPOSED_ENDS = 10
+
+
+def relations_directions(steps) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """A candidate's steps ((relation, direction), ...) as a `PlannedPath`'s relations and directions."""
+    return tuple(r for r, _ in steps), tuple(d for _, d in steps)
 
 
 def answer_ends(c, topics: set[str]) -> set[str]:
@@ -299,7 +303,7 @@ class RankedPathPlanner:
         best = plans[0]
 
         def is_best(ranked) -> bool:
-            return bool(ranked) and tuple(r for r, _ in ranked[0].steps) == best.relations and tuple(d for _, d in ranked[0].steps) == best.directions
+            return bool(ranked) and relations_directions(ranked[0].steps) == (best.relations, best.directions)
 
         if not is_best(inner):
             return plans, None
@@ -320,12 +324,13 @@ class RankedPathPlanner:
             return plans, None
         last, p_outer = outer[0]
         steps = inner[0].steps + last.steps
-        composed = PlannedPath(tuple(r for r, _ in steps), best.score, tuple(d for _, d in steps))
-        others = [p for p in plans[1:] if (p.relations, p.directions) != (composed.relations, composed.directions)]
+        relations, directions = relations_directions(steps)
+        composed = PlannedPath(relations, best.score, directions)
+        others = [p for p in plans[1:] if (p.relations, p.directions) != (relations, directions)]
         rest = sorted([replace(best, score=best.score * (1.0 - p_outer))] + others, key=lambda p: -p.score)
         shown = ", ".join(names[e] for e in ends[:3]) + (f" and {len(ends) - 3} more" if len(ends) > 3 else "")
         note = (f"read as a composition: {composition.phrase!r} is {shown} ({relation_path_text(best.relations, best.directions)}), "
-                f"then {composition.outer.format('…')!r} from there ({relation_path_text(*zip(*last.steps))}, {p_outer:.3g})")
+                f"then {composition.outer.format('…')!r} from there ({relation_path_text(*relations_directions(last.steps))}, {p_outer:.3g})")
         return [composed] + rest[: self.beam - 1], note
 
     def scored(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]) -> list[tuple[object, float]]:
@@ -343,13 +348,17 @@ class RankedPathPlanner:
 
         ranked = self.scored(graph, text, q_emb, topics)
         self._last.question, self._last.raw, self._last.encoded = (text, ranked), None, {}
-        return [PlannedPath(tuple(r for r, _ in c.steps), p, tuple(d for _, d in c.steps)) for c, p in ranked[: self.beam]]
+        plans = []
+        for c, p in ranked[: self.beam]:
+            relations, directions = relations_directions(c.steps)
+            plans.append(PlannedPath(relations, p, directions))
+        return plans
 
     def path_probability(self, text: str, q_emb: np.ndarray, paths: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> list[float]:
         """The ranker's probability of given relation paths among the last question's candidates (the
         structural reasoner's traced paths, for rethinking's S1); 0 for a path not among them."""
         last_text, ranked = getattr(self._last, "question", ("", []))
-        seen = {(tuple(r for r, _ in c.steps), tuple(d for _, d in c.steps)): p for c, p in ranked} if last_text == text else {}
+        seen = {relations_directions(c.steps): p for c, p in ranked} if last_text == text else {}
         return [seen.get(tuple(p), 0.0) for p in paths]
 
 
