@@ -46,6 +46,28 @@ def test_a_name_given_in_full_beats_a_popular_namesake_of_part_of_it(graph):
     assert link_entities(graph, q, get_embedder().encode_one(q), k=3)[0].id == "Rarwir"
 
 
+def test_the_specific_mention_beats_a_word_many_names_hold(graph):
+    # "Colorado" is the hub and the exact name of its mention, but "colorado" is in many names; "greeley"
+    # in one: the question names Greeley and says where it is.
+    towns = [(f"Colorado {w}", "location.location.containedby", "Colorado") for w in ("River", "Springs", "Rockies", "Plateau", "Desert", "Avalanche")]
+    load(graph, towns + [("Colorado", "location.location.contains", f"Place {i}") for i in range(60)]
+         + [("Greeley", "location.location.containedby", "Colorado"), ("Greeley", "location.location.containedby", "Weld County")])
+    q = "what county is greeley colorado in?"
+    assert link_entities(graph, q, get_embedder().encode_one(q), k=3)[0].id == "Greeley"
+    q = "what is the capital of colorado?"  # named alone, the popular one is still found
+    assert link_entities(graph, q, get_embedder().encode_one(q), k=3)[0].id == "Colorado"
+
+
+def test_an_ordinary_word_near_many_names_is_a_weak_match(graph):
+    # "come" is one letter from the well-connected "Rome" and from many other names (as ordinary words
+    # are in a real graph); the player is named by a mention that matches exactly
+    near = [(w, "common.topic.notable_types", "Topic") for w in ("Home", "Dome", "Comet", "Cole", "Cone", "Code")]
+    load(graph, near + [("Rome", "location.location.contains", f"Rione {i}") for i in range(50)]
+         + [("Novak Djokovic", "people.person.nationality", "Serbia"), ("Djokovic Foundation", "organization.organization.founders", "Novak Djokovic")])
+    q = "where did djokovic come from?"
+    assert link_entities(graph, q, get_embedder().encode_one(q), k=3)[0].id == "Novak Djokovic"
+
+
 def test_resolve_topics_by_name_id_and_mid(graph):
     load(graph, PEOPLE)
     assert resolve_topics(graph, ["Barack Obama"]) == ["Barack Obama"]

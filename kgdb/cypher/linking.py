@@ -5,12 +5,18 @@ every candidate mention of the question (word n-grams, exact phrase or fuzzy), p
 names in the entity vector index. They are re-ranked here by
 
     score = name_match + VECTOR_WEIGHT * cosine(question, name) + DEGREE_WEIGHT * log1p(degree)
+            + SPECIFICITY_WEIGHT * specificity(mention)
 
 where name_match is the string similarity between the mention and the name (difflib ratio, so
-`jamaican` ~ `Jamaica`), weighted up for longer mentions. Degree is a popularity prior: questions
-ask about well-connected entities far more often than about obscure namesakes. Candidates matched
-only by words inside a longer mention that is exactly some candidate's name rank after all others
-(longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir").
+`jamaican` ~ `Jamaica`), weighted up for longer mentions, and raised to FUZZY_POWER when the name
+does not hold the mention's words (a misspelt or inflected mention still matches; an ordinary word
+that is one letter from a name, "come" ~ "Rome", "wife" ~ "Fife", hardly does). Degree is a
+popularity prior: questions ask about well-connected entities far more often than about obscure
+namesakes. Specificity is the inverse document frequency of the mention's query among the graph's
+names, scaled to [0, 1]: a word that matches hundreds of names ("college", "time", "california", or
+"come", one letter from many) is more often the question's wording than its topic; a word that
+matches one ("greeley" of "greeley colorado") names what is asked about. Candidates matched only by words inside a longer mention that is exactly some candidate's name
+rank after all others (longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir").
 
 `question_topics` is the one linking policy every command shares (retrieve, ask, train, eval).
 On a graph loaded with lazy embeddings, candidates without a stored vector get theirs from the
@@ -34,7 +40,15 @@ from kgdb.ids import normalise_mid
 
 MAX_NGRAM = 6
 VECTOR_WEIGHT = 0.5
-DEGREE_WEIGHT = 0.05
+# Chosen on the WebQSP training split on the WebQSP subset and the distractor graph and on MetaQA
+# training questions (linking by answerability included, `RankedPathPlanner.choose_topic`); README,
+# "Linking by answerability".
+DEGREE_WEIGHT = 0.12
+SPECIFICITY_WEIGHT = 1.5
+FUZZY_POWER = 2.0
+# Names counted per mention for its document frequency: beyond it a mention is generic anyway (no
+# mention of the WebQSP and MetaQA training questions matched more on their graphs).
+DF_CAP = 1000
 # Words that never start or end a mention (questions are full of them).
 STOPWORDS = frozenset(
     """a an the of in on at to for from by with and or is are was were be been being do does did
@@ -169,6 +183,7 @@ def link_entities(
         "link_candidates",
         mentions=[{"mention": g, "query": lucene_query(g)} for g in grams],
         per_mention=10,
+        df_cap=DF_CAP,
         vector_k=max(10, k),
         question_embedding=np.asarray(question_embedding, dtype=np.float32).tolist(),
     )
@@ -183,6 +198,8 @@ def link_entities(
         match = _name_match(row["mention"], name) if row["mention"] else 0.0
         vector_score = row["vector_score"] if row["vector_score"] is not None else filled.get(row["idx"], 0.0)
         score = match + VECTOR_WEIGHT * vector_score + DEGREE_WEIGHT * math.log1p(row["degree"])
+        if row["mention"]:
+            score += SPECIFICITY_WEIGHT * specificity(row["df"], row["entities"])
         old = best.get(row["id"])
         if old is None or score > old.score:
             best[row["id"]] = LinkedEntity(row["id"], name, round(score, 6), row["mention"])
@@ -216,9 +233,17 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _name_match(mention: str, name: str) -> float:
-    """String similarity of mention and name, favouring mentions of several words."""
+    """String similarity of mention and name, favouring mentions of several words; a fuzzy match (the
+    name does not hold the mention's words) counts as ratio ** FUZZY_POWER."""
     ratio = SequenceMatcher(None, mention, name.lower()).ratio()
+    if f" {mention} " not in f" {' '.join(_words(name))} ":
+        ratio **= FUZZY_POWER
     return ratio * (1.0 + 0.1 * min(len(mention.split()), 3))
+
+
+def specificity(df: int, entities: int) -> float:
+    """1 - log(1 + df) / log(1 + entities): 1 for a mention in no other name, 0 for one in all of them."""
+    return 1.0 - math.log1p(min(df, entities)) / math.log1p(entities) if entities > 0 else 0.0
 
 
 def resolve_topics(graph: Graph, names_or_ids: list[str]) -> list[str]:
