@@ -24,6 +24,7 @@ from kgdb.pipeline.relation_paths import PlannedPath
 from kgdb_graphs import load
 
 DIRECTED, BORN, RELEASED = ("film.film.directed_by", 1), ("people.person.place_of_birth", 1), ("film.film.release_date", 1)
+EDITED = ("film.film.edited_by", 1)
 
 
 @pytest.mark.parametrize("question, topic, phrase, outer", [
@@ -33,6 +34,9 @@ DIRECTED, BORN, RELEASED = ("film.film.directed_by", 1), ("people.person.place_o
      "what languages are spoken in {}?"),
     ("what is the capital of the country where Pele was born?", "Pele", "the country where pele was born", "what is the capital of {}?"),
     ("Where was the Director of The Godfather  born?", "The Godfather", "the director of the godfather", "where was {} born?"),
+    ("where was step brothers' director born?", "Step Brothers", "step brothers' director", "where was {} born?"),
+    ("where was the man who directed the untouchables born?", "The Untouchables", "the man who directed the untouchables",
+     "where was {} born?"),
 ])
 def test_descriptions_around_the_mention_split_the_question(question, topic, phrase, outer):
     assert split_composition(question, topic) == Composition(phrase, f"what is {phrase}?", outer)
@@ -47,6 +51,7 @@ def test_descriptions_around_the_mention_split_the_question(question, topic, phr
     ("where are ike and tina turner's children?", "Tina Turner"),  # a mention inside a coordination
     ("what was the currency used in france before the euro?", "France"),  # participles are the ranker's
     ("who directed the films written by john hughes?", "John Hughes"),
+    ("who is the actor who played darth vader?", "Darth Vader"),  # the description is the whole question
     ("where was the director of avatar born?", "Titanic"),  # the topic is not mentioned
     ("where was the director of avatar born?", " "),
 ])
@@ -121,10 +126,29 @@ def test_the_composed_reading_replaces_a_best_path_that_answers_the_description(
     assert planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans) == (plans, None)
 
 
+def test_a_best_path_of_a_descriptions_shape_is_replaced_even_when_the_inner_question_reads_another():
+    # on a dense graph the whole question's best path answers the description with the wrong relation
+    # ("the director of avatar" read as its editor); the inner question reads it right
+    rankings = _direct_and_inner()
+    rankings[(strip_mentions(QUESTION, ["Avatar"]), ("avatar",))].insert(0, (_path([EDITED], ["stephen rivkin"], ["avatar"]), 7.0))
+    graph = _Graph()
+    planner = _planner(rankings)
+    plans = _plans(planner, graph)
+    assert plans[0].relations == (EDITED[0],)
+    composed, note = planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans)
+    assert composed[0] == PlannedPath((DIRECTED[0], BORN[0]), plans[0].score, (1, 1))
+    assert (EDITED[0],) in [p.relations for p in composed[1:]]  # the editor stays, demoted, as another reading
+    assert note.startswith("read as a composition: 'the director of avatar' is James Cameron (film.film.directed_by)")
+
+
 def test_the_whole_questions_reading_stays_unless_it_is_the_descriptions():
     graph = _Graph()
-    planner = _planner(_direct_and_inner(inner_top=RELEASED))  # the inner question's best path is another one
+    # the whole question's best path already goes beyond the description (two plain hops): it read the question
+    rankings = _direct_and_inner()
+    rankings[(strip_mentions(QUESTION, ["Avatar"]), ("avatar",))][2] = (_path([DIRECTED, BORN], ["kapuskasing"], ["avatar"]), 9.0)
+    planner = _planner(rankings)
     plans = _plans(planner, graph)
+    assert plans[0].relations == (DIRECTED[0], BORN[0])
     assert planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans) == (plans, None)
     for ends in (("2009",), tuple(f"film {i}" for i in range(COMPOSED_ENDS + 1))):  # a date; too many to be one thing
         planner = _planner(_direct_and_inner(inner_ends=ends))

@@ -9,14 +9,15 @@ names in the entity vector index. They are re-ranked here by
 
 where name_match is the string similarity between the mention and the name (difflib ratio, so
 `jamaican` ~ `Jamaica`), weighted up for longer mentions, and raised to FUZZY_POWER when the name
-does not hold the mention's words (a misspelt or inflected mention still matches; an ordinary word
-that is one letter from a name, "come" ~ "Rome", "wife" ~ "Fife", hardly does). Degree is a
+does not hold the mention's words (a misspelt or inflected mention still matches well; an ordinary
+word one letter from a name, "come" ~ "Rome", "wife" ~ "Fife", counts little). Degree is a
 popularity prior: questions ask about well-connected entities far more often than about obscure
 namesakes. Specificity is the inverse document frequency of the mention's query among the graph's
 names, scaled to [0, 1]: a word that matches hundreds of names ("college", "time", "california", or
 "come", one letter from many) is more often the question's wording than its topic; a word that
-matches one ("greeley" of "greeley colorado") names what is asked about. Candidates matched only by words inside a longer mention that is exactly some candidate's name
-rank after all others (longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir").
+matches one ("greeley" of "greeley colorado") names what is asked about. Candidates matched only
+by words inside a longer mention that is exactly some candidate's name rank after all others
+(longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir").
 
 `question_topics` is the one linking policy every command shares (retrieve, ask, train, eval).
 On a graph loaded with lazy embeddings, candidates without a stored vector get theirs from the
@@ -242,7 +243,8 @@ def _name_match(mention: str, name: str) -> float:
 
 
 def specificity(df: int, entities: int) -> float:
-    """1 - log(1 + df) / log(1 + entities): 1 for a mention in no other name, 0 for one in all of them."""
+    """1 - log(1 + df) / log(1 + entities), df the names a mention's query matches: near 1 for a
+    mention that matches one name, 0 for one that matches them all."""
     return 1.0 - math.log1p(min(df, entities)) / math.log1p(entities) if entities > 0 else 0.0
 
 

@@ -9,10 +9,11 @@ question of the kind it was trained on. The split is a reading the planner may t
 only finds the description around the mention.
 
 Descriptions recognised, with m the topic's mention:
-  m's <1-2 words>                           "lionel messi's country"
+  m's <1-2 words>, ms' <1-2 words>          "lionel messi's country", "step brothers' director"
   the <1-3 words> of m                      "the director of inception"
   the <1-2 words> whose <1-3 words> is m    "the country whose capital is lima"
   the <1-2 words> where|in which m was|is <word>        "the country where albert einstein was born"
+  the <1-2 words> who|that <1-2 words> m    "the man who directed the untouchables"
 A description that is all the question asks ("what is the capital of france?") is no composition, nor
 is a mention inside a coordination ("ike and tina turner's children": the duo's children). Participle
 descriptions ("the films directed by steven spielberg") are left to the whole question: the ranker
@@ -45,10 +46,11 @@ class Composition:
 def _patterns(m: str) -> list[re.Pattern]:
     w = _WORD
     return [
-        re.compile(rf"(?<!\w)({m}['’]s(?: {w}){{1,2}}?)(?= (?:is|are|was|were|use|uses|used|in|of|located|born|from|speak|spoken)\b|\?|$)"),
+        re.compile(rf"(?<!\w)({m}(?:['’]s|(?<=s)['’])(?: {w}){{1,2}}?)(?= (?:is|are|was|were|use|uses|used|in|of|located|born|from|speak|spoken)\b|\?|$)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,3}}of {m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}whose (?:{w} ){{1,3}}(?:is|was|are|were) {m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m} (?:was|is|were|are) {w})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:who|that) (?:{w} ){{1,2}}{m})(?!\w)"),
     ]
 
 

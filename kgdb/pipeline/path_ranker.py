@@ -280,16 +280,19 @@ class RankedPathPlanner:
         its answer's subject through the topic (`kgdb.data.composition`: "where was [the director of
         avatar] born?"), and a note saying so; else `plans` unchanged and None.
 
-        The reading applies only when the whole question's best path is the inner question's best path
-        (one hop, or two through a CVT node): the ranker then answered the description, not the
-        question; and only when it is not also the best path of the outer words asked of the topic
-        itself (then the description adds nothing: an apposition, "the state of michigan"). The inner
-        path's ends (at most COMPOSED_ENDS, literal values dropped: a date has nothing to ask about)
-        become the topics of the outer question, and its best path continues the inner one. The
-        composed path takes the best path's score; the inner path keeps score × (1 - the outer path's
-        probability) and stays among the plans (an "other reading" where the outer path is unsure).
-        Chosen on the WebQSP and MetaQA training splits and a hand-written compositional dev set; the
-        apposition rule after a look at WebQSP test (README, "Compositional questions")."""
+        The reading applies only when the whole question's best path has a description's shape (one
+        hop, or two through a CVT node): the ranker then answered the description, not the question,
+        on a dense graph often with another relation than the inner question picks ("the director of
+        argo" read as its producers); and only when that path is not also the best path of the outer
+        words asked of the topic itself (then the description adds nothing: an apposition, "the state
+        of michigan"). The inner question's best path describes the entity: its ends (at most
+        COMPOSED_ENDS, literal values dropped: a date has nothing to ask about) become the topics of
+        the outer question, whose best path continues the inner one. The composed path takes the best
+        path's score; the whole question's best path keeps score × (1 - the outer path's probability)
+        and stays among the plans (an "other reading" where the outer path is unsure). Chosen on the
+        WebQSP and MetaQA training splits and two hand-written compositional dev sets (the default data;
+        the distractor graph for the shape rule); the apposition rule after a look at WebQSP test
+        (README, "Compositional questions")."""
         from kgdb.data.composition import split_composition
         from kgdb.pipeline.relation_paths import PlannedPath
 
@@ -299,13 +302,17 @@ class RankedPathPlanner:
         text, emb = self.encode(composition.inner, topic_names)
         inner = self.scored(graph, text, emb, topics)
         one_hop = {c.steps: c for c, _ in inner if len(c.steps) == 1}
-        inner = [c for c, _ in inner if len(c.steps) == 1 or (len(c.steps) == 2 and one_hop.get(c.steps[:1]) and one_hop[c.steps[:1]].cvt)]
+
+        def describes(steps) -> bool:  # a description's shape: one hop, or two through a CVT node
+            return len(steps) == 1 or (len(steps) == 2 and steps[:1] in one_hop and bool(one_hop[steps[:1]].cvt))
+
+        inner = [c for c, _ in inner if describes(c.steps)]
         best = plans[0]
 
         def is_best(ranked) -> bool:
             return bool(ranked) and relations_directions(ranked[0].steps) == (best.relations, best.directions)
 
-        if not is_best(inner):
+        if not inner or not describes(tuple(zip(best.relations, best.directions))):
             return plans, None
         # the outer words asked of the topic itself: if the best path still answers them, the description
         # adds nothing (an apposition: "what timezone is [the state of michigan]?" asks Michigan's)
@@ -329,7 +336,7 @@ class RankedPathPlanner:
         others = [p for p in plans[1:] if (p.relations, p.directions) != (relations, directions)]
         rest = sorted([replace(best, score=best.score * (1.0 - p_outer))] + others, key=lambda p: -p.score)
         shown = ", ".join(names[e] for e in ends[:3]) + (f" and {len(ends) - 3} more" if len(ends) > 3 else "")
-        note = (f"read as a composition: {composition.phrase!r} is {shown} ({relation_path_text(best.relations, best.directions)}), "
+        note = (f"read as a composition: {composition.phrase!r} is {shown} ({relation_path_text(*relations_directions(inner[0].steps))}), "
                 f"then {composition.outer.format('…')!r} from there ({relation_path_text(*relations_directions(last.steps))}, {p_outer:.3g})")
         return [composed] + rest[: self.beam - 1], note
 
