@@ -308,16 +308,14 @@ class RankedPathPlanner:
 
         inner = [c for c, _ in inner if describes(c.steps)]
         best = plans[0]
-
-        def is_best(ranked) -> bool:
-            return bool(ranked) and relations_directions(ranked[0].steps) == (best.relations, best.directions)
-
-        if not inner or not describes(tuple(zip(best.relations, best.directions))):
+        best_steps = tuple(zip(best.relations, best.directions))
+        if not inner or not describes(best_steps):
             return plans, None
         # the outer words asked of the topic itself: if the best path still answers them, the description
         # adds nothing (an apposition: "what timezone is [the state of michigan]?" asks Michigan's)
         text, emb = self.encode(composition.outer.format(topic_names[0].lower()), topic_names)
-        if is_best([c for c, _ in self.scored(graph, text, emb, topics)]):
+        at_topic = self.scored(graph, text, emb, topics)
+        if at_topic and tuple(at_topic[0][0].steps) == best_steps:
             return plans, None
         ends = sorted(answer_ends(inner[0], set(topics)))
         rows = graph.run("entity_names", ids=ends) if len(ends) <= COMPOSED_ENDS else []
