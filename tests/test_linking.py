@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kgdb.cypher.linking import link_entities, mentions, resolve_topics
+from kgdb.cypher.linking import base_forms, link_entities, mentions, resolve_topics
 from kgdb.cypher.tables import HAVE, NONE, open_tables
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
@@ -20,6 +20,30 @@ PEOPLE = [
 def test_mentions_skip_stopword_edges():
     assert mentions("where was barack obama born?")[:3] == ["barack obama", "barack", "obama"]
     assert "where" not in mentions("where was barack obama born?")
+    # a possessive is also read without its 's (the name index holds "gretzky"), and kept as written
+    assert {"wayne gretzky", "wayne gretzky's", "mcdonald’s", "mcdonald"} <= set(mentions("was wayne gretzky's first team mcdonald’s?"))
+
+
+def test_base_forms_of_demonyms():
+    assert "egypt" in base_forms("egyptians") and "italy" in base_forms("italian") and "ukraine" in base_forms("ukrainian")
+    assert "mexico" in base_forms("mexican") and "germany" in base_forms("german") and "china" in base_forms("chinese")
+    assert base_forms("islamic") == ["islam"] and base_forms("pakistani") == ["pakistan"]
+    assert base_forms("obama") == [] and base_forms("barack obama") == [] and base_forms("2011") == []
+    assert all(len(f) >= 4 for f in base_forms("asian"))
+
+
+def test_a_demonym_links_the_country_and_a_spoken_one_the_language(graph):
+    # "Egyptian Arabic" holds the question's word; "Egypt" is what "egyptians" are the people of
+    load(graph, [("Egypt", "location.country.languages_spoken", "Egyptian Arabic"), ("Egypt", "location.country.currency_used", "Egyptian pound"),
+                 ("Egypt", "location.country.capital", "Cairo"), ("Sudan", "location.country.languages_spoken", "Egyptian Arabic")])
+    emb = get_embedder()
+    for q in ("what language do egyptians speak?", "what language does egyptian people speak?"):
+        assert link_entities(graph, q, emb.encode_one(q), k=3)[0].id == "Egypt", q
+    q = "where do they speak egyptian?"  # after a verb of speaking the word is the language
+    linked = link_entities(graph, q, emb.encode_one(q), k=3)
+    assert linked[0].id == "Egyptian Arabic" and all(e.mention is None for e in linked if e.id == "Egypt")
+    q = "what is the capital of egypt?"  # the country named itself is unchanged
+    assert link_entities(graph, q, emb.encode_one(q), k=3)[0].id == "Egypt"
 
 
 def test_link_exact_and_fuzzy(graph):
@@ -29,6 +53,9 @@ def test_link_exact_and_fuzzy(graph):
     linked = link_entities(graph, q, emb.encode_one(q), k=3)
     assert linked[0].id == "Barack Obama" and linked[0].mention == "barack obama"
     assert linked == link_entities(graph, q, emb.encode_one(q), k=3)  # deterministic
+    q = "who is barack obama's wife?"
+    linked = link_entities(graph, q, emb.encode_one(q), k=3)
+    assert linked[0].id == "Barack Obama" and linked[0].mention == "barack obama"
     q = "what does jamaican people speak?"  # fuzzy: jamaican ~ Jamaica
     linked = link_entities(graph, q, emb.encode_one(q), k=5)
     assert "Jamaica" in [e.id for e in linked[:2]]

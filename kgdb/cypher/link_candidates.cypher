@@ -5,7 +5,9 @@
 // Python (kgdb/cypher/linking.py) turns these features into the final ranking.
 //
 // Parameters:
-//   :param mentions => [{mention: 'jamaican', query: '"jamaican" OR (jamaican~1)'}]   // Lucene queries
+//   :param mentions => [{mention: 'egyptians', query: '"egyptians" OR (egyptians~1)'},
+//                       {mention: 'egyptians', query: '"egypt" OR "egyptia"', derived: true}]   // Lucene queries;
+//                       a derived query holds the names a demonym may derive from (Python keeps exact names)
 //   :param per_mention => 10              // full-text hits kept per mention
 //   :param df_cap => 1000                 // names counted per mention at most
 //   :param vector_k => 10                 // nearest names from the entity_embedding vector index
@@ -22,14 +24,14 @@ CALL () {
     RETURN size(hits) AS df, hits[..$per_mention] AS top
   }
   UNWIND top AS hit
-  RETURN hit.node AS node, m.mention AS mention, hit.score AS text_score, df
+  RETURN hit.node AS node, m.mention AS mention, coalesce(m.derived, false) AS derived, hit.score AS text_score, df
   UNION ALL
   CALL db.index.vector.queryNodes('entity_embedding', $vector_k, $question_embedding) YIELD node, score
-  RETURN node, null AS mention, 0.0 AS text_score, null AS df
+  RETURN node, null AS mention, false AS derived, 0.0 AS text_score, null AS df
 }
-WITH entities, node, mention, text_score, df
+WITH entities, node, mention, derived, text_score, df
 WHERE NOT node:CVT AND NOT node:Literal
-RETURN node.id AS id, node.name AS name, node.idx AS idx, mention, text_score, df,
+RETURN node.id AS id, node.name AS name, node.idx AS idx, mention, derived, text_score, df,
        vector.similarity.cosine(node.embedding, $question_embedding) AS vector_score,
        COUNT { (node)--() } AS degree, entities
-ORDER BY id, mention;
+ORDER BY id, mention, derived;

@@ -17,7 +17,9 @@ names, scaled to [0, 1]: a word that matches hundreds of names ("college", "time
 "come", one letter from many) is more often the question's wording than its topic; a word that
 matches one ("greeley" of "greeley colorado") names what is asked about. Candidates matched only
 by words inside a longer mention that is exactly some candidate's name rank after all others
-(longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir").
+(longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir"). A one-word
+demonym or adjective ("egyptians", "islamic") also matches the name it derives from ("Egypt",
+"Islam"; `base_forms`), its name_match weighted by DERIVED_WEIGHT.
 
 `question_topics` is the one linking policy every command shares (retrieve, ask, train, eval).
 On a graph loaded with lazy embeddings, candidates without a stored vector get theirs from the
@@ -60,7 +62,23 @@ STOPWORDS = frozenset(
     language languages government official education headquarters located place take plays follow
     most first second last famous""".split()
 )
+# Demonym and adjective endings -> the endings of the name they derive from. Questions name a country
+# or creed by its adjective ("what language do egyptians speak?" asks about Egypt, "italians" Italy,
+# "islamic" Islam) and the graphs hold no aliases. A one-word mention with such an ending is also
+# queried as each base form of its longest listed ending; only a name that is exactly a base form is a
+# candidate. Right after a verb of speaking the word names a language ("where do they speak german?").
+DERIVATIONS = (
+    ("ian", ("", "ia", "y", "e", "a", "i")),  # egyptian, russian, italian, ukrainian, canadian, haitian
+    ("an", ("a", "", "o", "any")),  # korean, chilean, mexican, german
+    ("ese", ("", "a")),  # japanese, chinese
+    ("ic", ("",)),  # islamic
+    ("i", ("",)),  # pakistani, israeli
+)
+MIN_BASE = 4
+SPEECH_VERBS = frozenset({"speak", "speaks", "spoke", "spoken", "speaking"})
+DERIVED_WEIGHT = 0.7  # chosen on the training questions with the weights above
 _TOKEN = re.compile(r"[\w'’.&-]+", re.UNICODE)
+_POSSESSIVE = re.compile(r"['’]s$")
 _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 
 
@@ -155,16 +173,28 @@ def _words(text: str) -> list[str]:
 
 
 def mentions(question: str, max_ngram: int = MAX_NGRAM) -> list[str]:
-    """Candidate mentions: word n-grams that neither start nor end with a stopword, longest first."""
+    """Candidate mentions: word n-grams that neither start nor end with a stopword, longest first.
+    A gram with a possessive is also taken without it: the name index holds "gretzky", not
+    "gretzky's", and a name such as "McDonald's" keeps the form as written."""
     words = _words(question)
     found: dict[str, None] = {}
     for n in range(min(max_ngram, len(words)), 0, -1):
         for i in range(len(words) - n + 1):
-            gram = words[i : i + n]
-            if gram[0] in STOPWORDS or gram[-1] in STOPWORDS:
-                continue
-            found[" ".join(gram)] = None
+            for gram in (words[i : i + n], [_POSSESSIVE.sub("", w) for w in words[i : i + n]]):
+                if gram[0] not in STOPWORDS and gram[-1] not in STOPWORDS:
+                    found[" ".join(gram)] = None
     return list(found)
+
+
+def base_forms(mention: str) -> list[str]:
+    """The names a one-word demonym or adjective may derive from (`DERIVATIONS`), plural dropped."""
+    if " " in mention or not mention.isalpha():
+        return []
+    word = mention[:-1] if mention.endswith("ns") else mention
+    for end, bases in DERIVATIONS:
+        if word.endswith(end):
+            return sorted({f for f in (word[: -len(end)] + b for b in bases) if len(f) >= MIN_BASE})
+    return []
 
 
 def lucene_query(mention: str) -> str:
@@ -180,9 +210,16 @@ def link_entities(
 ) -> list[LinkedEntity]:
     """The k most likely topic entities of `question`, best first (ties by id: deterministic)."""
     grams = mentions(question)
+    words = _words(question)
+    spoken = {w for verb, w in zip(words, words[1:]) if verb in SPEECH_VERBS}
+    queries = [{"mention": g, "query": lucene_query(g)} for g in grams]
+    queries += [
+        {"mention": g, "query": " OR ".join(_phrase(f) for f in forms), "derived": True}
+        for g in grams if g not in spoken and (forms := base_forms(g))
+    ]
     rows = graph.run(
         "link_candidates",
-        mentions=[{"mention": g, "query": lucene_query(g)} for g in grams],
+        mentions=queries,
         per_mention=10,
         df_cap=DF_CAP,
         vector_k=max(10, k),
@@ -196,7 +233,13 @@ def link_entities(
     best: dict[str, LinkedEntity] = {}
     for row in rows:
         name = row["name"] or row["id"]
-        match = _name_match(row["mention"], name) if row["mention"] else 0.0
+        if row["derived"]:
+            said = " ".join(_words(name))
+            if said not in base_forms(row["mention"]):
+                continue  # only a name that is exactly a base form stands for the adjective
+            match = DERIVED_WEIGHT * _name_match(said, name)
+        else:
+            match = _name_match(row["mention"], name) if row["mention"] else 0.0
         vector_score = row["vector_score"] if row["vector_score"] is not None else filled.get(row["idx"], 0.0)
         score = match + VECTOR_WEIGHT * vector_score + DEGREE_WEIGHT * math.log1p(row["degree"])
         if row["mention"]:
