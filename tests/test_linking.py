@@ -85,6 +85,17 @@ def test_the_specific_mention_beats_a_word_many_names_hold(graph):
     assert link_entities(graph, q, get_embedder().encode_one(q), k=3)[0].id == "Colorado"
 
 
+def test_a_well_connected_name_the_text_score_ranks_late_is_a_candidate(graph):
+    # twelve shorter names hold "united states", so the full-text score puts them first; the country,
+    # the hub, is still a candidate, and the best one
+    shorter = [(f"United States {w}", "common.topic.notable_types", "Topic") for w in
+               ("Dollar", "Senate", "Navy", "Army", "Congress", "Census", "Constitution", "Mint", "Marshal", "Open", "Cup", "Code")]
+    load(graph, shorter + [("United States of America", "location.location.contains", f"State {i}") for i in range(40)])
+    q = "what is the capital of the united states?"
+    linked = link_entities(graph, q, get_embedder().encode_one(q), k=3)
+    assert linked[0].id == "United States of America" and linked[0].mention == "united states"
+
+
 def test_an_ordinary_word_near_many_names_is_a_weak_match(graph):
     # "come" is one letter from the well-connected "Rome" and from many other names (as ordinary words
     # are in a real graph); the player is named by a mention that matches exactly

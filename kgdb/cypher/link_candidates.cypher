@@ -9,6 +9,8 @@
 //                       {mention: 'egyptians', query: '"egypt" OR "egyptia"', derived: true}]   // Lucene queries;
 //                       a derived query holds the names a demonym may derive from (Python keeps exact names)
 //   :param per_mention => 10              // full-text hits kept per mention
+//   :param pool => 100                    // of the hits after those, the `popular` best-connected join them
+//   :param popular => 2
 //   :param df_cap => 1000                 // names counted per mention at most
 //   :param vector_k => 10                 // nearest names from the entity_embedding vector index
 //   :param question_embedding => [0.01, ...]   // unit vector of the question (list of floats)
@@ -21,17 +23,26 @@ CALL () {
     // one query per mention: its first hits are the candidates, their number (up to the cap) its frequency
     CALL db.index.fulltext.queryNodes('entity_names', m.query, {limit: $df_cap}) YIELD node, score
     WITH collect({node: node, score: score}) AS hits
-    RETURN size(hits) AS df, hits[..$per_mention] AS top
+    // the text score prefers short names: "United States of America" is not among the first hits of
+    // "united states"; the best-connected names of the next ones join them
+    CALL (hits) {
+      UNWIND hits[$per_mention..$pool] AS hit
+      WITH hit, hit.node AS n
+      WITH hit ORDER BY COUNT { (n)--() } DESC, n.id LIMIT $popular
+      RETURN collect(hit {.*, popular: true}) AS popular
+    }
+    RETURN size(hits) AS df, hits[..$per_mention] + popular AS top
   }
   UNWIND top AS hit
-  RETURN hit.node AS node, m.mention AS mention, coalesce(m.derived, false) AS derived, hit.score AS text_score, df
+  RETURN hit.node AS node, m.mention AS mention, coalesce(m.derived, false) AS derived,
+         coalesce(hit.popular, false) AS popular, hit.score AS text_score, df
   UNION ALL
   CALL db.index.vector.queryNodes('entity_embedding', $vector_k, $question_embedding) YIELD node, score
-  RETURN node, null AS mention, false AS derived, 0.0 AS text_score, null AS df
+  RETURN node, null AS mention, false AS derived, false AS popular, 0.0 AS text_score, null AS df
 }
-WITH entities, node, mention, derived, text_score, df
+WITH entities, node, mention, derived, popular, text_score, df
 WHERE NOT node:CVT AND NOT node:Literal
-RETURN node.id AS id, node.name AS name, node.idx AS idx, mention, derived, text_score, df,
+RETURN node.id AS id, node.name AS name, node.idx AS idx, mention, derived, popular, text_score, df,
        vector.similarity.cosine(node.embedding, $question_embedding) AS vector_score,
        COUNT { (node)--() } AS degree, entities
 ORDER BY id, mention, derived;

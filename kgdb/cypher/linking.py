@@ -52,6 +52,11 @@ FUZZY_POWER = 2.0
 # Names counted per mention for its document frequency: beyond it a mention is generic anyway (no
 # mention of the WebQSP and MetaQA training questions matched more on their graphs).
 DF_CAP = 1000
+# The full-text score prefers short names, so a mention's first hits can miss the entity it names
+# ("united states" -> "United States Dollar", "... Senate"; "United States of America" comes later):
+# of its first POPULAR_POOL hits, the POPULAR best-connected that hold the mention's words join.
+POPULAR_POOL = 100
+POPULAR = 2
 # Words that never start or end a mention (questions are full of them).
 STOPWORDS = frozenset(
     """a an the of in on at to for from by with and or is are was were be been being do does did
@@ -221,6 +226,8 @@ def link_entities(
         "link_candidates",
         mentions=queries,
         per_mention=10,
+        pool=POPULAR_POOL,
+        popular=POPULAR,
         df_cap=DF_CAP,
         vector_k=max(10, k),
         question_embedding=np.asarray(question_embedding, dtype=np.float32).tolist(),
@@ -238,6 +245,8 @@ def link_entities(
             if said not in base_forms(row["mention"]):
                 continue  # only a name that is exactly a base form stands for the adjective
             match = DERIVED_WEIGHT * _name_match(said, name)
+        elif row["popular"] and not _holds(name, row["mention"]):
+            continue  # a well-connected fuzzy namesake ("Iceland" for "ireland") is no better for it
         else:
             match = _name_match(row["mention"], name) if row["mention"] else 0.0
         vector_score = row["vector_score"] if row["vector_score"] is not None else filled.get(row["idx"], 0.0)
@@ -280,9 +289,14 @@ def _name_match(mention: str, name: str) -> float:
     """String similarity of mention and name, favouring mentions of several words; a fuzzy match (the
     name does not hold the mention's words) counts as ratio ** FUZZY_POWER."""
     ratio = SequenceMatcher(None, mention, name.lower()).ratio()
-    if f" {mention} " not in f" {' '.join(_words(name))} ":
+    if not _holds(name, mention):
         ratio **= FUZZY_POWER
     return ratio * (1.0 + 0.1 * min(len(mention.split()), 3))
+
+
+def _holds(name: str, mention: str) -> bool:
+    """Whether the name holds the mention's words (an exact, not a fuzzy, match)."""
+    return f" {mention} " in f" {' '.join(_words(name))} "
 
 
 def specificity(df: int, entities: int) -> float:
