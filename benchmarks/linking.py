@@ -52,7 +52,7 @@ def main(
         ranker = (load_ranker(graph, settings) or shipped_ranker(graph, settings)) if answerability else None
         for r, v in zip(rows, vectors):
             start = time.perf_counter()
-            linked = link_entities(graph, r["question"], v, k=5)
+            linked = link_entities(graph, r["question"], v, k=5, encode=embedder.encode)
             latency.append(time.perf_counter() - start)
             ids = [e.id for e in linked]
             gold = set(r["q_entity"])
@@ -60,7 +60,7 @@ def main(
             if ranker is not None:
                 start = time.perf_counter()
                 try:
-                    found = ranker.choose_topic(graph, r["question"], question_topics(graph, r["question"], v))
+                    found = ranker.choose_topic(graph, r["question"], question_topics(graph, r["question"], v, encode=embedder.encode))
                     chosen_hits += found.ids[0] in gold
                 except NoTopicError:
                     pass

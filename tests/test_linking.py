@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kgdb.cypher.linking import base_forms, link_entities, mentions, resolve_topics
+from kgdb.cypher.linking import base_forms, initials, link_entities, mentions, resolve_topics
 from kgdb.cypher.tables import HAVE, NONE, open_tables
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
@@ -44,6 +44,24 @@ def test_a_demonym_links_the_country_and_a_spoken_one_the_language(graph):
     assert linked[0].id == "Egyptian Arabic" and all(e.mention is None for e in linked if e.id == "Egypt")
     q = "what is the capital of egypt?"  # the country named itself is unchanged
     assert link_entities(graph, q, emb.encode_one(q), k=3)[0].id == "Egypt"
+
+
+def test_initials_of_names():
+    assert initials("National Rifle Association") == {"nra"}
+    assert initials("United States of America") == {"usa", "usoa"} and "fdr" in initials("Franklin D. Roosevelt")
+    assert initials("Obama") == set()
+
+
+def test_an_abbreviation_links_the_name_it_abbreviates(graph):
+    # the graph holds no alias "nra": the embedding model puts the mention near the name, whose initials it is
+    load(graph, [("National Rifle Association", "organization.organization.headquarters", "Fairfax"),
+                 ("National Rifle Association", "organization.organization.founders", "William Conant Church"),
+                 ("NRA Foundation Golf", "common.topic.notable_types", "Topic"), ("Fairfax", "location.location.containedby", "Virginia")])
+    emb = get_embedder()
+    q = "where is the nra headquarters located?"
+    assert link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode)[0].id == "National Rifle Association"
+    # without an encoder short mentions are read as written
+    assert link_entities(graph, q, emb.encode_one(q), k=3)[0].id == "NRA Foundation Golf"
 
 
 def test_link_exact_and_fuzzy(graph):

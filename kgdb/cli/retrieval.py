@@ -15,11 +15,11 @@ from kgdb.errors import InputError
 from kgdb.limits import DEFAULT_CAP, MAX_HOPS
 
 
-def _embed(ctx: typer.Context, text: str):
+def _embedder(ctx: typer.Context):
     from kgdb.embeddings import get_embedder
 
     s = settings_from(ctx)
-    return get_embedder(s.embedding_model, s.device, s.embedding_batch_size).encode_one(text)
+    return get_embedder(s.embedding_model, s.device, s.embedding_batch_size)
 
 
 @app.command("link")
@@ -32,10 +32,13 @@ def link(
     from kgdb.cypher.linking import link_entities
     from kgdb.pipeline.vectors import vectors_on_demand
 
-    vector = _embed(ctx, question)
+    embedder = _embedder(ctx)
+    vector = embedder.encode_one(question)
     with open_graph(ctx) as graph:
         start = time.perf_counter()
-        linked = link_entities(graph, question, vector, k=k, entity_vectors=vectors_on_demand(graph, settings_from(ctx)))
+        linked = link_entities(
+            graph, question, vector, k=k, entity_vectors=vectors_on_demand(graph, settings_from(ctx)), encode=embedder.encode
+        )
         ms = (time.perf_counter() - start) * 1000
     table = Table("rank", "id", "name", "score", "mention")
     for i, e in enumerate(linked, 1):
@@ -60,11 +63,14 @@ def subgraph(
     from kgdb.cypher.retrieval import fetch_subgraph
     from kgdb.pipeline.vectors import vectors_on_demand
 
-    vector = _embed(ctx, question)
+    embedder = _embedder(ctx)
+    vector = embedder.encode_one(question)
     settings = settings_from(ctx)
     with open_graph(ctx) as graph:
         # the policy retrieve and ask use
-        found = question_topics(graph, question, vector, topic or None, entity_vectors=vectors_on_demand(graph, settings))
+        found = question_topics(
+            graph, question, vector, topic or None, entity_vectors=vectors_on_demand(graph, settings), encode=embedder.encode
+        )
         topics = found.ids
         if found.linked:
             best = found.linked[0]

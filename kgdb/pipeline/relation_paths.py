@@ -135,7 +135,7 @@ class RelationPathRetriever:
         t = time.perf_counter()
         if q_emb is None and not topics:  # only linking from the text reads the whole question's vector
             q_emb = self.embedder.encode([question])[0]
-        found = question_topics(self.graph, question, q_emb, topics, entity_vectors=self._entity_vectors)
+        found = question_topics(self.graph, question, q_emb, topics, entity_vectors=self._entity_vectors, encode=self.embedder.encode)
         names = {e.id: e.name for e in found.linked if e.id in found.ids}  # linking returned their names
         if len(names) < len(found.ids):
             names = {i: n for i, (n, _) in entity_names(self.graph, found.ids).items()}

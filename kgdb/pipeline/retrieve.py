@@ -200,7 +200,9 @@ class RetrievePipeline:
         return self.embedder.encode(texts)
 
     def topics(self, question: str, q_emb: np.ndarray, topics: list[str] | None) -> Topics:
-        return question_topics(self.graph, question, q_emb, topics, top=self.link_top, entity_vectors=self.vectors.vectors)
+        return question_topics(
+            self.graph, question, q_emb, topics, top=self.link_top, entity_vectors=self.vectors.vectors, encode=self.embedder.encode
+        )
 
     def resolve(self, keys: list[str]) -> list[str]:
         """Entity ids of the given names/ids that the graph has (the policy for given topics)."""
