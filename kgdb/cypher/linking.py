@@ -17,9 +17,13 @@ names, scaled to [0, 1]: a word that matches hundreds of names ("college", "time
 "come", one letter from many) is more often the question's wording than its topic; a word that
 matches one ("greeley" of "greeley colorado") names what is asked about. Candidates matched only
 by words inside a longer mention that is exactly some candidate's name rank after all others
-(longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir"). A one-word
-demonym or adjective ("egyptians", "islamic") also matches the name it derives from ("Egypt",
-"Islam"; `base_forms`), its name_match weighted by DERIVED_WEIGHT.
+(longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir").
+
+The graphs hold no aliases, so three readings stand in for them: a one-word demonym or adjective
+("egyptians", "islamic") also matches the name it derives from ("Egypt", "Islam"; `base_forms`); a
+short mention ("nra") matches the names it is the initials of among its own nearest names by meaning
+(`initials`); a possessive is also read without its 's. And of each mention's first full-text hits
+the best-connected join the few the text score ranks first (POPULAR).
 
 `question_topics` is the one linking policy every command shares (retrieve, ask, train, eval).
 On a graph loaded with lazy embeddings, candidates without a stored vector get theirs from the
