@@ -64,6 +64,11 @@ def test_an_abbreviation_links_the_name_it_abbreviates(graph):
     assert link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode)[0].id == "National Rifle Association"
     # without an encoder short mentions are read as written
     assert link_entities(graph, q, emb.encode_one(q), k=3)[0].id == "NRA Foundation Golf"
+    # after another word of a name a short word qualifies it: the town, not the state, is asked about
+    load(graph, [("St. Pauls", "location.location.containedby", "Robeson County")]
+         + [("North Carolina", "location.location.contains", f"Place {i}") for i in range(30)])
+    q = "what county is st pauls nc in?"
+    assert link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode)[0].id == "St. Pauls"
 
 
 def test_link_exact_and_fuzzy(graph):

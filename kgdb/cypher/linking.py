@@ -246,7 +246,9 @@ def link_entities(
         {"mention": g, "query": " OR ".join(_phrase(f) for f in forms), "kind": "derived"}
         for g in grams if g not in spoken and (forms := base_forms(g))
     ]
-    short = [g for g in grams if 2 <= len(g) <= MAX_INITIALS and g.isalpha()] if encode is not None else []
+    # a short word right after another word of a name qualifies it ("syracuse ny", "houston tx")
+    qualifiers = {w for before, w in zip(words, words[1:]) if before not in STOPWORDS}
+    short = [g for g in grams if 2 <= len(g) <= MAX_INITIALS and g.isalpha() and g not in qualifiers] if encode is not None else []
     vectors = np.asarray(encode(short), dtype=np.float32).tolist() if short else []
     rows = graph.run(
         "link_candidates",
