@@ -271,15 +271,15 @@ def link_entities(
     best: dict[str, LinkedEntity] = {}
     for row in rows:
         name, kind, mention = row["name"] or row["id"], row["kind"], row["mention"]
-        said = " ".join(_words(name))
         if kind == "derived":
+            said = " ".join(_words(name))
             if said not in base_forms(mention):
                 continue  # only a name that is exactly a base form stands for the adjective
             match = DERIVED_WEIGHT * _name_match(said, name)
         elif kind == "initials":
             if mention not in initials(name):
                 continue  # a near name by meaning, not one the letters abbreviate
-            match = INITIALS_WEIGHT * _name_match(said, name)
+            match = INITIALS_WEIGHT * _name_match(" ".join(_words(name)), name)
         elif kind == "popular" and not _holds(name, mention):
             continue  # a well-connected fuzzy namesake ("Iceland" for "ireland") is no better for it
         else:
