@@ -26,6 +26,7 @@ import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
+from kgdb.cypher.path_candidates import StepMemo
 from kgdb.errors import InputError, KgdbError
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, NoCheckpointError, checkpoint_for_graph, find_checkpoint
 from kgdb.protocol import relation_path_text
@@ -198,8 +199,8 @@ class RankedPathPlanner:
         self.hub_scan, self.prefixes = hub_scan, prefixes
         self.compositions = True  # `compose` reads compositional questions in two steps (benchmarks/compositions.py turns it off to compare)
         # this thread's last question (eval qa answers several at once with one ranker): its raw
-        # scores, for `plan_encoded` after `choose_topic` and for `path_probability`, and the
-        # encodings `choose_topic` made
+        # scores, for `plan_encoded` after `choose_topic` and for `path_probability`, the
+        # encodings `choose_topic` made, and the graph reads its enumerations share (`StepMemo`)
         self._last = threading.local()
 
     def describe(self) -> dict:
@@ -230,7 +231,7 @@ class RankedPathPlanner:
         candidates = [e for e in candidates[:TOPIC_CANDIDATES] if e.score >= candidates[0].score - TOPIC_LINK_MARGIN] if candidates else []
         if len(candidates) < 2:
             return found
-        self._last.encoded, ranked = {}, {}
+        self._last.encoded, self._last.memo, ranked = {}, StepMemo(), {}
         for e in candidates:
             text, emb = self._last.encoded[(question, (e.name,))] = self.encode(question, [e.name])
             ranked[e.id] = (text, *self._raw_scores(graph, text, emb, [e.id]))
@@ -250,12 +251,12 @@ class RankedPathPlanner:
         from kgdb.models.path_ranker_numpy import NumpyPathRanker
         from kgdb.models.path_tokens import text_features
 
-        memo = getattr(self._last, "raw", None)
-        if memo is not None and memo[0] == (text, tuple(topics)):
-            return memo[1], memo[2]
+        last = getattr(self._last, "raw", None)
+        if last is not None and last[0] == (text, tuple(topics)):
+            return last[1], last[2]
         candidates = relation_paths_around(graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap,
                                            hub_scan=self.hub_scan, prefixes=self.prefixes,
-                                           prefix_score=prefix_score(self.relations, q_emb))
+                                           prefix_score=prefix_score(self.relations, q_emb), memo=getattr(self._last, "memo", None))
         kept, tokens, dense = candidate_features(self.relations, text, q_emb, topics, candidates, max_hops=self.model.cfg.max_hops,
                                                  planner=self.planner)
         if not kept:
@@ -351,6 +352,8 @@ class RankedPathPlanner:
     def plan_encoded(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]):
         from kgdb.pipeline.relation_paths import PlannedPath
 
+        if getattr(self._last, "raw", None) is None:  # a question `choose_topic` did not start
+            self._last.memo = StepMemo()
         ranked = self.scored(graph, text, q_emb, topics)
         self._last.question, self._last.raw, self._last.encoded = (text, ranked), None, {}
         plans = []
