@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from kgdb.cypher.linking import LinkedEntity, Topics
-from kgdb.pipeline.path_ranker import TOPIC_PATH_WEIGHT, RankedPathPlanner
+from kgdb.cypher.path_candidates import CandidatePath
+from kgdb.pipeline.path_ranker import TOPIC_PATH_WEIGHT, RankedPathPlanner, relation_wording
 
 
 class _Model:
@@ -20,8 +21,11 @@ class _Embedder:
         return np.zeros((len(texts), 4), np.float32)
 
 
-def _planner(best_logit: dict[str, float | None]):
+def _planner(best_logit: dict[str, float | None], best_path: dict[str, str] | None = None):
+    """A planner whose ranker gives each topic's paths by hand: the best (raw score `best_logit[topic]`)
+    follows the relation `best_path[topic]` (default: one named after the topic), another scores 1 less."""
     planner = RankedPathPlanner(_Model(), relations=None, embedder=_Embedder())
+    best_path = best_path or {}
     calls: list[tuple[str, tuple[str, ...]]] = []
 
     def raw(graph, text, q_emb, topics):
@@ -30,7 +34,10 @@ def _planner(best_logit: dict[str, float | None]):
             return memo[1], memo[2]
         calls.append((text, tuple(topics)))
         logit = best_logit[topics[0]]
-        return ([], np.zeros(0, np.float32)) if logit is None else ([f"path from {topics[0]}"], np.array([logit - 1.0, logit], np.float32))
+        if logit is None:
+            return [], np.zeros(0, np.float32)
+        relation = best_path.get(topics[0], f"test.topic.{topics[0].replace(' ', '_')}")
+        return [CandidatePath((("test.other.path", 1),)), CandidatePath(((relation, 1),))], np.array([logit - 1.0, logit], np.float32)
 
     planner._raw_scores = raw
     return planner, calls
@@ -76,3 +83,24 @@ def test_a_word_inside_a_longer_mention_does_not_compete():
     assert planner.choose_topic(None, "what does philip stone star in", found).ids == ["philip stone"]
     assert ("the baby",) in [t for _, t in calls]  # another word still competes
     assert ("stone",) not in [t for _, t in calls]
+
+
+def test_a_candidate_linked_from_the_wording_of_anothers_best_path_does_not_compete():
+    paths = {"bruce lee": "people.deceased_person.cause_of_death", "cause of death": "medicine.disease.causes"}
+    planner, _ = _planner({"cause of death": 5.0, "bruce lee": 5.0}, paths)
+    found = _linked(("cause of death", 3.37, "cause of death"), ("bruce lee", 3.22, "bruce lee"))
+    # without the rule the better link wins on equal path scores; Bruce Lee's best path reads "cause of death"
+    assert planner.choose_topic(None, "what was the cause of death for bruce lee?", found).ids == ["bruce lee"]
+    steps = {"serena williams": (("people.person.parents", 1),), "parents": (("film.film.starring", 1),)}
+    linked = [LinkedEntity(i, i.title(), 1.0, i) for i in steps]
+    assert relation_wording(linked, steps) == {"parents"}  # compared without the plural s
+    # a word the two mentions share is no wording; a mention with a word the path lacks is not either
+    overlap = [LinkedEntity("lee", "Lee", 1.0, "lee"), LinkedEntity("bruce lee", "Bruce Lee", 1.0, "bruce lee")]
+    assert relation_wording(overlap, {"lee": (("people.person.lee_name", 1),), "bruce lee": (("people.person.lee", 1),)}) == set()
+    assert relation_wording(linked, {"serena williams": (("people.person.children", 1),)}) == set()
+
+
+def test_when_every_candidate_is_worded_by_another_they_all_compete():
+    paths = {"parents": "people.person.children", "children": "people.person.parents"}
+    planner, _ = _planner({"parents": 1.0, "children": 1.0}, paths)
+    assert planner.choose_topic(None, "q", _linked(("parents", 1.5, "parents"), ("children", 1.4, "children"))).ids == ["parents"]

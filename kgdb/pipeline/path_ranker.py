@@ -77,6 +77,23 @@ class RelationText:
         return self.table / np.maximum(np.linalg.norm(self.table, axis=1, keepdims=True), 1e-12)
 
 
+def _singular(words) -> set[str]:
+    return {w[:-1] if w.endswith("s") else w for w in words}
+
+
+def relation_wording(candidates, best_steps: dict) -> set[str]:
+    """Ids of the linked `candidates` whose mention is worded by another candidate's best relation path
+    (`best_steps`: id -> steps; words compared without a plural s). In "what was the cause of death
+    for bruce lee?" the entity "Cause of death" is linked from words that Bruce Lee's path
+    `people.deceased_person.cause_of_death` reads: the question asks that relation of Bruce Lee.
+    Chosen on the WebQSP and MetaQA training splits (README, "Linking by answerability")."""
+    from kgdb.embeddings import relation_text
+
+    read = {i: _singular(w for relation, _ in steps for w in relation_text(relation).lower().split()) for i, steps in best_steps.items()}
+    return {e.id for e in candidates for other in candidates
+            if other.id in read and not set(e.mention.split()) & set(other.mention.split()) and _singular(e.mention.split()) <= read[other.id]}
+
+
 def graph_relations(graph: Graph, settings: Settings) -> RelationText:
     """The connected graph's relation table, as a portable ranker reads it."""
     from kgdb.cypher.tables import open_tables
@@ -220,7 +237,9 @@ class RankedPathPlanner:
         inside another's longer mention) within TOPIC_LINK_MARGIN of the best link score, the one
         whose link score + TOPIC_PATH_WEIGHT x the best raw score the ranker gives a relation path
         from it is highest (ties: link order). A namesake or a generic word ("Time" in "when was the
-        last time the knicks won") has no path the question asks for; the entity it is about has one."""
+        last time the knicks won") has no path the question asks for; the entity it is about has one.
+        A candidate linked from words that another's best path reads (`relation_wording`) does not
+        compete."""
         if found.source != "linked":
             return found
         candidates: list = []
@@ -240,7 +259,8 @@ class RankedPathPlanner:
             scores = ranked[e.id][2]
             return e.score + (TOPIC_PATH_WEIGHT * float(scores.max()) if len(scores) else -1e9)  # no path: last
 
-        best = max(candidates, key=total)
+        wording = relation_wording(candidates, {i: r[1][int(np.argmax(r[2]))].steps for i, r in ranked.items() if len(r[2])})
+        best = max([e for e in candidates if e.id not in wording] or candidates, key=total)
         text, kept, scores = ranked[best.id]
         self._last.raw = ((text, (best.id,)), kept, scores)  # what plan_encoded will ask for next
         return replace(found, ids=[best.id])
