@@ -83,7 +83,7 @@ def _path(steps, ends, topics):
 def _planner(rankings: dict[tuple[str, tuple[str, ...]], list[tuple[CandidatePath, float]]]):
     """A ranker whose candidates and raw scores per (text read, topics) are given by hand."""
     planner = RankedPathPlanner(type("M", (), {"eval": lambda self: self})(), relations=None, embedder=_Embedder(), beam=5)
-    planner._raw_scores = lambda graph, text, emb, topics: (
+    planner._raw_scores = lambda graph, text, emb, topics, reuse=False: (
         [c for c, _ in rankings.get((text, tuple(topics)), [])], np.array([s for _, s in rankings.get((text, tuple(topics)), [])], np.float32))
     return planner
 
@@ -188,6 +188,24 @@ def test_ask_answers_a_compositional_question_with_the_shipped_ranker(graph, tmp
     assert [a["answer"] for a in result["answers"]][:1] == ["Kapuskasing"]
     assert "(James Cameron,people.person.place_of_birth,Kapuskasing)" in result["answers"][0]["evidence"]
     assert "read as a composition: 'the director of avatar' is James Cameron" in result["retriever_note"]
+
+
+def test_the_readings_of_one_question_enumerate_each_topic_once(graph, monkeypatch):
+    import kgdb.cypher.path_candidates as path_candidates
+    from kgdb.pipeline.path_ranker import shipped_ranker
+
+    load(graph, FILMS)
+    enumerated, around = [], path_candidates.relation_paths_around
+    monkeypatch.setattr(path_candidates, "relation_paths_around", lambda g, topics, **kw: enumerated.append(list(topics)) or around(g, topics, **kw))
+    ranker = shipped_ranker(graph, graph.settings)
+    plans = ranker.plan(graph, "where was the director of avatar born?", ["Avatar"], ["Avatar"])
+    assert plans[0].relations == ("film.film.directed_by", "people.person.place_of_birth")
+    # the whole question, the description and the outer words asked of Avatar read one enumeration;
+    # the outer question is read around James Cameron
+    assert enumerated == [["Avatar"], ["James Cameron"]]
+    enumerated.clear()
+    ranker.plan(graph, "where was the director of titanic born?", ["Titanic"], ["Titanic"])
+    assert enumerated == [["Titanic"], ["James Cameron"]]  # nothing carried over from the last question
 
 
 def test_the_benchmark_answers_each_question_both_ways(graph, tmp_path):
