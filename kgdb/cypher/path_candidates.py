@@ -36,10 +36,11 @@ class CandidatePath:
 @dataclass
 class StepMemo:
     """What one question's enumerations have read already: the steps leaving an entity set (per
-    frontier cap) and entity degrees. A question is enumerated several times around the same entities
-    (linking by answerability, a composition's inner and outer readings), with prefixes chosen by
-    different texts; the graph's own relationships do not change within a question, so each
-    expansion is read once. Kept for one question only: a graph may be loaded into between questions."""
+    frontier cap) and entity degrees. A question may be enumerated several times over the same
+    entities (linking by answerability's candidates; a composition's outer question starts from the
+    entities the whole question's second hop reached); the graph's own relationships do not change
+    within a question, so each expansion is read once. Kept for one question only: a graph may be
+    loaded into between questions."""
 
     steps: dict[tuple[frozenset[str], int], list] = field(default_factory=dict)
     degrees: dict[str, int] = field(default_factory=dict)
