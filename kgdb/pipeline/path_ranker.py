@@ -250,7 +250,7 @@ class RankedPathPlanner:
         candidates = [e for e in candidates[:TOPIC_CANDIDATES] if e.score >= candidates[0].score - TOPIC_LINK_MARGIN] if candidates else []
         if len(candidates) < 2:
             return found
-        self._last.encoded, self._last.memo, self._last.enumerated, ranked = {}, StepMemo(), None, {}
+        self._last.encoded, self._last.memo, self._last.enumerated, ranked = {}, StepMemo(), {}, {}
         for e in candidates:
             text, emb = self._last.encoded[(question, (e.name,))] = self.encode(question, [e.name])
             ranked[e.id] = (text, *self._raw_scores(graph, text, emb, [e.id]))
@@ -267,8 +267,8 @@ class RankedPathPlanner:
 
     def _raw_scores(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str], *, reuse: bool = False) -> tuple[list, np.ndarray]:
         """The answer-bearing candidate paths around `topics` and the ranker's raw score of each.
-        `reuse`: rank the candidates this question enumerated last around the same topics (another
-        reading of it) instead of enumerating them again."""
+        `reuse`: rank the candidates this question first enumerated around the same topics (for the
+        whole question's text) instead of enumerating them again for another reading of it."""
         from kgdb.cypher.path_candidates import relation_paths_around
         from kgdb.models.path_ranker_numpy import NumpyPathRanker
         from kgdb.models.path_tokens import text_features
@@ -276,14 +276,14 @@ class RankedPathPlanner:
         last = getattr(self._last, "raw", None)
         if last is not None and last[0] == (text, tuple(topics)):
             return last[1], last[2]
-        enumerated = getattr(self._last, "enumerated", None)
-        if reuse and enumerated is not None and enumerated[0] == tuple(topics):
-            candidates = enumerated[1]
+        enumerated = getattr(self._last, "enumerated", {})
+        if reuse and tuple(topics) in enumerated:
+            candidates = enumerated[tuple(topics)]
         else:
             candidates = relation_paths_around(graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap,
                                                hub_scan=self.hub_scan, prefixes=self.prefixes,
                                                prefix_score=prefix_score(self.relations, q_emb), memo=getattr(self._last, "memo", None))
-            self._last.enumerated = (tuple(topics), candidates)
+            enumerated.setdefault(tuple(topics), candidates)
         kept, tokens, dense = candidate_features(self.relations, text, q_emb, topics, candidates, max_hops=self.model.cfg.max_hops,
                                                  planner=self.planner)
         if not kept:
@@ -383,7 +383,7 @@ class RankedPathPlanner:
         from kgdb.pipeline.relation_paths import PlannedPath
 
         if getattr(self._last, "raw", None) is None:  # a question `choose_topic` did not start
-            self._last.memo, self._last.enumerated = StepMemo(), None
+            self._last.memo, self._last.enumerated = StepMemo(), {}
         ranked = self.scored(graph, text, q_emb, topics)
         self._last.question, self._last.raw, self._last.encoded = (text, ranked), None, {}
         plans = []
