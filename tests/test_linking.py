@@ -23,6 +23,10 @@ def test_mentions_skip_stopword_edges():
     # a possessive is also read without its 's (the name index holds "gretzky"), and kept as written
     found = set(mentions("was wayne gretzky's first team mcdonald’s?"))
     assert {"wayne gretzky", "wayne gretzky's", "mcdonald’s", "mcdonald"} <= found
+    # "city" ends a name of several words, but is no mention alone and starts none
+    found = mentions("who played berger in sex and the city? what city is kansas city in?")
+    assert {"sex and the city", "kansas city"} <= set(found) and "city" not in found
+    assert not any(m.startswith("city") for m in found)
 
 
 def test_base_forms_of_demonyms():
