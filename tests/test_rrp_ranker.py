@@ -22,7 +22,7 @@ import torch
 from typer.testing import CliRunner
 
 from kgdb.cli import app
-from kgdb.cypher.path_candidates import StepMemo, relation_paths_around
+from kgdb.cypher.path_candidates import relation_paths_around
 from kgdb.cypher.paths import entity_names
 from kgdb.errors import InputError
 from kgdb.models.path_ranker import PathRanker
@@ -152,32 +152,6 @@ def test_enumeration_continues_only_the_best_prefixes(jamaica):
         paths(prefixes=0, prefix_score=lambda steps: 0.0)
     with pytest.raises(InputError, match="needs a score"):
         paths(prefixes=1)
-
-
-def test_enumeration_memo_reads_each_expansion_once(jamaica, monkeypatch):
-    reads = []
-    run = jamaica.run
-    monkeypatch.setattr(jamaica, "run", lambda name, **params: reads.append((name, params)) or run(name, **params))
-
-    def candidates(topics, memo=None, **bound):
-        return [(c.steps, c.ends, c.cvt, c.reached, c.topics) for c in relation_paths_around(jamaica, topics, memo=memo, **bound)]
-
-    capital = ("location.country.capital", 1)
-    readings = [(["Jamaica"], {}), (["Jamaica"], {"prefixes": 1, "prefix_score": lambda steps: float(steps[-1] == capital)}),
-                (["Kingston"], {"cap": 2, "hub_scan": 0}), (["Kingston"], {"cap": 2, "hub_scan": 100})]
-    memo = StepMemo()
-    for topics, bound in readings:  # a question's readings share one memo: the candidates are those read without it
-        assert candidates(topics, memo, **bound) == candidates(topics, **bound)
-    reads.clear()
-    for topics, bound in readings:
-        candidates(topics, memo, **bound)
-    assert reads == []  # everything was read already
-    # an expansion is read for each frontier cap apart, and a set is read only for the sets it lacks
-    candidates(["Jamaica"], memo, cap=1)
-    assert reads and all(name == "relation_steps" and params["cap"] == 1 for name, params in reads)
-    reads.clear()
-    candidates(["Jamaica", "Nowhere"], memo, cap=1)
-    assert [(name, [p["ids"] for p in params["prefixes"]]) for name, params in reads] == [("relation_steps", [["Nowhere"]])]
 
 
 QUESTIONS = [  # (question, candidate paths as (relation, direction) lists, index of the right one)

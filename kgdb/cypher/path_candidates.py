@@ -33,41 +33,25 @@ class CandidatePath:
     topics: set[str] = field(default_factory=set)  # the topics it grounds from
 
 
-@dataclass
-class StepMemo:
-    """What one question's enumerations have read already: the steps leaving an entity set (per
-    frontier cap) and entity degrees. A question may be enumerated several times over the same
-    entities (linking by answerability's candidates; a composition's outer question starts from the
-    entities the whole question's second hop reached); the graph's own relationships do not change
-    within a question, so each expansion is read once. Kept for one question only: a graph may be
-    loaded into between questions."""
-
-    steps: dict[tuple[frozenset[str], int], list] = field(default_factory=dict)
-    degrees: dict[str, int] = field(default_factory=dict)
-
-
-def relation_steps(graph: Graph, entity_sets: list[list[str]], cap: int = 200,
-                   memo: StepMemo | None = None) -> list[list[tuple[str, int, int, list[str], list[str]]]]:
+def relation_steps(graph: Graph, entity_sets: list[list[str]], cap: int = 200) -> list[list[tuple[str, int, int, list[str], list[str]]]]:
     """Per entity set (a prefix's end entities): every (relation, direction, entities reached, first
-    `cap` ids, the CVT ids among them) step leaving those entities, sorted by (relation, direction).
-    With `memo`, sets it holds are not read again and those read are added to it."""
-    memo = memo if memo is not None else StepMemo()
+    `cap` ids, the CVT ids among them) step leaving those entities, sorted by (relation, direction)."""
     # Prefixes often share their entity set (a relation and its Freebase inverse reach the same
     # entities), so each distinct set is expanded once: on dense graphs most of the time is here.
-    keys = [(frozenset(ids), cap) for ids in entity_sets]
-    missing = [k for k in dict.fromkeys(keys) if k not in memo.steps]
-    if missing:
+    distinct: dict[frozenset[str], int] = {}
+    keys = [distinct.setdefault(frozenset(ids), len(distinct)) for ids in entity_sets]
+    steps: list[list[tuple[str, int, int, list[str], list[str]]]] = [[] for _ in distinct]
+    if distinct:
         # One record per prefix and _raw (no per-element `data()` pass): on dense graphs a prefix has
         # hundreds of steps, and the driver's per-record cost dominated (50M-triple synthetic graph:
         # 29 -> 21 ms per call with records per prefix instead of per step)
-        rows = graph.run("relation_steps", _raw=True, prefixes=[{"key": i, "ids": sorted(ids)} for i, (ids, _) in enumerate(missing)], cap=cap)
-        read = {int(r["key"]): r["steps"] for r in rows}
-        for i, key in enumerate(missing):
-            memo.steps[key] = [(s["relation"], int(s["direction"]), int(s["reached"]), s["ids"], s["cvt"]) for s in read.get(i, [])]
-    return [memo.steps[k] for k in keys]
+        rows = graph.run("relation_steps", _raw=True, prefixes=[{"key": k, "ids": sorted(ids)} for ids, k in distinct.items()], cap=cap)
+        for r in rows:
+            steps[int(r["key"])] = [(s["relation"], int(s["direction"]), int(s["reached"]), s["ids"], s["cvt"]) for s in r["steps"]]
+    return [steps[k] for k in keys]
 
 
-def bound_hubs(graph: Graph, entity_sets: list[list[str]], cap: int, hub_scan: int, memo: StepMemo | None = None) -> list[list[str]]:
+def bound_hubs(graph: Graph, entity_sets: list[list[str]], cap: int, hub_scan: int) -> list[list[str]]:
     """`entity_sets` without the hubs (entities with more than `cap` relationships) that do not fit the
     scan budget: hubs are kept fewest relationships first (then by id) while their degrees sum to at
     most `hub_scan`; the others are not expanded. Keeping `cap` of a hub's neighbours means scanning
@@ -76,11 +60,7 @@ def bound_hubs(graph: Graph, entity_sets: list[list[str]], cap: int, hub_scan: i
     ids = sorted({i for p in entity_sets for i in p})
     if not ids:
         return entity_sets
-    degrees = memo.degrees if memo is not None else {}
-    if missing := [i for i in ids if i not in degrees]:
-        degrees.update({i: 0 for i in missing})  # an id the graph lacks has no relationships
-        degrees.update((r["id"], int(r["degree"])) for r in graph.run("entity_degrees", ids=missing))
-    hubs = sorted((degrees[i], i) for i in ids if degrees[i] > cap)
+    hubs = sorted((int(r["degree"]), r["id"]) for r in graph.run("entity_degrees", ids=ids) if int(r["degree"]) > cap)
     skipped, spent = set(), 0
     for degree, entity in hubs:
         if spent + degree <= hub_scan:
@@ -109,15 +89,14 @@ def candidate_hops(graph: Graph) -> tuple[int, int]:
 
 def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2, cvt_hops: int = 3, cap: int = 200,
                           hub_scan: int | None = None, prefixes: int | None = None,
-                          prefix_score: Callable[[tuple[Step, ...]], float] | None = None,
-                          memo: StepMemo | None = None) -> list[CandidatePath]:
+                          prefix_score: Callable[[tuple[Step, ...]], float] | None = None) -> list[CandidatePath]:
     """Every relation path of 1..`max_hops` steps from any of `topics`, plus those of up to
     `cvt_hops` steps continued only from the CVT nodes the previous hop reached; sorted by (length,
     steps). A topic that is not in the graph contributes nothing. `hub_scan`: beyond the first hop,
     at most this many relationships of hubs are scanned per hop (`bound_hubs`); None: no bound.
     `prefixes`: at most this many relation paths are continued per hop, the best by `prefix_score`
     (`best_prefixes`); None: all. Every path is still a candidate; only its continuations are not
-    enumerated. `memo`: what this question's other enumerations read (`StepMemo`)."""
+    enumerated."""
     if max_hops < 1 or cvt_hops < max_hops:
         raise InputError(f"need 1 <= max_hops <= cvt_hops, got max_hops={max_hops}, cvt_hops={cvt_hops}", path="max_hops")
     if prefixes is not None and prefixes < 1:
@@ -136,8 +115,8 @@ def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2,
             frontier = best_prefixes(frontier, prefixes, prefix_score)
         entity_sets = [ids for _, _, ids in frontier]
         if hub_scan is not None and hop > 1:
-            entity_sets = bound_hubs(graph, entity_sets, cap, hub_scan, memo)
-        for (topic, steps, _), rows in zip(frontier, relation_steps(graph, entity_sets, cap, memo)):
+            entity_sets = bound_hubs(graph, entity_sets, cap, hub_scan)
+        for (topic, steps, _), rows in zip(frontier, relation_steps(graph, entity_sets, cap)):
             for relation, direction, reached, ids, cvt in rows:
                 path = steps + ((relation, direction),)
                 c = found.setdefault(path, CandidatePath(path))

@@ -26,7 +26,6 @@ import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
-from kgdb.cypher.path_candidates import StepMemo
 from kgdb.errors import InputError, KgdbError
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, NoCheckpointError, checkpoint_for_graph, find_checkpoint
 from kgdb.protocol import relation_path_text
@@ -217,7 +216,7 @@ class RankedPathPlanner:
         self.compositions = True  # `compose` reads compositional questions in two steps (benchmarks/compositions.py turns it off to compare)
         # this thread's last question (eval qa answers several at once with one ranker): its raw
         # scores, for `plan_encoded` after `choose_topic` and for `path_probability`, the
-        # encodings `choose_topic` made, and the graph reads its enumerations share (`StepMemo`)
+        # encodings `choose_topic` made, and its enumerations per topics (`_raw_scores`' reuse)
         self._last = threading.local()
 
     def describe(self) -> dict:
@@ -250,7 +249,7 @@ class RankedPathPlanner:
         candidates = [e for e in candidates[:TOPIC_CANDIDATES] if e.score >= candidates[0].score - TOPIC_LINK_MARGIN] if candidates else []
         if len(candidates) < 2:
             return found
-        self._last.encoded, self._last.memo, self._last.enumerated, ranked = {}, StepMemo(), {}, {}
+        self._last.encoded, self._last.enumerated, ranked = {}, {}, {}
         for e in candidates:
             text, emb = self._last.encoded[(question, (e.name,))] = self.encode(question, [e.name])
             ranked[e.id] = (text, *self._raw_scores(graph, text, emb, [e.id]))
@@ -282,7 +281,7 @@ class RankedPathPlanner:
         else:
             candidates = relation_paths_around(graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap,
                                                hub_scan=self.hub_scan, prefixes=self.prefixes,
-                                               prefix_score=prefix_score(self.relations, q_emb), memo=getattr(self._last, "memo", None))
+                                               prefix_score=prefix_score(self.relations, q_emb))
             enumerated.setdefault(tuple(topics), candidates)
         kept, tokens, dense = candidate_features(self.relations, text, q_emb, topics, candidates, max_hops=self.model.cfg.max_hops,
                                                  planner=self.planner)
@@ -383,7 +382,7 @@ class RankedPathPlanner:
         from kgdb.pipeline.relation_paths import PlannedPath
 
         if getattr(self._last, "raw", None) is None:  # a question `choose_topic` did not start
-            self._last.memo, self._last.enumerated = StepMemo(), {}
+            self._last.enumerated = {}
         ranked = self.scored(graph, text, q_emb, topics)
         self._last.question, self._last.raw, self._last.encoded = (text, ranked), None, {}
         plans = []
