@@ -68,3 +68,19 @@ def test_unknown_relation_grounds_to_nothing_and_says_why(graph):
     )
     assert res.paths == [] and res.triples == [] and res.entities == []
     assert any("'no.such.relation', not a relation of this graph" in n for n in res.notes)
+
+
+def test_ends_of_one_relation_path_come_closest_to_the_question_first(graph):
+    """Every end of one relation path scores the same; the question's words left after its topic say
+    which it asks for. Ids would put the high school first for both questions."""
+    load(graph, [("Kevin Love", "people.person.education", "Lake Oswego High School"),
+                 ("Kevin Love", "people.person.education", "University of California, Los Angeles")])
+    r = RelationPathRetriever(graph, graph.settings, planner=FixedPlanner(("people.person.education",)), k=10, write=False)
+    college = r.retrieve("which university did kevin love go to?", ["Kevin Love"])
+    school = r.retrieve("which high school did kevin love go to?", ["Kevin Love"])
+    assert [p.answer for p in college.paths] == ["University of California, Los Angeles", "Lake Oswego High School"]
+    assert [e.id for e in college.entities] == ["University of California, Los Angeles", "Lake Oswego High School"]
+    assert [p.answer for p in school.paths] == ["Lake Oswego High School", "University of California, Los Angeles"]
+    assert {p.score for p in college.paths} == {1.0}  # a tie on the score: only the order moved
+    asked = AskPipeline(graph, graph.settings, retriever=r, reasoner="rrp", write=False).ask("which university did kevin love go to?", ["Kevin Love"])
+    assert [a.answer for a in asked.answers] == ["University of California, Los Angeles", "Lake Oswego High School"]

@@ -84,7 +84,7 @@ def brute_force(topics, max_hops=2, cvt_hops=3):
 def jamaica(graph):
     load(graph, TRIPLES)
     graph.run_text("MATCH (h:Entity {id: 'Jamaica'}), (t:Entity {id: 'Kingston'}) CREATE (h)-[:SCORED {run: 'r1', score: 1.0}]->(t)")
-    assert entity_names(graph, [CVT])[CVT][1], "the fixture's CVT node must be labelled CVT"
+    assert entity_names(graph, [CVT])[CVT].cvt, "the fixture's CVT node must be labelled CVT"
     return graph
 
 

@@ -14,9 +14,10 @@ from kgdb.cli import app
 from kgdb.data.relation_paths import TripleArrays
 from kgdb.pipeline import relation_path_retriever
 from kgdb.pipeline.relation_paths import select
-from kgdb.pipeline.structural import chosen_mode
+from kgdb.pipeline.structural import answers_of, chosen_mode
 from kgdb.protocol import ScoredPath
-from kgdb.qa.reasoners.rrp import other_readings
+from kgdb.qa.reasoners.extractive import Evidence
+from kgdb.qa.reasoners.rrp import PathReasoner, other_readings
 from test_rrp_ask import TRIPLES, _answers, movie_files  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -134,3 +135,35 @@ def test_the_answering_mode_is_the_best_on_val():
     tie = {"ablation_val": {"planner": scores(90.0, 80.0), "rethink": scores(90.0, 80.0)}}
     assert chosen_mode(metaqa) == "planner" and chosen_mode(webqsp) == "rethink"
     assert chosen_mode(tie) == "rethink" and chosen_mode({}) == "rethink"
+
+
+def test_answers_tied_on_one_path_keep_the_retrievers_order():
+    """The retriever orders the ends of one relation path (closest to the question first); the
+    reasoner keeps that order for ties instead of sorting them by name."""
+    def path(score, end, source):
+        return ScoredPath(score, ("t", end), ("r",), (1,), names=("t", end), source=source)
+
+    for source in ("rrp-ranker", "rethink:rrp-ranker"):  # the planner alone, and rethought paths
+        paths = [path(0.9, "Zurich", source), path(0.9, "Basel", source), path(0.9, "Bern", source), path(0.2, "Aarau", source)]
+        evidence = Evidence("q", [], ["t"], paths=paths, from_paths=True)
+        answers = PathReasoner().reason(None, evidence).answers
+        assert answers[:3] == ["Zurich", "Basel", "Bern"], source
+
+
+def test_evaluation_breaks_ties_as_the_reasoner_does():
+    """`answers_of` (eval rrp, the tuning of λ1 and θ) orders the answers tied at the best score by
+    their closeness to the question, as the retriever and the reasoner do; other answers by name."""
+    from types import SimpleNamespace
+
+    asked: list[list[str]] = []
+
+    def closeness(ids):
+        asked.append(sorted(ids))
+        return {"Zurich": 0.9, "Basel": 0.1, "Bern": 0.5} if len(ids) > 1 else {}
+
+    planned = [_candidate(["t", e], ["r"], 0.8, 0.0) for e in ("Basel", "Bern", "Zurich")] + [_candidate(["t", "Aarau"], ["q"], 0.2, 0.0)]
+    g = SimpleNamespace(found=SimpleNamespace(ids=["t"]), cvt=set(), planned=planned, structural=[], s2={}, names={}, closeness=closeness)
+    assert answers_of("planner", g, 0.0, 0.0) == ["Zurich", "Bern", "Basel"]
+    # rethinking with λ1 = 1 scores the planner's paths alone: the same tie, Aarau below it
+    assert answers_of("rethink", g, 1.0, 0.0) == ["Zurich", "Bern", "Basel", "Aarau"]
+    assert asked[-1] == ["Basel", "Bern", "Zurich"]  # only the tied answers are asked about

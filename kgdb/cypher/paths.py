@@ -14,6 +14,7 @@ relations between the same entities give two paths (the peers' `nx.DiGraph` keep
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kgdb.cypher import Graph
 from kgdb.errors import InputError, KgdbError
@@ -158,7 +159,13 @@ def relations_around(graph: Graph, entity_ids: list[str], limit: int = 1000) -> 
     return [(r["relation"], int(r["direction"])) for r in rows]
 
 
-def entity_names(graph: Graph, entity_ids: list[str]) -> dict[str, tuple[str, bool]]:
-    """id -> (readable name, is CVT) for the given entities."""
+class EntityName(NamedTuple):
+    name: str  # readable name (the id where the entity has none)
+    cvt: bool  # an unnamed compound-value node
+    idx: int  # row of the entity in the graph's vector table (-1: none)
+
+
+def entity_names(graph: Graph, entity_ids: list[str]) -> dict[str, EntityName]:
+    """id -> (readable name, is CVT, vector-table row) for the given entities."""
     rows = graph.run("entity_names", ids=list(dict.fromkeys(entity_ids)))
-    return {r["id"]: (r["name"], bool(r["cvt"])) for r in rows}
+    return {r["id"]: EntityName(r["name"], bool(r["cvt"]), -1 if r["idx"] is None else int(r["idx"])) for r in rows}

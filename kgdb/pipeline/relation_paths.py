@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -138,7 +138,7 @@ class RelationPathRetriever:
         found = question_topics(self.graph, question, q_emb, topics, entity_vectors=self._entity_vectors, encode=self.embedder.encode)
         names = {e.id: e.name for e in found.linked if e.id in found.ids}  # linking returned their names
         if len(names) < len(found.ids):
-            names = {i: n for i, (n, _) in entity_names(self.graph, found.ids).items()}
+            names = {i: e.name for i, e in entity_names(self.graph, found.ids).items()}
         timings["link"] = _ms(t)
         t = time.perf_counter()
         if hasattr(self.planner, "choose_topic"):  # the ranker: linked candidates compete on answerability too (plan time)
@@ -190,8 +190,8 @@ class RelationPathRetriever:
         timings["ground"] = _ms(t)
         ids = [e for _, anchor, triples in grounded for e in _walk(anchor, triples)[0]] + found.ids
         info = entity_names(self.graph, ids)
-        names = {i: n for i, (n, _) in info.items()}
-        cvt = {i for i, (_, is_cvt) in info.items() if is_cvt}
+        names = {i: e.name for i, e in info.items()}
+        cvt = {i for i, e in info.items() if e.cvt}
         source = getattr(self.planner, "name", "")
         planned = [_Candidate(_path(plan.score, anchor, triples, source), list(triples), plan.score) for plan, anchor, triples in grounded]
         structural: list[_Candidate] = []
@@ -200,7 +200,8 @@ class RelationPathRetriever:
             t = time.perf_counter()
             structural, s2 = self._structural(text, text_emb, found.ids, planned, plans, cvt)
             timings["structural"] = _ms(t)
-        return Gathered(found, names, cvt, planned, structural, s2, timings, notes, usage)
+        closeness = self._closeness(question, text_emb, topic_names, {i: e.idx for i, e in info.items()})
+        return Gathered(found, names, cvt, planned, structural, s2, timings, notes, closeness, usage)
 
     def retrieve(
         self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None
@@ -217,7 +218,13 @@ class RelationPathRetriever:
                 c.path = replace(c.path, source=f"{self.mode}:{c.path.source}")
             timings["rethink"] = _ms(t)
         paths = [replace(c.path, names=tuple(names.get(e, e) for e in c.path.entities)) for c in candidates]
-        paths.sort(key=lambda p: (-p.score, len(p.relations), p.entities))
+        best: dict[str, float] = {}
+        for p in paths:
+            if p.answer not in found.ids and p.answer not in cvt:
+                best[p.answer] = max(best.get(p.answer, -1.0), p.score)
+        close = g.closeness(tied_at_best(best))
+        # ties: the answers tied at the best score closest to the question first, then by name (`PathReasoner` keeps this order)
+        paths.sort(key=lambda p: (-p.score, -close.get(p.answer, 0.0), names.get(p.answer, p.answer), len(p.relations), p.entities))
         triples: dict[str, tuple[float, tuple]] = {}  # elementId -> (best path score, triple)
         for c in candidates:
             for triple in c.triples:
@@ -228,11 +235,7 @@ class RelationPathRetriever:
             ScoredTriple(rank, names.get(h, h), r, names.get(tl, tl), score, h, tl, -1)
             for rank, (score, (_, h, r, tl)) in enumerate(ordered, start=1)
         ]
-        best: dict[str, float] = {}
-        for p in paths:
-            if p.answer not in found.ids and p.answer not in cvt:
-                best[p.answer] = max(best.get(p.answer, -1.0), p.score)
-        entities = [ScoredEntity(e, names.get(e, e), sc) for e, sc in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))]
+        entities = [ScoredEntity(e, names.get(e, e), sc) for e, sc in sorted(best.items(), key=lambda kv: (-kv[1], -close.get(kv[0], 0.0), kv[0]))]
         run = None
         t = time.perf_counter()
         if self.write and ordered:
@@ -244,6 +247,31 @@ class RelationPathRetriever:
             entities=entities, run=run, linked=found.linked, names=names, cvt=cvt, timings=timings,
             notes=[n for n in [found.note(), *dict.fromkeys(notes)] if n], missing_topics=list(found.missing), llm_usage=g.usage,
         )
+
+    def _closeness(self, question: str, text_emb: np.ndarray | None, topic_names: list[str], rows: dict[str, int]) -> Callable[[list[str]], dict[str, float]]:
+        """`Gathered.closeness` of one question: answer ids -> cosine of their name vectors (the ones
+        linking reads; `rows`: id -> vector row) with the question read without the topic names.
+        Every end of one relation path scores the same, and the words left in the question often say
+        which end it asks for ("where did kevin love go to *college*": UCLA, not his high school;
+        "judy garland *father*"). Asked only for the answers tied at the best score, fewer than two
+        get none, so a lazily embedded graph encodes few names. Chosen on the WebQSP training and
+        validation splits (README, "Answers tied on one path")."""
+        memo: dict[str, float] = {}
+        q: list[np.ndarray] = []
+
+        def closeness(ids: list[str]) -> dict[str, float]:
+            if len(ids) < 2:
+                return {}
+            if new := [e for e in ids if e not in memo and rows.get(e, -1) >= 0]:
+                if not q:
+                    q.append(text_emb if text_emb is not None else encode_question(self.embedder, question, topic_names)[1])
+                vectors = self._entity_vectors([rows[e] for e in new])
+                matrix = np.stack([vectors[rows[e]] for e in new])
+                cos = matrix @ q[0] / np.maximum(np.linalg.norm(matrix, axis=1) * np.linalg.norm(q[0]), 1e-12)
+                memo.update(zip(new, cos.tolist()))
+            return {e: memo[e] for e in ids if e in memo}
+
+        return closeness
 
     def _structural(self, text: str, text_emb, topics: list[str], planned: list["_Candidate"], plans: list[PlannedPath], cvt: set[str]):
         """RRP §IV-B over the grounded triples: S2 per entity (P^n over its largest non-topic P^n)
@@ -289,6 +317,7 @@ class Gathered:
     s2: dict[str, float]  # entity id -> S2
     timings: dict[str, float]
     notes: list[str]
+    closeness: Callable[[list[str]], dict[str, float]]  # answer ids -> closeness to the question (`RelationPathRetriever._closeness`)
     usage: dict | None = None  # the LLM planner's calls and tokens (None: no LLM planned)
 
 
@@ -318,6 +347,12 @@ def select(mode: str, planned: list[_Candidate], structural: list[_Candidate], s
     ranked = sorted(scored.values(), key=lambda c: (-c.path.score, len(c.path.relations), c.path.entities))
     cut = theta * ranked[0].path.score if ranked else 0.0
     return [c for c in ranked if c.path.score > cut] or ranked[:1]
+
+
+def tied_at_best(best: dict[str, float]) -> list[str]:
+    """The answer ids sharing the best score of `best` (answer id -> its best path score)."""
+    top = max(best.values(), default=None)
+    return sorted(e for e, score in best.items() if score == top)
 
 
 def _path(score: float, anchor: str, triples, source: str) -> ScoredPath:

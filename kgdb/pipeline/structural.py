@@ -220,8 +220,9 @@ def gather_questions(retriever, records, on_progress: Callable[[int], None] = la
 
 
 def answers_of(mode: str, g, lambda1: float, theta: float) -> list[str]:
-    """The entity ids `kgdb ask --reasoner rrp` answers with in `mode` (the `PathReasoner` rules)."""
-    from kgdb.pipeline.relation_paths import select
+    """The entity ids `kgdb ask --reasoner rrp` answers with in `mode` (the `PathReasoner` rules, ties
+    in the retriever's order: those at the best score closest to the question first, then by name)."""
+    from kgdb.pipeline.relation_paths import select, tied_at_best
 
     topics, cvt = set(g.found.ids), g.cvt
     if mode == "planner":
@@ -233,14 +234,16 @@ def answers_of(mode: str, g, lambda1: float, theta: float) -> list[str]:
         for c in usable:
             if c.path.score == best:
                 counts[c.path.answer] = counts.get(c.path.answer, 0) + 1
-        return sorted(counts, key=lambda e: (-counts[e], g.names.get(e, e)))
+        close = g.closeness(sorted(counts))  # every one of them ends a best-scored path
+        return sorted(counts, key=lambda e: (-counts[e], -close.get(e, 0.0), g.names.get(e, e)))
     kept = select(mode, g.planned, g.structural, g.s2, g.found.ids, cvt, lambda1, theta)
     best_of: dict[str, float] = {}
     for c in kept:
         e = c.path.answer
         if e not in topics and e not in cvt and c.path.score > best_of.get(e, float("-inf")):
             best_of[e] = c.path.score
-    return sorted(best_of, key=lambda e: (-best_of[e], g.names.get(e, e)))
+    close = g.closeness(tied_at_best(best_of))
+    return sorted(best_of, key=lambda e: (-best_of[e], -close.get(e, 0.0), g.names.get(e, e)))
 
 
 def score_mode(items: list[QuestionPaths], mode: str, lambda1: float, theta: float) -> dict[str, float]:

@@ -213,7 +213,7 @@ def question_texts(graph: Graph, records: list[QuestionRecord], embed) -> tuple[
     from kgdb.cypher.linking import strip_mentions
     from kgdb.cypher.paths import entity_names
 
-    names = {i: n for i, (n, _) in entity_names(graph, [t for q in records for t in q.topics]).items()}
+    names = {i: e.name for i, e in entity_names(graph, [t for q in records for t in q.topics]).items()}
     texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
     return texts, embed(texts), set(names)
 

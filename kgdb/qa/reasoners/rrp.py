@@ -1,8 +1,9 @@
 """Answers without an LLM from grounded relation paths. With the planner alone: the end entities of
 the best-scored relation path that grounded to something, in the order of how many grounded paths
 reach them. With RRP's structural reasoner and rethinking (paths whose source reads `mode:module`):
-the end entities of every kept path, best path score first. Needs a retriever that returns paths
-(`kgdb.pipeline.RelationPathRetriever`)."""
+the end entities of every kept path, best path score first. Ties keep the order of the retriever's
+paths (`RelationPathRetriever` puts the ends of one relation path closest to the question first).
+Needs a retriever that returns paths (`kgdb.pipeline.RelationPathRetriever`)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ class PathReasoner:
             raise InputError("the rrp reasoner answers from relation paths: use --retriever relation-paths", path="--reasoner")
         topics, cvt = set(getattr(evidence, "topics", [])), set(getattr(evidence, "cvt", set()))
         usable = [p for p in paths if p.answer not in topics and p.answer not in cvt]
+        order: dict[str, int] = {}  # ties keep the retriever's order (its answers tied on one path: closest to the question first)
+        for p in usable:
+            order.setdefault(p.answer, len(order))
         answers: list[str] = []
         support: dict[str, list[int]] = {}
         scores: dict[str, float] = {}
@@ -44,7 +48,7 @@ class PathReasoner:
                 if p.score > best_of.get(p.answer, float("-inf")):
                     best_of[p.answer] = p.score
                     name_of[p.answer] = (p.names or p.entities)[-1]
-            ranked = sorted(best_of, key=lambda e: (-best_of[e], name_of[e]))[: self.max_answers]
+            ranked = sorted(best_of, key=lambda e: (-best_of[e], order[e]))[: self.max_answers]
             answers = [name_of[e] for e in ranked]
             scores = {name_of[e]: best_of[e] for e in ranked}
         elif usable:
@@ -55,7 +59,7 @@ class PathReasoner:
                 if p.score == best:
                     counts[p.answer] = counts.get(p.answer, 0) + 1
                     name_of[p.answer] = (p.names or p.entities)[-1]
-            ranked = sorted(counts, key=lambda e: (-counts[e], name_of[e]))[: self.max_answers]
+            ranked = sorted(counts, key=lambda e: (-counts[e], order[e]))[: self.max_answers]
             answers = [name_of[e] for e in ranked]
             scores = {name_of[e]: best for e in ranked}
         reply = "ans: " + " | ".join(answers) if answers else "ans: not available"
