@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kgdb.cypher.linking import base_forms, initials, link_entities, mentions, resolve_topics
+from kgdb.cypher.linking import base_forms, initials, link_entities, mentions, readings, resolve_topics, spelt_out
 from kgdb.cypher.tables import HAVE, NONE, open_tables
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
@@ -35,6 +35,28 @@ def test_base_forms_of_demonyms():
     assert base_forms("islamic") == ["islam"] and base_forms("pakistani") == ["pakistan"]
     assert base_forms("obama") == [] and base_forms("barack obama") == [] and base_forms("2011") == []
     assert all(len(f) >= 4 for f in base_forms("asian"))
+
+
+def test_abbreviations_are_spelt_out():
+    assert spelt_out("st nicholas") == ["saint nicholas"] and spelt_out("mt lassen") == ["mount lassen"] and spelt_out("ft worth") == ["fort worth"]
+    assert spelt_out("st") == [] and spelt_out("west st paul") == [] and spelt_out("stone") == []
+    assert readings("egyptians") == base_forms("egyptians") and readings("st peter") == ["saint peter"]
+
+
+def test_a_spelt_out_name_is_linked_from_its_abbreviation(graph):
+    # "St Nicholas Day" holds the question's words as written; "Saint Nicholas" is the one it names
+    facts = [("people.person.place_of_birth", "Patara"), ("people.person.profession", "Bishop"), ("people.deceased_person.place_of_death", "Myra"),
+             ("people.person.religion", "Christianity"), ("base.saints.saint.venerated_in", "Catholicism"),
+             ("base.saints.saint.venerated_in", "Eastern Orthodoxy"), ("base.saints.saint.patron_of", "Sailors"),
+             ("base.saints.saint.patron_of", "Children"), ("base.saints.saint.feast_day", "December 6")]
+    load(graph, [("Saint Nicholas", r, t) for r, t in facts] + [("St Nicholas Day", "time.holiday.featured_in_religions", "Christianity")])
+    emb = get_embedder()
+    q = "what did st. nicholas do in his life?"
+    linked = link_entities(graph, q, emb.encode_one(q), k=3)
+    assert linked[0].id == "Saint Nicholas" and linked[0].mention == "st nicholas"
+    assert "St Nicholas Day" in [e.id for e in linked]  # the name as written stays a candidate
+    q = "what did nick do in his life?"  # no spelt-out reading without the abbreviation
+    assert all(e.mention is None for e in link_entities(graph, q, emb.encode_one(q), k=3) if e.id == "Saint Nicholas")
 
 
 def test_a_demonym_links_the_country_and_a_spoken_one_the_language(graph):

@@ -89,6 +89,9 @@ DERIVATIONS = (
     ("i", ("",)),  # pakistani, israeli
 )
 MIN_BASE = 4
+# Abbreviations names spell out: "st paul" also reads "saint paul", "mt lassen" "mount lassen"; like a
+# demonym's base form, only a name that is exactly the spelt-out mention is a candidate.
+SPELT_OUT = {"st": "saint", "mt": "mount", "ft": "fort"}
 SPEECH_VERBS = frozenset({"speak", "speaks", "spoke", "spoken", "speaking"})
 DERIVED_WEIGHT = 0.7  # chosen on the training questions with the weights above
 # Initials and abbreviations ("nra", "usa", "fdr", "gm"): the graphs hold no aliases, but the embedding
@@ -230,6 +233,17 @@ def base_forms(mention: str) -> list[str]:
     return []
 
 
+def spelt_out(mention: str) -> list[str]:
+    """The mention with its first word spelt out (`SPELT_OUT`), if it abbreviates one and more words follow."""
+    first, _, rest = mention.partition(" ")
+    return [f"{SPELT_OUT[first]} {rest}"] if rest and first in SPELT_OUT else []
+
+
+def readings(mention: str) -> list[str]:
+    """What else a mention may be written as in a name: a demonym's base forms, an abbreviation spelt out."""
+    return base_forms(mention) + spelt_out(mention)
+
+
 def lucene_query(mention: str) -> str:
     """Exact phrase, or every word fuzzily (edit distance 1 for words of 4+ letters)."""
     words = [_LUCENE_SPECIAL.sub(r"\\\1", w) for w in mention.split()]
@@ -250,7 +264,7 @@ def link_entities(
     queries = [{"mention": g, "query": lucene_query(g), "kind": "name"} for g in grams]
     queries += [
         {"mention": g, "query": " OR ".join(_phrase(f) for f in forms), "kind": "derived"}
-        for g in grams if g not in spoken and (forms := base_forms(g))
+        for g in grams if g not in spoken and (forms := readings(g))
     ]
     # a short word right after another word of a name qualifies it ("syracuse ny", "houston tx")
     qualifiers = {w for before, w in zip(words, words[1:]) if before not in STOPWORDS}
@@ -279,8 +293,8 @@ def link_entities(
         name, kind, mention = row["name"] or row["id"], row["kind"], row["mention"]
         if kind == "derived":
             said = " ".join(_words(name))
-            if said not in base_forms(mention):
-                continue  # only a name that is exactly a base form stands for the adjective
+            if said not in readings(mention):
+                continue  # only a name that is exactly a base form (a spelt-out form) stands for the mention
             match = DERIVED_WEIGHT * _name_match(said, name)
         elif kind == "initials":
             if mention not in initials(name):
