@@ -19,10 +19,11 @@ matches one ("greeley" of "greeley colorado") names what is asked about. Candida
 by words inside a longer mention that is exactly some candidate's name rank after all others
 (longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir").
 
-The graphs hold no aliases, so three readings stand in for them: a one-word demonym or adjective
+The graphs hold no aliases, so four readings stand in for them: a one-word demonym or adjective
 ("egyptians", "islamic") also matches the name it derives from ("Egypt", "Islam"; `base_forms`); a
-short mention ("nra") matches the names it is the initials of among its own nearest names by meaning
-(`initials`); a possessive is also read without its 's. And of each mention's first full-text hits
+mention starting with an abbreviation ("st nicholas") also matches the name that spells it out
+("Saint Nicholas"; `spelt_out`); a short mention ("nra") matches the names it is the initials of among
+its own nearest names by meaning (`initials`); a possessive is also read without its 's. And of each mention's first full-text hits
 the best-connected join the few the text score ranks first (POPULAR).
 
 `question_topics` is the one linking policy every command shares (retrieve, ask, train, eval).
