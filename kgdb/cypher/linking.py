@@ -23,8 +23,8 @@ The graphs hold no aliases, so four readings stand in for them: a one-word demon
 ("egyptians", "islamic") also matches the name it derives from ("Egypt", "Islam"; `base_forms`); a
 mention starting with an abbreviation ("st nicholas") also matches the name that spells it out
 ("Saint Nicholas"; `spelt_out`); a short mention ("nra") matches the names it is the initials of among
-its own nearest names by meaning (`initials`); a possessive is also read without its 's. And of each mention's first full-text hits
-the best-connected join the few the text score ranks first (POPULAR).
+its own nearest names by meaning (`initials`); a possessive is also read without its 's. And of each
+mention's first full-text hits the best-connected join the few the text score ranks first (POPULAR).
 
 `question_topics` is the one linking policy every command shares (retrieve, ask, train, eval).
 On a graph loaded with lazy embeddings, candidates without a stored vector get theirs from the

@@ -235,7 +235,7 @@ class RelationPathRetriever:
             ScoredTriple(rank, names.get(h, h), r, names.get(tl, tl), score, h, tl, -1)
             for rank, (score, (_, h, r, tl)) in enumerate(ordered, start=1)
         ]
-        entities = [ScoredEntity(e, names.get(e, e), sc) for e, sc in sorted(best.items(), key=lambda kv: (-kv[1], -close.get(kv[0], 0.0), kv[0]))]
+        entities = [ScoredEntity(e, names.get(e, e), sc) for e, sc in sorted(best.items(), key=lambda kv: (-kv[1], -close.get(kv[0], 0.0), names.get(kv[0], kv[0])))]
         run = None
         t = time.perf_counter()
         if self.write and ordered:
