@@ -212,6 +212,8 @@ def gather_questions(retriever, records, on_progress: Callable[[int], None] = la
     for q in records:
         try:
             g = retriever.gather(q.text, q.topics or None)
+            # the modes are scored after the database is closed: every answer's closeness is read now
+            g.closeness(sorted({c.path.answer for c in g.planned + g.structural}))
         except KgdbError:
             g = None
         out.append(QuestionPaths(q.id, set(q.answers), g))
