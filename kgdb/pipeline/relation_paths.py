@@ -257,17 +257,18 @@ class RelationPathRetriever:
         get none, so a lazily embedded graph encodes few names. Chosen on the WebQSP training and
         validation splits (README, "Answers tied on one path")."""
         memo: dict[str, float] = {}
-        q: list[np.ndarray] = []
+        q = text_emb  # encoded on first need where the planner did not encode the question
 
         def closeness(ids: list[str]) -> dict[str, float]:
+            nonlocal q
             if len(ids) < 2:
                 return {}
             if new := [e for e in ids if e not in memo and rows.get(e, -1) >= 0]:
-                if not q:
-                    q.append(text_emb if text_emb is not None else encode_question(self.embedder, question, topic_names)[1])
+                if q is None:
+                    q = encode_question(self.embedder, question, topic_names)[1]
                 vectors = self._entity_vectors([rows[e] for e in new])
                 matrix = np.stack([vectors[rows[e]] for e in new])
-                cos = matrix @ q[0] / np.maximum(np.linalg.norm(matrix, axis=1) * np.linalg.norm(q[0]), 1e-12)
+                cos = matrix @ q / np.maximum(np.linalg.norm(matrix, axis=1) * np.linalg.norm(q), 1e-12)
                 memo.update(zip(new, cos.tolist()))
             return {e: memo[e] for e in ids if e in memo}
 
