@@ -102,8 +102,12 @@ def test_trained_planner_answers_a_two_hop_question_without_an_llm(movie_files):
     assert "relation-paths + rrp" in out.output
 
 
-def test_rrp_without_a_trained_model_uses_the_shipped_ranker_and_needs_paths(movie_files):
+def test_rrp_without_a_trained_model_uses_the_shipped_ranker_and_needs_paths(movie_files, monkeypatch):
     graph, settings, *_ = movie_files
+    import kgdb.qa.ask
+
+    froze: list[int] = []  # the heap is frozen once something is loaded and answered (kgdb.heap)
+    monkeypatch.setattr(kgdb.qa.ask, "freeze_loaded", lambda: froze.append(1))
     from kgdb.models.checkpoints import NoCheckpointError
     from kgdb.models.default import shipped_checkpoint
 
@@ -114,6 +118,7 @@ def test_rrp_without_a_trained_model_uses_the_shipped_ranker_and_needs_paths(mov
     assert "portable rrp-ranker shipped with kgdb" in retriever.notes[0] and retriever.mode == "planner"
     res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask("who directed [Film A]", ["Film A"])
     assert [a.answer for a in res.answers] == ["Ada Lovelace"] and "shipped with kgdb" in res.retriever_note
+    assert froze == [1]
     pipe = AskPipeline(graph, settings, retriever="cosine", reasoner="rrp", write=False)
     with pytest.raises(Exception, match="--retriever relation-paths"):
         pipe.ask("who directed Film A", ["Film A"])

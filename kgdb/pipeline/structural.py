@@ -15,6 +15,7 @@ import numpy as np
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.errors import InputError, KgdbError
+from kgdb.heap import freeze_loaded
 from kgdb.models.checkpoints import Checkpoint, find_checkpoint
 
 STRUCTURAL = "rrp-structural"
@@ -217,6 +218,7 @@ def gather_questions(retriever, records, on_progress: Callable[[int], None] = la
         except KgdbError:
             g = None
         out.append(QuestionPaths(q.id, set(q.answers), g))
+        freeze_loaded()
         on_progress(1)
     return out
 

@@ -19,6 +19,7 @@ import numpy as np
 from kgdb.config import Settings
 from kgdb.cypher import Graph, query
 from kgdb.errors import InputError, KgdbError
+from kgdb.heap import freeze_loaded
 from kgdb.protocol import QuestionRetriever
 from kgdb.ids import is_mid
 from kgdb.qa.prompts import FORMATS, Prompt, build_prompt, render_triple
@@ -315,6 +316,7 @@ class AskPipeline:
         timings["reason"] = _ms(t)
 
         answers = ground_answers(reasoning.answers if reasoning else [], reasoning, top, chains, id_to_name)
+        freeze_loaded()  # everything the first answer loaded lazily is loaded now
         evidence_names = list(dict.fromkeys(n for x in top for n in (x.head, x.tail)))
         notes = [n for n in [self.retriever_note, *res.notes] if n]
         return AskResult(
