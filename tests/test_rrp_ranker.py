@@ -28,7 +28,7 @@ from kgdb.errors import InputError
 from kgdb.models.path_ranker import PathRanker
 from kgdb.models.path_ranker_numpy import DENSE_FEATURES, PORTABLE_FEATURES, RankerConfig
 from kgdb.models.path_tokens import token_of
-from kgdb.training.path_ranker import RankerExample, RankerTrainConfig, evaluate_ranker, train_ranker_model
+from kgdb.training.path_ranker import RankerExample, RankerTrainConfig, evaluate_ranker, reliable_positives, train_ranker_model
 from kgdb_graphs import load
 from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
 
@@ -208,6 +208,21 @@ def test_ranker_breaks_ties_of_val_hit1_by_val_loss():
     assert losses[-1] > losses[0] and result.best_epoch == 1 + int(np.argmin(losses))
 
 
+def test_positives_are_the_best_answers_shortest_paths_and_with_a_margin_those_that_read_the_question():
+    # "who is the wife of barack obama?": his marriage (spouse_s, marriage.spouse) and his children's other parent
+    # (parents^-1, parents) both reach Michelle Obama in two hops; only the first says what is asked
+    f1 = np.array([1.0, 1.0, 0.0, 1.0])
+    hops = np.array([2, 2, 1, 3])
+    closeness = np.array([0.28, 0.58, 0.9, 0.7])
+    assert reliable_positives(f1, hops, closeness).tolist() == [True, True, False, False]  # no margin: best F1, fewest hops
+    assert reliable_positives(f1, hops, closeness, 0.05).tolist() == [False, True, False, False]
+    # paths that read the question alike (a relation and its inverse) stay positives together
+    assert reliable_positives(f1, hops, np.array([0.55, 0.58, 0.9, 0.7]), 0.05).tolist() == [True, True, False, False]
+    # the fewest hops come first: a one-hop path with the best answers is the positive, however it reads
+    assert reliable_positives(np.array([1.0, 1.0]), np.array([1, 2]), np.array([0.1, 0.9]), 0.0).tolist() == [True, False]
+    assert not reliable_positives(np.zeros(3), hops[:3], closeness[:3], 0.05).any() and reliable_positives(*[np.zeros(0)] * 3).shape == (0,)
+
+
 def test_ranker_refuses_bad_input():
     cfg = RankerConfig(hidden=8, word_dim=4, buckets=1 << 8, max_hops=2, dropout=0.0)
     model = PathRanker(cfg, torch.randn(3, 8))
@@ -305,11 +320,16 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     out = runner.invoke(app, base + ["train", "rrp-planner", "--questions", str(files[0]), "--portable"], env=env)
     assert out.exit_code == 1 and "apply to rrp-ranker" in str(out.exception)
     out = runner.invoke(app, base + ["train", "rrp-ranker", "--portable", *questions, "--on", settings.neo4j_uri, "--on", settings.neo4j_uri,
-                                     "--name", "portable", "--max-epochs", "30", "--patience", "30", "--lr", "0.01", "--threads", "1"], env=env)
+                                     "--positive-margin", "-0.1"], env=env)
+    assert out.exit_code == 1 and "margin must be 0 or more, got -0.1" in str(out.exception)
+    out = runner.invoke(app, base + ["train", "rrp-ranker", "--portable", *questions, "--on", settings.neo4j_uri, "--on", settings.neo4j_uri,
+                                     "--name", "portable", "--max-epochs", "30", "--patience", "30", "--lr", "0.01", "--threads", "1",
+                                     "--positive-margin", "0.1"], env=env)
     assert out.exit_code == 0, out.output
     folder = settings.checkpoints_dir / "portable"
     config = json.loads((folder / "config.json").read_text())
     assert config["model"]["portable"] and config["relation_names"] is None and config["planner"] is None
+    assert config["candidates"]["positive_margin"] == 0.1 and "within 0.1 of the best cos_max" in config["candidates"]["rule"]
     assert config["dense_features"] == list(PORTABLE_FEATURES) and config["metrics"]["val_expected_hit@1"] > 0.5
     assert config["train"]["device"] == resolve_device(settings.device)  # the GPU when present (KGDB_DEVICE auto)
     weights = load_file(str(folder / "model.safetensors"))

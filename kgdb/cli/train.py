@@ -147,6 +147,7 @@ def train_retriever(
     on: Annotated[Optional[list[str]], typer.Option("--on", help="rrp-ranker --portable: the Neo4j URI holding each --questions file, in order (one per file; default: --uri for all).")] = None,
     sample_train: Annotated[Optional[int], typer.Option("--sample-train", min=1, help="rrp-ranker: N training questions of each file at random (fixed seed).")] = None,
     sample_val: Annotated[Optional[int], typer.Option("--sample-val", min=1, help="rrp-ranker: N val questions of each file at random (fixed seed).")] = None,
+    positive_margin: Annotated[Optional[float], typer.Option("--positive-margin", help="rrp-ranker: of the best-F1 shortest candidate paths, only those whose question-relation cosine is within this of the closest are positives (default: all of them).")] = None,
 ) -> None:
     """Train a registered retriever on the train split; select on the val split; save a checkpoint.
 
@@ -167,8 +168,8 @@ def train_retriever(
         raise InputError(f"{retriever} has its own batching; --batch-size applies to the registered retrievers", path="--batch-size")
     if retriever in (PLANNER, RANKER, "rrp") and nproc > 1:
         raise InputError(f"{retriever} trains in one process; drop --nproc", path="--nproc")
-    if retriever != RANKER and (portable or on or sample_train or sample_val):
-        raise InputError("--portable, --on, --sample-train and --sample-val apply to rrp-ranker", path="--portable")
+    if retriever != RANKER and (portable or on or sample_train or sample_val or positive_margin is not None):
+        raise InputError("--portable, --on, --sample-train, --sample-val and --positive-margin apply to rrp-ranker", path="--portable")
     if on and not portable:
         raise InputError("a graph's own ranker reads that graph's planner: --on needs --portable", path="--on")
     if on and len(on) != len(questions):
@@ -182,7 +183,7 @@ def train_retriever(
     if retriever == RANKER:
         _train_ranker(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
                       model=_parse_settings(setting or []), tune_per_file=tune_per_file, portable=portable, on=on or [],
-                      sample_train=sample_train, sample_val=sample_val)
+                      sample_train=sample_train, sample_val=sample_val, positive_margin=positive_margin)
         return
     if retriever == PLANNER:
         _train_planner(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
@@ -279,7 +280,7 @@ def _train_planner(ctx, settings, questions: list[Path], *, name, max_epochs, pa
 
 
 def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, patience, lr, seed, threads, model, tune_per_file, portable, on,
-                  sample_train, sample_val) -> None:
+                  sample_train, sample_val, positive_margin) -> None:
     from contextlib import ExitStack
 
     from kgdb.cypher import Graph
@@ -303,7 +304,8 @@ def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, pat
         task = bar.add_task("candidates", total=None)
         ckpt, result = train_path_ranker(
             graph, settings, questions, graphs=[by_uri[u] for u in on] or None, portable=portable, sample_train=sample_train,
-            sample_val=sample_val, planner=model.pop("planner", None), model=model, name=name, max_epochs=max_epochs, patience=patience,
+            sample_val=sample_val, positive_margin=positive_margin, planner=model.pop("planner", None), model=model, name=name,
+            max_epochs=max_epochs, patience=patience,
             lr=lr, seed=seed, threads=threads, on_start=lambda split, n: bar.reset(task, total=n, description=f"candidates {split}"),
             on_progress=lambda n: bar.advance(task, n), on_examples=on_examples, on_epoch=on_epoch)
         bar.update(task, visible=False)

@@ -166,16 +166,20 @@ def _f1(pred: set[str], gold: set[str]) -> float:
 
 
 def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *, max_hops: int, buckets: int, planner=None,
-                    hub_scan: int | None = None, prefixes: int | None = None, on_progress: Callable[[int], None] = lambda n: None):
+                    hub_scan: int | None = None, prefixes: int | None = None, positive_margin: float | None = None,
+                    on_progress: Callable[[int], None] = lambda n: None):
     """Examples of a split from the gold topics: every enumerated candidate with its features; the
-    positives are the candidates whose answers match the gold ones best (F1; ties: the shortest),
-    Eq. 1's reliable paths judged by what they reach rather than by length alone."""
+    positives are the candidates whose answers match the gold ones best (F1; ties: the shortest; with
+    `positive_margin`, those that read the question: `reliable_positives`), Eq. 1's reliable paths judged
+    by what they reach rather than by length alone."""
     from kgdb.cypher.path_candidates import candidate_hops, relation_paths_around
+    from kgdb.models.path_ranker_numpy import PLANNER_FEATURES, PORTABLE_FEATURES
     from kgdb.models.path_tokens import text_features
     from kgdb.pipeline.train import question_texts
-    from kgdb.training.path_ranker import RankerExample
+    from kgdb.training.path_ranker import RankerExample, reliable_positives
 
     plain, through_cvt = candidate_hops(graph)
+    closeness = (len(PLANNER_FEATURES) if planner is not None else 0) + PORTABLE_FEATURES.index("cos_max")  # dense's column
     texts, embs, known = question_texts(graph, records, embedder.encode)
     out, counts = [], {"no_candidate": 0, "no_positive": 0, "candidates": 0}
     for q, text, emb in zip(records, texts, embs):
@@ -186,11 +190,7 @@ def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *,
         gold, tset = set(q.answers), set(topics)
         f1 = np.array([_f1(answer_ends(c, tset), gold) for c in kept], np.float32)
         hit = np.array([len(answer_ends(c, tset) & gold) / len(answer_ends(c, tset)) for c in kept], np.float32)
-        positive = np.zeros(len(kept), bool)
-        if len(kept) and f1.max() > 0:
-            best = f1 >= f1.max() - 1e-9
-            shortest = min(len(c.steps) for c, b in zip(kept, best) if b)
-            positive = best & (np.array([len(c.steps) for c in kept]) == shortest)
+        positive = reliable_positives(f1, np.array([len(c.steps) for c in kept]), dense[:, closeness], positive_margin)
         counts["no_candidate"] += not kept
         counts["no_positive"] += bool(kept) and not positive.any()
         counts["candidates"] += len(kept)
@@ -469,7 +469,8 @@ def stacked_relations(graphs: list[Graph], fingerprints: list[tuple[str, dict]],
 
 def split_examples(sets: list, graphs: list[Graph], per_file: list[tuple[RelationText, int]], embedder, settings: Settings, *,
                    max_hops: int, buckets: int, planner=None, sample_train: int | None = None, sample_val: int | None = None,
-                   on_start: Callable[[str, int], None] = lambda split, n: None, on_progress: Callable[[int], None] = lambda n: None,
+                   positive_margin: float | None = None, on_start: Callable[[str, int], None] = lambda split, n: None,
+                   on_progress: Callable[[int], None] = lambda n: None,
                    on_examples: Callable[[str, int, dict], None] = lambda split, n, counts: None) -> tuple[list, list[list]]:
     """(train examples of every question set together, val examples per set) for the ranker: set i read
     on `graphs[i]` with relation table and stack offset `per_file[i]` (tokens then index the stack)."""
@@ -481,7 +482,8 @@ def split_examples(sets: list, graphs: list[Graph], per_file: list[tuple[Relatio
             records = subsample(qs.split(split), sample=n)
             on_start(f"{qs.dataset}/{split}", len(records))
             found, counts = ranker_examples(g, records, relations, embedder, max_hops=max_hops, buckets=buckets, planner=planner,
-                                            hub_scan=settings.fetch_hub_scan, prefixes=settings.rrp_prefixes, on_progress=on_progress)
+                                            hub_scan=settings.fetch_hub_scan, prefixes=settings.rrp_prefixes,
+                                            positive_margin=positive_margin, on_progress=on_progress)
             for ex in found:
                 ex.tokens[ex.tokens > 0] += 2 * offset
             on_examples(f"{qs.dataset}/{split}", len(records), counts)
@@ -498,6 +500,7 @@ def train_path_ranker(
     portable: bool = False,
     sample_train: int | None = None,
     sample_val: int | None = None,
+    positive_margin: float | None = None,
     planner: str | None = None,
     model: dict[str, str] | None = None,
     name: str | None = None,
@@ -516,7 +519,8 @@ def train_path_ranker(
     file (default: `graph` for all). A graph's own ranker reads its trained planner (`planner`, default
     the newest); a `portable` one reads no planner and no relation ids, so its files may come from
     several graphs (their relation tables stacked while training). `sample_train` / `sample_val`: that
-    many questions of each file's split at random (seeded). `model`: `RankerConfig` fields (`--set
+    many questions of each file's split at random (seeded). `positive_margin`: `reliable_positives`'
+    closeness margin (None: best F1 and fewest hops alone). `model`: `RankerConfig` fields (`--set
     KEY=VALUE`). Returns `(Checkpoint, RankerResult)`."""
     import torch
 
@@ -533,6 +537,8 @@ def train_path_ranker(
 
     graphs = graphs or [graph] * len(questions)
     model = model or {}
+    if positive_margin is not None and not positive_margin >= 0:
+        raise InputError(f"the positives' closeness margin must be 0 or more, got {positive_margin}", path="--positive-margin")
     if fixed := sorted({"max_hops", "dense", "portable"} & set(model)):
         raise InputError(f"rrp-ranker setting {', '.join(fixed)} is set by the command (--portable, the graph), not by --set", path="--set")
     typed = make_config(PathRanker, model)
@@ -560,7 +566,8 @@ def train_path_ranker(
         per_file, stacked, max_hops = [(own, 0)] * len(sets), own.table, base.model.cfg.max_hops
     model_cfg = (RankerConfig.for_any_graph if portable else RankerConfig)(max_hops=max_hops, **overrides)
     train, val = split_examples(sets, graphs, per_file, embedder, settings, max_hops=max_hops, buckets=model_cfg.buckets, planner=base,
-                                sample_train=sample_train, sample_val=sample_val, on_start=on_start, on_progress=on_progress,
+                                sample_train=sample_train, sample_val=sample_val, positive_margin=positive_margin, on_start=on_start,
+                                on_progress=on_progress,
                                 on_examples=on_examples)
     data_seconds = time.perf_counter() - t0
     if not any(val):
@@ -592,7 +599,9 @@ def train_path_ranker(
             "sample": {"train": sample_train, "val": sample_val},
             "candidates": {"hops": "2, and a third through a CVT node, on a graph with CVT nodes; else 3", "cap": CAP,
                            "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes,
-                           "rule": "relation_steps.cypher from the gold topics; positives: best answer F1, ties the shortest"},
+                           "rule": "relation_steps.cypher from the gold topics; positives: best answer F1, ties the shortest"
+                                   + (f", then those within {positive_margin} of the best cos_max" if positive_margin is not None else ""),
+                           "positive_margin": positive_margin},
             "dense_features": list(PORTABLE_FEATURES if portable else DENSE_FEATURES),
             "train": {**cfg.__dict__, "threads": threads, "device": device},
             "data_seconds": round(data_seconds, 2),

@@ -35,6 +35,20 @@ class RankerExample:
     f1: np.ndarray  # float32 [N]: F1 of the candidate's answers against the gold ones
 
 
+def reliable_positives(f1: np.ndarray, hops: np.ndarray, closeness: np.ndarray, margin: float | None = None) -> np.ndarray:
+    """The positive candidates of one question (bool [N]): the best answer F1, then the fewest hops; with a
+    `margin`, of those only the ones whose question-relation cosine (`closeness`, the cos_max feature) is
+    within `margin` of the best of them. A path that reaches the answers by coincidence (Barack Obama's
+    children's other parent, for "who is the wife of barack obama?") is then no positive beside one that
+    says what is asked (his marriage). None when no candidate reaches a gold answer."""
+    positive = np.zeros(len(f1), bool)
+    if not len(f1) or f1.max() <= 0:
+        return positive
+    best = f1 >= f1.max() - 1e-9
+    positive = best & (hops == hops[best].min())
+    return positive if margin is None else positive & (closeness >= closeness[positive].max() - margin)
+
+
 @dataclass(frozen=True)
 class RankerTrainConfig:
     lr: float = 2e-3
