@@ -218,10 +218,7 @@ class RelationPathRetriever:
                 c.path = replace(c.path, source=f"{self.mode}:{c.path.source}")
             timings["rethink"] = _ms(t)
         paths = [replace(c.path, names=tuple(names.get(e, e) for e in c.path.entities)) for c in candidates]
-        best: dict[str, float] = {}
-        for p in paths:
-            if p.answer not in found.ids and p.answer not in cvt:
-                best[p.answer] = max(best.get(p.answer, -1.0), p.score)
+        best = best_per_answer(paths, set(found.ids) | cvt)
         close = g.closeness(tied_at_best(best))
         # ties: the answers tied at the best score closest to the question first, then by name (`PathReasoner` keeps this order)
         paths.sort(key=lambda p: (-p.score, -close.get(p.answer, 0.0), names.get(p.answer, p.answer), len(p.relations), p.entities))
@@ -348,6 +345,15 @@ def select(mode: str, planned: list[_Candidate], structural: list[_Candidate], s
     ranked = sorted(scored.values(), key=lambda c: (-c.path.score, len(c.path.relations), c.path.entities))
     cut = theta * ranked[0].path.score if ranked else 0.0
     return [c for c in ranked if c.path.score > cut] or ranked[:1]
+
+
+def best_per_answer(paths, excluded: set[str]) -> dict[str, float]:
+    """Answer id -> the best score of the `paths` (ScoredPath) ending there, topics and CVT nodes (`excluded`) left out."""
+    best: dict[str, float] = {}
+    for p in paths:
+        if p.answer not in excluded and p.score > best.get(p.answer, float("-inf")):
+            best[p.answer] = p.score
+    return best
 
 
 def tied_at_best(best: dict[str, float]) -> list[str]:

@@ -226,7 +226,7 @@ def gather_questions(retriever, records, on_progress: Callable[[int], None] = la
 def answers_of(mode: str, g, lambda1: float, theta: float) -> list[str]:
     """The entity ids `kgdb ask --reasoner rrp` answers with in `mode` (the `PathReasoner` rules, ties
     in the retriever's order: those at the best score closest to the question first, then by name)."""
-    from kgdb.pipeline.relation_paths import select, tied_at_best
+    from kgdb.pipeline.relation_paths import best_per_answer, select, tied_at_best
 
     topics, cvt = set(g.found.ids), g.cvt
     if mode == "planner":
@@ -241,11 +241,7 @@ def answers_of(mode: str, g, lambda1: float, theta: float) -> list[str]:
         close = g.closeness(sorted(counts))  # every one of them ends a best-scored path
         return sorted(counts, key=lambda e: (-counts[e], -close.get(e, 0.0), g.names.get(e, e)))
     kept = select(mode, g.planned, g.structural, g.s2, g.found.ids, cvt, lambda1, theta)
-    best_of: dict[str, float] = {}
-    for c in kept:
-        e = c.path.answer
-        if e not in topics and e not in cvt and c.path.score > best_of.get(e, float("-inf")):
-            best_of[e] = c.path.score
+    best_of = best_per_answer((c.path for c in kept), topics | cvt)
     close = g.closeness(tied_at_best(best_of))
     return sorted(best_of, key=lambda e: (-best_of[e], -close.get(e, 0.0), g.names.get(e, e)))
 
