@@ -13,6 +13,7 @@ relations between the same entities give two paths (the peers' `nx.DiGraph` keep
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -78,12 +79,19 @@ def ground_relation_paths(
     paths: dict[int, list[dict]] = {i: [{"nodes": [topic], "triples": []}] for i, (topic, _, _) in enumerate(jobs)}
     hop = 0
     while True:
-        batch = [{"key": i, "paths": paths[i], "relation": rels[hop], "direction": dirs[hop]}
-                 for i, (rels, dirs) in todo.items() if hop < len(rels) and paths[i]]
-        if not batch:
+        groups: dict[str, dict] = {}  # jobs that share their partial paths: expanded once (ground_step.cypher)
+        for i, (rels, dirs) in todo.items():
+            if hop < len(rels) and paths[i]:
+                group = groups.setdefault(json.dumps(paths[i]), {"paths": paths[i], "relations": [], "jobs": []})
+                group["jobs"].append({"key": i, "relation": rels[hop], "direction": dirs[hop]})
+                group["relations"] += [rels[hop]] if rels[hop] not in group["relations"] else []
+        if not groups:
             break
-        for row in graph.run("ground_step", jobs=batch, cap=cap, walks=walks, per_end=per_end):
-            paths[int(row["key"])] = row["paths"]
+        extended = {int(row["key"]): row["paths"]
+                    for row in graph.run("ground_step", groups=list(groups.values()), cap=cap, walks=walks, per_end=per_end)}
+        for group in groups.values():
+            for job in group["jobs"]:
+                paths[job["key"]] = extended.get(job["key"], [])
         hop += 1
     done = lambda i: bool(paths[i]) and len(paths[i][0]["triples"]) == len(todo[i][0])  # noqa: E731
     return [[[tuple(t) for t in p["triples"]] for p in paths[i]] if done(i) else [] for i in range(len(jobs))]
