@@ -70,6 +70,8 @@ def test_batched_grounding_equals_one_path_at_a_time(movies):
     jobs = [
         ("Film C", ["movie.directed_by"], [1]),
         ("Film C", ["movie.directed_by", "movie.directed_by"], [1, -1]),
+        ("Film C", ["movie.written_by", "movie.directed_by"], [1, -1]),  # parallel to directed_by at Alan Turing
+        ("Film C", ["movie.starred_actors", "movie.starred_actors"], [0, -1]),
         ("Lise Meitner", ["movie.starred_actors", "movie.directed_by"], [-1, 1]),
         ("Ada Lovelace", ["movie.directed_by", "movie.starred_actors", "movie.starred_actors"], None),
         ("Ada Lovelace", ["movie.directed_by"], [1]),  # Ada is never the head: nothing
@@ -79,6 +81,17 @@ def test_batched_grounding_equals_one_path_at_a_time(movies):
         for (topic, rels, dirs), paths in zip(jobs, batched):
             assert paths == ground_relation_path(movies, topic, rels, cap=50, directions=dirs, walks=walks)
         assert batched[-1] == [] and all(batched[:-1])
+    # jobs that share their partial paths are expanded together: the four from Film C are one group at
+    # the first hop; at the second the three that go on have paths of their own (other triples)
+    sent, run = [], movies.run
+    movies.run = lambda name, **params: sent.append(params.get("groups")) or run(name, **params)
+    try:
+        ground_relation_paths(movies, jobs[:4], cap=50)
+    finally:
+        movies.run = run
+    assert [[len(g["jobs"]) for g in groups] for groups in sent][0] == [4]
+    assert sorted(g["relations"] for g in sent[0]) == [["movie.directed_by", "movie.written_by", "movie.starred_actors"]]
+    assert sorted(len(g["jobs"]) for g in sent[1]) == [1, 1, 1]
     assert isinstance(why_empty(movies, "Film A", ["movie.no_such"]), UnknownRelationError)
     assert why_empty(movies, "Ada Lovelace", ["movie.directed_by"]) is None
 
