@@ -403,6 +403,22 @@ def test_subnormal_benchmark_counts_the_shipped_rankers_and_finds_its_scores_unc
     assert out.returncode == 1 and "nowhere.jsonl: question file not found" in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
+def test_db_calls_benchmark_replays_the_reads_of_rrp_answers_with_the_same_results(movie_files, tmp_path):
+    """benchmarks/db_calls.py: a first run records the enumeration's and grounding's calls while answering,
+    a second (as another checkout would) replays the same calls and prints the same result digests."""
+    graph, settings, files, env, base = movie_files
+    args = [sys.executable, str(BENCH / "db_calls.py"), "--questions", str(files[1]), "--n", "4", "--calls", str(tmp_path / "calls.pkl"),
+            "--rounds", "2"]
+    first, second = (subprocess.run(args, capture_output=True, text=True, env=_bench_env(settings, env), timeout=600) for _ in range(2))
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    recorded = re.search(r"^recorded (\d+) relation_steps, (\d+) ground_relation_paths calls of 4 questions", first.stdout, re.M)
+    assert recorded and int(recorded.group(1)) > 0 and int(recorded.group(2)) > 0, first.stdout
+    assert "replaying the calls in" in second.stdout and "recorded" not in second.stdout
+    rows = [re.findall(r"^(\w+)\s+(\d+) calls\s+[\d.]+ ms per call \(rounds: [\d.]+, [\d.]+\)  results sha256 (\w+)$", out.stdout, re.M)
+            for out in (first, second)]
+    assert [name for name, _, _ in rows[0]] == ["relation_steps", "ground_relation_paths"] and rows[0] == rows[1], first.stdout + second.stdout
+
+
 def test_device_bench_times_the_planner_and_structural_reasoner_from_their_exported_examples(movie_files, tmp_path):
     """benchmarks/device.py rrp-train-export gathers both models' training examples as their `kgdb train`
     commands do; rrp-train-run needs no database and prints one row per device."""
