@@ -286,7 +286,7 @@ def rrp_export(args) -> None:
     from kgdb.data.questions import read_questions
     from kgdb.embeddings import get_embedder
     from kgdb.models.default import shipped_checkpoint
-    from kgdb.pipeline.path_ranker import split_examples, stacked_relations
+    from kgdb.pipeline.path_ranker_training import split_examples, stacked_relations
 
     if len(args.on) != len(args.questions):
         raise SystemExit(f"{len(args.questions)} --questions need as many --on (the server holding each file's graph), got {len(args.on)}")

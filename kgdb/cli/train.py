@@ -284,7 +284,7 @@ def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, pat
     from contextlib import ExitStack
 
     from kgdb.cypher import Graph
-    from kgdb.pipeline.path_ranker import train_path_ranker, tune_ranker_and_store
+    from kgdb.pipeline.path_ranker_training import train_path_ranker, tune_ranker_and_store
     from kgdb.pipeline.structural import ABLATIONS
 
     def on_examples(split: str, n: int, counts: dict) -> None:

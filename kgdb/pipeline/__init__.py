@@ -6,6 +6,7 @@ through here; nothing below it imports it (import-linter contract).
 - `splits`: `prepare_split`, the labelled subgraphs of a question split, cached on disk.
 - `train`: `train_retriever` (any registered retriever) and `train_planner` (RRP's planner).
 - `relation_paths`: planners, Cypher grounding and `RelationPathRetriever`.
+- `path_ranker`: RRP's path ranker serving (`RankedPathPlanner`); `path_ranker_training`: training it.
 - `vectors`: `EntityVectors`, the entity rows a use touches, missing vectors filled on use.
 """
 

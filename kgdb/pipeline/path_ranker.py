@@ -1,6 +1,6 @@
 """RRP's path ranker on a graph: candidates enumerated in Cypher (`kgdb.cypher.path_candidates`),
-their features (the trained planner's log P(γ|q), question-relation cosines, reach), training and
-the checkpoint, and `RankedPathPlanner`, a planner (`plan_encoded`) that `RelationPathRetriever` uses
+their features (the trained planner's log P(γ|q), question-relation cosines, reach), loading the
+checkpoint, and `RankedPathPlanner`, a planner (`plan_encoded`) that `RelationPathRetriever` uses
 in place of the GRU planner's beam when the checkpoint for the graph is a ranker
 (`relation_path_retriever` picks it; MetaQA, with no ranker trained, keeps the beam planner).
 
@@ -10,23 +10,20 @@ ranker (`--portable`) reads no planner and no relation ids: it is trained on que
 graphs at once and reads the connected graph's relation table; the one shipped with kgdb
 (`shipped_ranker`) answers on graphs with no RRP model of their own. A portable ranker is served in
 numpy (`kgdb.models.path_ranker_numpy`), so answering with it imports no torch; this module imports
-torch only to train, or to serve a graph's own ranker.
+torch only to serve a graph's own ranker. Training it: `kgdb.pipeline.path_ranker_training`.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, replace
 from functools import cached_property
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
-from kgdb.errors import InputError, KgdbError
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, NoCheckpointError, checkpoint_for_graph, find_checkpoint
 from kgdb.protocol import relation_path_text
 
@@ -158,45 +155,6 @@ def candidate_features(relations: RelationText, text: str, q_emb: np.ndarray, to
         np.log1p(np.array([c.reached for c in kept], np.float32)) / 5,
     ], axis=1).astype(np.float32)
     return kept, tokens, dense
-
-
-def _f1(pred: set[str], gold: set[str]) -> float:
-    common = len(pred & gold)
-    return 2 * common / (len(pred) + len(gold)) if common else 0.0
-
-
-def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *, max_hops: int, buckets: int, planner=None,
-                    hub_scan: int | None = None, prefixes: int | None = None, positive_margin: float | None = None,
-                    on_progress: Callable[[int], None] = lambda n: None):
-    """Examples of a split from the gold topics: every enumerated candidate with its features; the
-    positives are the candidates whose answers match the gold ones best (F1; ties: the shortest; with
-    `positive_margin`, those that read the question: `reliable_positives`), Eq. 1's reliable paths judged
-    by what they reach rather than by length alone."""
-    from kgdb.cypher.path_candidates import candidate_hops, relation_paths_around
-    from kgdb.models.path_ranker_numpy import PLANNER_FEATURES, PORTABLE_FEATURES
-    from kgdb.models.path_tokens import text_features
-    from kgdb.pipeline.train import question_texts
-    from kgdb.training.path_ranker import RankerExample, reliable_positives
-
-    plain, through_cvt = candidate_hops(graph)
-    closeness = (len(PLANNER_FEATURES) if planner is not None else 0) + PORTABLE_FEATURES.index("cos_max")  # dense's column
-    texts, embs, known = question_texts(graph, records, embedder.encode)
-    out, counts = [], {"no_candidate": 0, "no_positive": 0, "candidates": 0}
-    for q, text, emb in zip(records, texts, embs):
-        topics = [t for t in q.topics if t in known]
-        candidates = relation_paths_around(graph, topics, max_hops=plain, cvt_hops=through_cvt, cap=CAP, hub_scan=hub_scan,
-                                           prefixes=prefixes, prefix_score=prefix_score(relations, emb))
-        kept, tokens, dense = candidate_features(relations, text, emb, topics, candidates, max_hops=max_hops, planner=planner)
-        gold, tset = set(q.answers), set(topics)
-        f1 = np.array([_f1(answer_ends(c, tset), gold) for c in kept], np.float32)
-        hit = np.array([len(answer_ends(c, tset) & gold) / len(answer_ends(c, tset)) for c in kept], np.float32)
-        positive = reliable_positives(f1, np.array([len(c.steps) for c in kept]), dense[:, closeness], positive_margin)
-        counts["no_candidate"] += not kept
-        counts["no_positive"] += bool(kept) and not positive.any()
-        counts["candidates"] += len(kept)
-        out.append(RankerExample(q.id, np.asarray(emb, np.float32), text_features(text, buckets), tokens, dense, positive, hit, f1))
-        on_progress(1)
-    return out, counts
 
 
 class RankedPathPlanner:
@@ -455,184 +413,3 @@ def shipped_ranker(graph: Graph, settings: Settings, *, beam: int | None = None)
         return load_ranker(graph, settings, str(folder), beam=beam)
     except CheckpointError:  # the graph was embedded with another model
         return None
-
-
-def stacked_relations(graphs: list[Graph], fingerprints: list[tuple[str, dict]], settings: Settings) -> tuple[list, np.ndarray]:
-    """The relation tables of several graphs stacked [ΣR, d] (each distinct graph once), and per graph
-    its table and first row in the stack: a portable ranker trained on several graphs reads them so."""
-    tables: dict[str, tuple[RelationText, int]] = {}  # fingerprint -> (relation table, first row in the stacked table)
-    for g, (fp, _) in zip(graphs, fingerprints):
-        if fp not in tables:
-            tables[fp] = (graph_relations(g, settings), sum(len(r.names) for r, _ in tables.values()))
-    return [tables[fp] for fp, _ in fingerprints], np.concatenate([r.table for r, _ in tables.values()])
-
-
-def split_examples(sets: list, graphs: list[Graph], per_file: list[tuple[RelationText, int]], embedder, settings: Settings, *,
-                   max_hops: int, buckets: int, planner=None, sample_train: int | None = None, sample_val: int | None = None,
-                   positive_margin: float | None = None, on_start: Callable[[str, int], None] = lambda split, n: None,
-                   on_progress: Callable[[int], None] = lambda n: None,
-                   on_examples: Callable[[str, int, dict], None] = lambda split, n, counts: None) -> tuple[list, list[list]]:
-    """(train examples of every question set together, val examples per set) for the ranker: set i read
-    on `graphs[i]` with relation table and stack offset `per_file[i]` (tokens then index the stack)."""
-    from kgdb.data.questions import subsample
-
-    train, val = [], []
-    for qs, g, (relations, offset) in zip(sets, graphs, per_file):
-        for split, n in (("train", sample_train), ("val", sample_val)):
-            records = subsample(qs.split(split), sample=n)
-            on_start(f"{qs.dataset}/{split}", len(records))
-            found, counts = ranker_examples(g, records, relations, embedder, max_hops=max_hops, buckets=buckets, planner=planner,
-                                            hub_scan=settings.fetch_hub_scan, prefixes=settings.rrp_prefixes,
-                                            positive_margin=positive_margin, on_progress=on_progress)
-            for ex in found:
-                ex.tokens[ex.tokens > 0] += 2 * offset
-            on_examples(f"{qs.dataset}/{split}", len(records), counts)
-            (train.extend if split == "train" else val.append)(found)
-    return train, val
-
-
-def train_path_ranker(
-    graph: Graph,
-    settings: Settings,
-    questions: list[Path],
-    *,
-    graphs: list[Graph] | None = None,
-    portable: bool = False,
-    sample_train: int | None = None,
-    sample_val: int | None = None,
-    positive_margin: float | None = None,
-    planner: str | None = None,
-    model: dict[str, str] | None = None,
-    name: str | None = None,
-    max_epochs: int = 40,
-    patience: int = 6,
-    lr: float = 2e-3,
-    seed: int = 42,
-    threads: int | None = None,
-    on_start: Callable[[str, int], None] = lambda split, n: None,
-    on_progress: Callable[[int], None] = lambda n: None,
-    on_examples: Callable[[str, int, dict], None] = lambda split, n, counts: None,
-    on_epoch: Callable[[object], None] = lambda log: None,
-):
-    """Train the ranker on the train split of every question file together, select on their val
-    splits (the mean over the files), save `<checkpoints_dir>/<name>/`. `graphs[i]` holds the i-th
-    file (default: `graph` for all). A graph's own ranker reads its trained planner (`planner`, default
-    the newest); a `portable` one reads no planner and no relation ids, so its files may come from
-    several graphs (their relation tables stacked while training). `sample_train` / `sample_val`: that
-    many questions of each file's split at random (seeded). `positive_margin`: `reliable_positives`'
-    closeness margin (None: best F1 and fewest hops alone). `model`: `RankerConfig` fields (`--set
-    KEY=VALUE`). Returns `(Checkpoint, RankerResult)`."""
-    import torch
-
-    from kgdb.cypher.tables import graph_fingerprint
-    from kgdb.data.questions import read_questions
-    from kgdb.embeddings import get_embedder
-    from kgdb.models.base import resolve_device
-    from kgdb.models.path_ranker import PathRanker
-    from kgdb.models.path_ranker_numpy import DENSE_FEATURES, PORTABLE_FEATURES, RankerConfig
-    from kgdb.models.registry import make_config
-    from kgdb.pipeline.relation_paths import load_planner, save_relation_model
-    from kgdb.training.path_ranker import RankerTrainConfig, train_ranker_model
-    from kgdb.training.trainer import prepare_cpu, seed_everything
-
-    graphs = graphs or [graph] * len(questions)
-    model = model or {}
-    if positive_margin is not None and not positive_margin >= 0:
-        raise InputError(f"the positives' closeness margin must be 0 or more, got {positive_margin}", path="--positive-margin")
-    if fixed := sorted({"max_hops", "dense", "portable"} & set(model)):
-        raise InputError(f"rrp-ranker setting {', '.join(fixed)} is set by the command (--portable, the graph), not by --set", path="--set")
-    typed = make_config(PathRanker, model)
-    overrides = {k: getattr(typed, k) for k in model}
-    if len(graphs) != len(questions):
-        raise InputError(f"{len(graphs)} graphs for {len(questions)} question files", path="--on")
-    if not portable and any(g is not graph for g in graphs):
-        raise InputError("a graph's own ranker reads that graph's planner: train on several graphs with --portable", path="--on")
-    prepare_cpu(settings.device, threads)
-    t0 = time.perf_counter()
-    sets = [read_questions(p) for p in questions]
-    fingerprints = [graph_fingerprint(g) for g in graphs]
-    base = None if portable else load_planner(graph, settings, planner)
-    if portable:
-        models = {info.get("model") or settings.embedding_model for _, info in fingerprints}
-        if len(models) > 1:
-            raise InputError(f"the graphs were embedded with different models ({', '.join(sorted(models))}): one ranker reads one", path="--on")
-        model_name = models.pop()
-        embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
-        per_file, stacked = stacked_relations(graphs, fingerprints, settings)
-        max_hops = 3
-    else:
-        model_name, embedder = base.checkpoint.config.get("embedding_model") if base.checkpoint else None, base.embedder
-        own = RelationText.of(base.relation_names, base.model.relation_emb)
-        per_file, stacked, max_hops = [(own, 0)] * len(sets), own.table, base.model.cfg.max_hops
-    model_cfg = (RankerConfig.for_any_graph if portable else RankerConfig)(max_hops=max_hops, **overrides)
-    train, val = split_examples(sets, graphs, per_file, embedder, settings, max_hops=max_hops, buckets=model_cfg.buckets, planner=base,
-                                sample_train=sample_train, sample_val=sample_val, positive_margin=positive_margin, on_start=on_start,
-                                on_progress=on_progress,
-                                on_examples=on_examples)
-    data_seconds = time.perf_counter() - t0
-    if not any(val):
-        raise KgdbError("nothing to validate on: the question files have no val split")
-    cfg = RankerTrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
-    seed_everything(seed)
-    # The GPU when present: on two H200 machines it trained the shipped recipe as fast as their 16 CPU threads or 2.6x
-    # faster, and 10x faster on questions with thousands of candidates (README, "On a GPU"). Examples are gathered on the CPU.
-    device = resolve_device(settings.device)
-    model = PathRanker(model_cfg, torch.from_numpy(stacked)).to(device)
-    try:
-        model, result = train_ranker_model(model, train, [v for v in val if v], cfg, on_epoch=on_epoch)
-    except ValueError as exc:
-        raise InputError(str(exc), path="--questions") from exc
-    datasets = "+".join(dict.fromkeys(qs.dataset for qs in sets))
-    out = settings.checkpoints_dir / (name or f"{RANKER}-{'portable-' if portable else ''}{datasets}")
-    one_graph = len({fp for fp, _ in fingerprints}) == 1
-    save_relation_model(
-        out, model, RANKER,
-        {
-            "relation_names": None if portable else base.relation_names,
-            "planner": base.checkpoint.name if base and base.checkpoint else None,
-            "embedding_model": model_name,
-            "embedding_dim": int(stacked.shape[1]),
-            "graph_fingerprint": fingerprints[0][0] if one_graph else None,  # a ranker of several graphs is never picked for one by default
-            "graphs": [{"questions": str(p), "fingerprint": fp} for p, (fp, _) in zip(questions, fingerprints)],
-            "dataset": datasets,
-            "questions": [str(p) for p in questions],
-            "sample": {"train": sample_train, "val": sample_val},
-            "candidates": {"hops": "2, and a third through a CVT node, on a graph with CVT nodes; else 3", "cap": CAP,
-                           "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes,
-                           "rule": "relation_steps.cypher from the gold topics; positives: best answer F1, ties the shortest"
-                                   + (f", then those within {positive_margin} of the best cos_max" if positive_margin is not None else ""),
-                           "positive_margin": positive_margin},
-            "dense_features": list(PORTABLE_FEATURES if portable else DENSE_FEATURES),
-            "train": {**cfg.__dict__, "threads": threads, "device": device},
-            "data_seconds": round(data_seconds, 2),
-            "result": result.to_json(),
-            "metrics": {"best_epoch": result.best_epoch, "val_expected_hit@1": result.best_val_hit1, "val_macro_f1": result.best_val_f1},
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        },
-    )
-    return find_checkpoint(str(out), settings.checkpoints_dir), result
-
-
-def tune_ranker_and_store(graph: Graph, settings: Settings, ranker: Checkpoint, questions: list[Path], *, per_file: int = 300,
-                          on_start: Callable[[int], None] = lambda n: None, on_progress: Callable[[int], None] = lambda n: None) -> dict:
-    """Choose the answering mode, λ1 and θ with this ranker on the first `per_file` val questions of
-    each file (never test), as `kgdb train rrp` does for the beam planner, and store them in the
-    ranker checkpoint's config.json (`relation_path_retriever` reads them from there)."""
-    from kgdb.config import dump_json
-    from kgdb.data.questions import read_questions
-    from kgdb.models.checkpoints import CONFIG
-    from kgdb.pipeline.relation_paths import relation_path_retriever
-    from kgdb.pipeline.structural import ABLATIONS, chosen_mode, gather_questions, score_mode, tune_rethinking
-
-    retriever = relation_path_retriever(graph, settings, checkpoint=ranker.name, write=False, mode="rethink")
-    records = [q for p in questions for q in read_questions(p).split("val")[:per_file]]
-    on_start(len(records))
-    items = gather_questions(retriever, records, on_progress)
-    tuned = {**tune_rethinking(items), "split": "val", "per_file": per_file, "beam": retriever.planner.beam,
-             "structural": retriever.structural.checkpoint.name if getattr(retriever.structural, "checkpoint", None) else None,
-             "ablation_val": {m: score_mode(items, m, 0.0, 0.0) if m == "planner" else None for m in ABLATIONS}}
-    for m in ABLATIONS[1:]:
-        tuned["ablation_val"][m] = score_mode(items, m, tuned["lambda1"], tuned["theta"])
-    tuned["mode"] = chosen_mode(tuned)
-    dump_json({**ranker.config, "rethinking": tuned}, ranker.path / CONFIG)
-    return tuned
