@@ -89,7 +89,7 @@ def test_batched_grounding_equals_one_path_at_a_time(movies):
         ground_relation_paths(movies, jobs[:4], cap=50)
     finally:
         movies.run = run
-    assert [[len(g["jobs"]) for g in groups] for groups in sent][0] == [4]
+    assert [len(g["jobs"]) for g in sent[0]] == [4]
     assert sorted(g["relations"] for g in sent[0]) == [["movie.directed_by", "movie.written_by", "movie.starred_actors"]]
     assert sorted(len(g["jobs"]) for g in sent[1]) == [1, 1, 1]
     assert isinstance(why_empty(movies, "Film A", ["movie.no_such"]), UnknownRelationError)

@@ -84,7 +84,8 @@ def ground_relation_paths(
             if hop < len(rels) and paths[i]:
                 group = groups.setdefault(json.dumps(paths[i]), {"paths": paths[i], "relations": [], "jobs": []})
                 group["jobs"].append({"key": i, "relation": rels[hop], "direction": dirs[hop]})
-                group["relations"] += [rels[hop]] if rels[hop] not in group["relations"] else []
+                if rels[hop] not in group["relations"]:
+                    group["relations"].append(rels[hop])
         if not groups:
             break
         extended = {int(row["key"]): row["paths"]
