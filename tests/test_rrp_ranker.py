@@ -22,7 +22,7 @@ import torch
 from typer.testing import CliRunner
 
 from kgdb.cli import app
-from kgdb.cypher.path_candidates import relation_paths_around
+from kgdb.cypher.path_candidates import relation_paths_around, relation_steps
 from kgdb.cypher.paths import entity_names
 from kgdb.errors import InputError
 from kgdb.models.path_ranker import PathRanker
@@ -117,6 +117,16 @@ def test_enumeration_caps_the_frontier_and_refuses_bad_hops(jamaica):
         relation_paths_around(jamaica, ["Jamaica"], max_hops=0)
     with pytest.raises(InputError, match="max_hops"):
         relation_paths_around(jamaica, ["Jamaica"], max_hops=3, cvt_hops=2)
+
+
+def test_enumeration_keeps_the_first_ids_and_the_cvt_nodes_among_them(graph):
+    # one step reaching two named entities and two CVT nodes: ids in id order, cut at the cap, and the
+    # CVT nodes listed only where they are among the ids kept (the next hop continues from those)
+    load(graph, [("A", "r", "B"), ("A", "r", "C"), ("A", "r", "m.0cvt1"), ("A", "r", "m.0cvt2"), ("m.0cvt1", "s", "D")])
+    for cap, ids, cvt in ((4, ["B", "C", "m.0cvt1", "m.0cvt2"], ["m.0cvt1", "m.0cvt2"]), (3, ["B", "C", "m.0cvt1"], ["m.0cvt1"]),
+                          (2, ["B", "C"], [])):
+        (step,) = relation_steps(graph, [["A"]], cap)[0]
+        assert step == ("r", 1, 4, ids, cvt)
 
 
 def test_enumeration_bounds_hubs_beyond_the_first_hop(jamaica):
