@@ -13,7 +13,6 @@ relations between the same entities give two paths (the peers' `nx.DiGraph` keep
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -79,10 +78,13 @@ def ground_relation_paths(
     paths: dict[int, list[dict]] = {i: [{"nodes": [topic], "triples": []}] for i, (topic, _, _) in enumerate(jobs)}
     hop = 0
     while True:
-        groups: dict[str, dict] = {}  # jobs that share their partial paths: expanded once (ground_step.cypher)
+        # jobs that share their partial paths are expanded once (ground_step.cypher): those from one topic
+        # whose relation paths agree so far, since the same steps from the same entity give the same paths
+        groups: dict[tuple, dict] = {}
         for i, (rels, dirs) in todo.items():
             if hop < len(rels) and paths[i]:
-                group = groups.setdefault(json.dumps(paths[i]), {"paths": paths[i], "relations": [], "jobs": []})
+                shared = (jobs[i][0], tuple(rels[:hop]), tuple(dirs[:hop]))
+                group = groups.setdefault(shared, {"paths": paths[i], "relations": [], "jobs": []})
                 group["jobs"].append({"key": i, "relation": rels[hop], "direction": dirs[hop]})
                 if rels[hop] not in group["relations"]:
                     group["relations"].append(rels[hop])
