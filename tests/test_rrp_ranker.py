@@ -28,6 +28,7 @@ from kgdb.errors import InputError
 from kgdb.models.path_ranker import PathRanker
 from kgdb.models.path_ranker_numpy import DENSE_FEATURES, PORTABLE_FEATURES, RankerConfig
 from kgdb.models.path_tokens import token_of
+from kgdb.pipeline.answer_closeness import WEIGHTS
 from kgdb.training.path_ranker import RankerExample, RankerTrainConfig, evaluate_ranker, reliable_positives, train_ranker_model
 from kgdb_graphs import load
 from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
@@ -270,9 +271,13 @@ def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     assert config["retriever"] == "rrp-ranker"
     assert config["planner"].startswith("rrp-planner") and config["rethinking"]["mode"] in ("planner", "structural", "union", "rethink")
     assert config["metrics"]["val_expected_hit@1"] > 0.5
+    # the answers' closeness weight, chosen on each file's val questions in the chosen mode (one grid per file)
+    assert "answer closeness weight" in out.output and sorted(config["answering"]["val"]) == sorted(str(f) for f in files)
+    assert config["answering"]["closeness_weight"] in WEIGHTS and config["answering"]["per_file"] == 10
 
     retriever = relation_path_retriever(graph, settings, write=False)  # the newest ranker of this graph
     assert isinstance(retriever.planner, RankedPathPlanner) and retriever.describe()["checkpoint"] == "ranker"
+    assert retriever.closeness_weight == config["answering"]["closeness_weight"]
     # results record the enumeration's bounds, so a run with other KGDB_RRP_PREFIXES / KGDB_FETCH_HUB_SCAN is told apart
     assert retriever.describe()["planner_settings"]["candidates"] == {
         "hops": [3, 3], "frontier_cap": 200, "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes}

@@ -318,7 +318,8 @@ def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, pat
         tuned = tune_ranker_and_store(graph, settings, ckpt, questions, per_file=tune_per_file, on_start=lambda n: bar.update(tune_task, total=n),
                                       on_progress=lambda n: bar.advance(tune_task, n))
     table = Table("mode (val, entity ids)", "n", "Hit@1", "Macro-F1", "reachable %",
-                  title=f"λ1 {tuned['lambda1']}, θ {tuned['theta']}, answering mode {tuned['mode']} (chosen on val)")
+                  title=f"λ1 {tuned['lambda1']}, θ {tuned['theta']}, answering mode {tuned['mode']}, answer closeness weight "
+                        f"{tuned['answering']['closeness_weight']} (chosen on val)")
     for mode in ABLATIONS:
         m = tuned["ablation_val"][mode]
         table.add_row(mode, str(m["n"]), f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}")

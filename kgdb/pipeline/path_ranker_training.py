@@ -218,16 +218,19 @@ def train_path_ranker(
 def tune_ranker_and_store(graph: Graph, settings: Settings, ranker: Checkpoint, questions: list[Path], *, per_file: int = 300,
                           on_start: Callable[[int], None] = lambda n: None, on_progress: Callable[[int], None] = lambda n: None) -> dict:
     """Choose the answering mode, λ1 and θ with this ranker on the first `per_file` val questions of
-    each file (never test), as `kgdb train rrp` does for the beam planner, and store them in the
-    ranker checkpoint's config.json (`relation_path_retriever` reads them from there)."""
+    each file (never test), as `kgdb train rrp` does for the beam planner, then the weight of the
+    answers' closeness to the question (`kgdb.pipeline.answer_closeness`) in that mode, and store them
+    in the ranker checkpoint's config.json (`relation_path_retriever` reads them from there)."""
     from kgdb.config import dump_json
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import CONFIG
+    from kgdb.pipeline.answer_closeness import answering_config, weight_grid
     from kgdb.pipeline.relation_paths import relation_path_retriever
     from kgdb.pipeline.structural import ABLATIONS, chosen_mode, gather_questions, score_mode, tune_rethinking
 
-    retriever = relation_path_retriever(graph, settings, checkpoint=ranker.name, write=False, mode="rethink")
-    records = [q for p in questions for q in read_questions(p).split("val")[:per_file]]
+    retriever = relation_path_retriever(graph, settings, checkpoint=ranker.name, write=False, mode="rethink", closeness_weight=0.0)
+    by_file = {str(p): read_questions(p).split("val")[:per_file] for p in questions}
+    records = [q for qs in by_file.values() for q in qs]
     on_start(len(records))
     items = gather_questions(retriever, records, on_progress)
     tuned = {**tune_rethinking(items), "split": "val", "per_file": per_file, "beam": retriever.planner.beam,
@@ -236,5 +239,10 @@ def tune_ranker_and_store(graph: Graph, settings: Settings, ranker: Checkpoint, 
     for m in ABLATIONS[1:]:
         tuned["ablation_val"][m] = score_mode(items, m, tuned["lambda1"], tuned["theta"])
     tuned["mode"] = chosen_mode(tuned)
-    dump_json({**ranker.config, "rethinking": tuned}, ranker.path / CONFIG)
-    return tuned
+    grids, start = {}, 0
+    for path, qs in by_file.items():  # one grid per file: the weight is chosen on their mean, as for the portable ranker
+        grids[path] = weight_grid(items[start: start + len(qs)], tuned["mode"], tuned["lambda1"], tuned["theta"])
+        start += len(qs)
+    answering = answering_config(grids, per_file)
+    dump_json({**ranker.config, "rethinking": tuned, "answering": answering}, ranker.path / CONFIG)
+    return {**tuned, "answering": answering}

@@ -19,6 +19,7 @@ from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, check_compatible, checkpoint_for_graph, find_checkpoint
+from kgdb.pipeline.answer_closeness import weigh_by_answer_closeness
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple, relation_path_text
 from kgdb.subgraph import Subgraph
 from kgdb.pipeline.retrieve import _ms
@@ -89,7 +90,7 @@ class RelationPathRetriever:
 
     def __init__(
         self, graph: Graph, settings: Settings, *, planner=None, k: int = 100, write: bool = True, ground_cap: int = 200, walks: bool = False,
-        structural=None, mode: str = "rethink", lambda1: float = 0.5, theta: float = 0.0,
+        structural=None, mode: str = "rethink", lambda1: float = 0.5, theta: float = 0.0, closeness_weight: float = 0.0,
     ):
         from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
 
@@ -99,6 +100,7 @@ class RelationPathRetriever:
         # RRP's structural reasoner (`kgdb.pipeline.structural.StructuralRunner`) and rethinking (λ1, θ)
         self.structural, self.mode, self.lambda1, self.theta = structural, (mode if structural is not None else "planner"), lambda1, theta
         self.walks = walks  # ground as walks (entities may repeat), the planner's label semantics
+        self.closeness_weight = closeness_weight  # `kgdb.pipeline.answer_closeness`; 0: the planner's scores as they are
         _, info = fingerprint_of(graph)
         self.embedding_model = info.get("model") or settings.embedding_model
         self.embedder = get_embedder(self.embedding_model, settings.device, settings.embedding_batch_size)
@@ -120,6 +122,7 @@ class RelationPathRetriever:
             "structural": self.structural.checkpoint.name if getattr(self.structural, "checkpoint", None) else None,
             "rrp_mode": self.mode,
             "rethinking": {"lambda1": self.lambda1, "lambda2": 1.0 - self.lambda1, "theta": self.theta} if self.mode != "planner" else None,
+            "answer_closeness_weight": self.closeness_weight,
             "k": self.k,
             "notes": list(self.notes),
         }
@@ -147,7 +150,7 @@ class RelationPathRetriever:
                 found, names = chosen, {e.id: e.name for e in chosen.linked if e.id in chosen.ids}
         topic_names = [names.get(i, i) for i in found.ids]
         notes: list[str] = []
-        usage = None
+        usage, composed = None, None
         if hasattr(self.planner, "plan_noted"):  # the LLM planner: what it dropped or fell back on, and its tokens
             from kgdb.cypher.linking import strip_mentions
 
@@ -194,13 +197,19 @@ class RelationPathRetriever:
         cvt = {i for i, e in info.items() if e.cvt}
         source = getattr(self.planner, "name", "")
         planned = [_Candidate(_path(plan.score, anchor, triples, source), list(triples), plan.score) for plan, anchor, triples in grounded]
+        closeness = self._closeness(question, text_emb, topic_names, {i: e.idx for i, e in info.items()})
+        # Not for a composed reading: the whole question's words describe its middle entity too ("where was
+        # step brothers' *director* born?" would favour people over places).
+        if self.closeness_weight and not composed:  # rescoring the grounded paths: timed with rethinking, the other rescoring
+            t = time.perf_counter()
+            planned = weigh_by_answer_closeness(planned, closeness, self.closeness_weight, set(found.ids) | cvt)
+            timings["rethink"] = _ms(t)
         structural: list[_Candidate] = []
         s2: dict[str, float] = {}
         if self.structural is not None and self.mode != "planner":
             t = time.perf_counter()
             structural, s2 = self._structural(text, text_emb, found.ids, planned, plans, cvt)
             timings["structural"] = _ms(t)
-        closeness = self._closeness(question, text_emb, topic_names, {i: e.idx for i, e in info.items()})
         return Gathered(found, names, cvt, planned, structural, s2, timings, notes, closeness, usage)
 
     def retrieve(
@@ -216,7 +225,7 @@ class RelationPathRetriever:
             candidates = select(self.mode, g.planned, g.structural, g.s2, found.ids, cvt, self.lambda1, self.theta)
             for c in candidates:  # `mode:module`: the answer-bearing paths the reasoner takes all of
                 c.path = replace(c.path, source=f"{self.mode}:{c.path.source}")
-            timings["rethink"] = _ms(t)
+            timings["rethink"] = timings.get("rethink", 0.0) + _ms(t)
         paths = [replace(c.path, names=tuple(names.get(e, e) for e in c.path.entities)) for c in candidates]
         best = best_per_answer(paths, set(found.ids) | cvt)
         close = g.closeness(tied_at_best(best))
@@ -542,7 +551,7 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
 def relation_path_retriever(
     graph: Graph, settings: Settings, *, checkpoint: str | None = None, k: int = 100, write: bool = True, beam: int | None = None,
     ground_cap: int = 200, constrained: bool = True, walks: bool = True, structural: str | bool | None = None, mode: str | None = None,
-    lambda1: float | None = None, theta: float | None = None, planner=None,
+    lambda1: float | None = None, theta: float | None = None, planner=None, closeness_weight: float | None = None,
 ) -> "RelationPathRetriever":
     """`RelationPathRetriever` with the trained planner for this graph (`NoCheckpointError` when none);
     `constrained`: decode only relation steps that exist from the entities reached so far; `walks`:
@@ -552,7 +561,9 @@ def relation_path_retriever(
     any (else the planner alone), False = the planner alone. `mode` (planner, structural, union,
     rethink), λ1, θ and the planner's `beam` default to the values chosen on the val split and stored
     in that checkpoint (`kgdb train rrp`; the beam by a val sweep, else 3), else rethinking with 0.5 and 0.
-    `planner`: a planner object used instead of the trained one (the LLM planner, `kgdb.qa.llm_planner`)."""
+    `planner`: a planner object used instead of the trained one (the LLM planner, `kgdb.qa.llm_planner`).
+    `closeness_weight` (`kgdb.pipeline.answer_closeness`) defaults to the planner checkpoint's
+    `answering.closeness_weight`, else 0."""
     from kgdb.models.checkpoints import NoCheckpointError
     from kgdb.pipeline.structural import chosen_mode, load_structural
 
@@ -581,8 +592,11 @@ def relation_path_retriever(
             fallback = (f"no RRP planner or ranker in {settings.checkpoints_dir} was trained on this graph, so the portable rrp-ranker "
                         f"shipped with kgdb ranked the relation paths (trained on {planner.checkpoint.config.get('dataset', '?')}); "
                         "`kgdb train rrp-ranker` trains one for this graph")
+    if closeness_weight is None:
+        config = getattr(getattr(planner, "checkpoint", None), "config", None) or {}
+        closeness_weight = float((config.get("answering") or {}).get("closeness_weight", 0.0))
     retriever = RelationPathRetriever(
-        graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks, structural=runner,
+        graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks, structural=runner, closeness_weight=closeness_weight,
         mode=chosen_mode(tuned) if mode is None else mode,
         lambda1=tuned.get("lambda1", 0.5) if lambda1 is None else lambda1, theta=tuned.get("theta", 0.0) if theta is None else theta,
     )

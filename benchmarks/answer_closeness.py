@@ -1,0 +1,86 @@
+"""Choose how much the closeness of a relation path's answers to the question weighs
+(`kgdb.pipeline.answer_closeness`), on val splits, for an RRP ranker or planner checkpoint.
+
+    python benchmarks/answer_closeness.py --checkpoint kgdb/models/default/rrp-ranker-portable \\
+        --graph bolt://localhost:7701,/work/cache-webqsp,../shared/data/webqsp/questions.jsonl \\
+        --graph bolt://localhost:7702,/work/cache-metaqa,../shared/data/metaqa/3-hop/qa.txt [--per-file 300] [--write]
+
+Each `--graph URI,CACHE_DIR,QUESTIONS` names a server, its tensor cache and a question file: the
+first `--per-file` val questions (never test) are answered once with the checkpoint (gold topics, as
+`kgdb eval rrp`; the answering mode, λ1 and θ the checkpoint chose), then scored with every weight of
+`answer_closeness.WEIGHTS`. Printed: Hit@1 / Macro-F1 per file and weight, and the mean over the files.
+The choice: the best mean Hit@1, then the best mean Macro-F1, then the smaller weight. `--write` stores
+it, with the grid, as `answering` in the checkpoint's config.json, where `kgdb ask` / `eval rrp` read it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", required=True, help="a checkpoint folder or a name in the checkpoints folder")
+    ap.add_argument("--graph", action="append", required=True, metavar="URI,CACHE_DIR,QUESTIONS", help="repeatable")
+    ap.add_argument("--per-file", type=int, default=300, help="val questions per file (the first ones)")
+    ap.add_argument("--write", action="store_true", help="store the chosen weight in the checkpoint's config.json")
+    args = ap.parse_args()
+
+    from rich.progress import track
+
+    from kgdb.config import dump_json, load_settings
+    from kgdb.cypher import Graph
+    from kgdb.cypher.tables import graph_fingerprint
+    from kgdb.data.questions import read_questions
+    from kgdb.models.checkpoints import CONFIG
+    from kgdb.pipeline.answer_closeness import WEIGHTS, answering_config, weight_grid
+    from kgdb.pipeline.relation_paths import relation_path_retriever
+    from kgdb.pipeline.structural import gather_questions
+
+    grid: dict[str, dict[str, dict]] = {}  # file label -> weight -> scores
+    checkpoint_path = None
+    for spec in args.graph:
+        parts = spec.split(",")
+        if len(parts) != 3:
+            raise SystemExit(f"--graph {spec!r}: expected URI,CACHE_DIR,QUESTIONS")
+        uri, cache, questions = parts
+        settings = load_settings(neo4j_uri=uri, cache_dir=Path(cache))
+        graph = Graph.connect(settings)
+        try:
+            retriever = relation_path_retriever(graph, settings, checkpoint=args.checkpoint, write=False, closeness_weight=0.0)
+            checkpoint_path = retriever.planner.checkpoint.path
+            records = read_questions(Path(questions)).split("val")[: args.per_file]
+            if not records:
+                raise SystemExit(f"--graph {spec!r}: {questions} has no val questions")
+            t = time.perf_counter()
+            items = gather_questions(retriever, list(track(records, description=f"{Path(questions).parent.name}/{Path(questions).name} on {uri}")))
+            label = f"{questions} on graph {graph_fingerprint(graph)[0][:16]}"
+            grid[label] = weight_grid(items, retriever.mode, retriever.lambda1, retriever.theta)
+            print(f"{label}: {len(records)} val questions, mode {retriever.mode}, {time.perf_counter() - t:.0f} s")
+        finally:
+            graph.close()
+
+    def mean(w: float, key: str) -> float:
+        return sum(grid[f][str(w)][key] for f in grid) / len(grid)
+
+    print(f"\n{'weight':>6} " + " ".join(f"{'file ' + str(i + 1) + ' Hit@1/F1':>20}" for i in range(len(grid))) + f" {'mean Hit@1/F1':>16}")
+    for w in WEIGHTS:
+        print(f"{w:>6} " + " ".join(f"{grid[f][str(w)]['hit1']:>11.2f} / {grid[f][str(w)]['macro_f1']:>5.2f}" for f in grid)
+              + f" {mean(w, 'hit1'):>8.2f} / {mean(w, 'macro_f1'):>5.2f}")
+    for i, f in enumerate(grid):
+        print(f"file {i + 1}: {f}")
+    answering = answering_config(grid, args.per_file)
+    print(f"chosen closeness weight: {answering['closeness_weight']} (best mean val Hit@1, then Macro-F1, then the smaller); load average "
+          + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    if args.write:
+        config_file = Path(checkpoint_path) / CONFIG
+        dump_json({**json.loads(config_file.read_text(encoding="utf-8")), "answering": answering}, config_file)
+        print(f"wrote answering.closeness_weight = {answering['closeness_weight']} to {config_file}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Grounded relation paths weighed by how close their answers' names are to the question
+(`kgdb.pipeline.answer_closeness`): by hand on candidates, on a real Neo4j with the real encoder (the
+question's type word picks the path), the weight read from a checkpoint, and the benchmark that
+chooses it on val and stores it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgdb.pipeline.answer_closeness import ENDS_PER_PATH, WEIGHTS, weigh_by_answer_closeness, with_weight
+from kgdb.pipeline.relation_paths import PlannedPath, RelationPathRetriever, _Candidate, relation_path_retriever
+from kgdb.protocol import ScoredPath
+from kgdb_graphs import load
+from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _candidate(relations: tuple[str, ...], score: float, end: str) -> _Candidate:
+    nodes = ("topic",) + tuple(f"mid-{r}" for r in relations[:-1]) + (end,)
+    path = ScoredPath(score, nodes, relations, (1,) * len(relations), source="rrp-ranker")
+    return _Candidate(path, [(f"{a}-{b}", a, r, b) for a, r, b in zip(nodes, relations, nodes[1:])], score)
+
+
+def _scores(planned) -> dict[tuple, float]:
+    return {c.path.relations: c.path.score for c in planned}
+
+
+def test_weighing_reorders_paths_as_long_as_the_best_one_and_keeps_their_total():
+    close = {"London": 0.2, "Canada": 0.35, "Toronto": 0.1, "Classical music": 0.5}
+    asked: list[list[str]] = []
+
+    def closeness(ids):
+        asked.append(list(ids))
+        return {e: close[e] for e in ids if e in close} if len(ids) > 1 else {}
+
+    planned = [_candidate(("place_of_birth",), 0.6, "London"), _candidate(("nationality",), 0.3, "Canada"),
+               _candidate(("places_lived", "location"), 0.1, "Classical music")]
+    assert weigh_by_answer_closeness(planned, closeness, 0.0, set()) is planned and not asked  # weight 0: nothing read, nothing changed
+
+    weighed = _scores(weigh_by_answer_closeness(planned, closeness, 6.0, set()))
+    birth, nation = 0.6 * math.exp(6 * 0.2), 0.3 * math.exp(6 * 0.35)
+    lived = 0.1 * math.exp(6 * 0.2)  # another length: the best path's factor, however close its answer is
+    scale = 1.0 / (birth + nation + lived)
+    assert weighed[("nationality",)] == pytest.approx(nation * scale) and weighed[("place_of_birth",)] == pytest.approx(birth * scale)
+    assert weighed[("places_lived", "location")] == pytest.approx(lived * scale)
+    assert max(weighed, key=weighed.get) == ("nationality",) and sum(weighed.values()) == pytest.approx(1.0)
+    assert asked[-1] == ["Canada", "London"]  # the other length's answers are not read (no encoding on a lazy graph)
+    assert [c.s1 for c in weigh_by_answer_closeness(planned, closeness, 6.0, set())] == [c.path.score for c in weigh_by_answer_closeness(planned, closeness, 6.0, set())]
+    assert [c.path.score for c in planned] == [0.6, 0.3, 0.1]  # the input is not changed
+
+
+def test_weighing_reads_the_first_answers_of_a_path_and_never_topics_or_cvt_nodes():
+    asked: list[list[str]] = []
+
+    def closeness(ids):
+        asked.append(list(ids))
+        return {e: 0.5 for e in ids}
+
+    ends = [f"e{i:02d}" for i in range(12, 0, -1)]  # grounded in any order
+    planned = [_candidate(("r",), 0.5, e) for e in ends] + [_candidate(("r",), 0.5, "topic"), _candidate(("r",), 0.5, "m.cvt"),
+                                                            _candidate(("s",), 0.5, "m.cvt")]
+    weighed = weigh_by_answer_closeness(planned, closeness, 4.0, {"topic", "m.cvt"})
+    assert asked == [sorted(ends)[:ENDS_PER_PATH]]  # the first ENDS_PER_PATH by id; s reaches only excluded nodes
+    # s's answers are unknown: its mean closeness counts as 0, so r (0.5 each) moves above it
+    scores = _scores(weighed)
+    assert scores[("r",)] / scores[("s",)] == pytest.approx(math.exp(4.0 * 0.5))
+
+
+def test_with_weight_copies_a_gathering():
+    from types import SimpleNamespace
+
+    from kgdb.pipeline.relation_paths import Gathered
+
+    planned = [_candidate(("a",), 0.6, "x"), _candidate(("b",), 0.4, "y")]
+    g = Gathered(SimpleNamespace(ids=["topic"]), {}, set(), planned, [], {}, {}, [], lambda ids: {"x": 0.0, "y": 0.5}, None)
+    assert with_weight(g, 0.0) is g and with_weight(None, 6.0) is None
+    copy = with_weight(g, 6.0)
+    assert copy is not g and g.planned is planned and copy.planned[1].path.score > copy.planned[0].path.score
+
+
+BIEBER = [
+    ("Justin Bieber", "people.person.place_of_birth", "London"),
+    ("Justin Bieber", "people.person.nationality", "Canada"),
+    ("Justin Bieber", "people.person.profession", "Singer"),
+]
+
+
+class _FixedPlanner:
+    """A planner whose relation paths and scores are given (the ranker would score them from the text)."""
+
+    name = "fixed"
+
+    def __init__(self, plans):
+        self.plans = plans
+
+    def plan(self, graph, question, topics, topic_names):
+        return list(self.plans)
+
+
+def test_the_questions_type_word_picks_the_path_on_a_real_graph(graph, neo4j_settings):
+    """"which *country* was justin bieber born in?": the planner prefers place of birth (London); the
+    answers' closeness to the question (real MiniLM vectors read from the graph) moves nationality first."""
+    load(graph, BIEBER)
+    planner = _FixedPlanner([PlannedPath(("people.person.place_of_birth",), 0.6, (1,)), PlannedPath(("people.person.nationality",), 0.4, (1,))])
+    question = "which country was justin bieber born in?"
+    answers = {}
+    for weight in (0.0, 6.0):
+        retriever = RelationPathRetriever(graph, neo4j_settings, planner=planner, write=False, mode="planner", closeness_weight=weight)
+        res = retriever.retrieve(question, ["Justin Bieber"])
+        answers[weight] = [e.name for e in res.entities]
+        assert sum(p.score for p in res.paths) == pytest.approx(1.0)  # the grounded paths keep their total
+        assert ("rethink" in res.timings) == bool(weight) and retriever.describe()["answer_closeness_weight"] == weight
+    assert answers[0.0] == ["London", "Canada"] and answers[6.0] == ["Canada", "London"]
+
+
+def test_the_weight_comes_from_the_planners_checkpoint(graph, neo4j_settings, tmp_path):
+    """The shipped portable ranker's `answering.closeness_weight` is what `kgdb ask` uses; a caller's value wins."""
+    from kgdb.models.default import shipped_checkpoint
+
+    load(graph, BIEBER)
+    settings = neo4j_settings.with_overrides(checkpoints_dir=tmp_path / "none", cache_dir=tmp_path / "cache")
+    shipped = json.loads((shipped_checkpoint("rrp-ranker") / "config.json").read_text())
+    assert shipped["answering"]["closeness_weight"] in WEIGHTS and shipped["answering"]["split"] == "val"
+    assert relation_path_retriever(graph, settings, write=False).closeness_weight == shipped["answering"]["closeness_weight"]
+    assert relation_path_retriever(graph, settings, write=False, closeness_weight=0.0).closeness_weight == 0.0
+
+
+def test_benchmark_chooses_the_weight_on_val_and_stores_it(movie_files, tmp_path):
+    """benchmarks/answer_closeness.py on a copy of the shipped ranker: a grid row per weight, the
+    choice printed and written into the copy's config.json with the val grid; bad --graph refused."""
+    from kgdb.models.default import shipped_checkpoint
+
+    graph, settings, files, env, base = movie_files
+    copy = tmp_path / "ranker"
+    shutil.copytree(shipped_checkpoint("rrp-ranker"), copy)
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "answer_closeness.py"
+    run_env = {**os.environ, **env, "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
+    spec = f"{settings.neo4j_uri},{settings.cache_dir},{files[1]}"
+    out = subprocess.run([sys.executable, str(script), "--checkpoint", str(copy), "--graph", spec, "--write"],
+                         capture_output=True, text=True, env=run_env, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = [line.split()[0] for line in out.stdout.splitlines() if line.strip() and line.split()[0].replace(".", "").isdigit()]
+    assert rows == [str(w) for w in WEIGHTS], out.stdout
+    chosen = float(out.stdout.split("chosen closeness weight: ")[1].split()[0])
+    answering = json.loads((copy / "config.json").read_text())["answering"]
+    assert answering["closeness_weight"] == chosen and answering["ends_per_path"] == ENDS_PER_PATH
+    (grid,) = answering["val"].values()
+    assert sorted(grid, key=float) == [str(w) for w in WEIGHTS] and all("hit1" in v for v in grid.values())
+    bad = subprocess.run([sys.executable, str(script), "--checkpoint", str(copy), "--graph", settings.neo4j_uri],
+                         capture_output=True, text=True, env=run_env, timeout=120)
+    assert bad.returncode != 0 and "expected URI,CACHE_DIR,QUESTIONS" in bad.stderr + bad.stdout
