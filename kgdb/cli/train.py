@@ -138,7 +138,7 @@ def train_retriever(
     max_val: Annotated[Optional[int], typer.Option("--max-val", help="Use only the first N validation questions.")] = None,
     threads: Annotated[int, typer.Option("--threads", help="CPU threads for torch (default: half the cores, at most 8).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
-    tune_per_file: Annotated[int, typer.Option("--tune-per-file", help="rrp, rrp-ranker: val questions per file that choose λ1 and θ (a fixed prefix; 0: rrp-ranker skips the tuning).")] = 300,
+    tune_per_file: Annotated[int, typer.Option("--tune-per-file", help="rrp, rrp-ranker: val questions per file that choose λ1 and θ (rrp-ranker: and the answer closeness weight; a fixed prefix; 0: rrp-ranker skips the tuning).")] = 300,
     labels: Annotated[LabelSource, typer.Option("--labels", help="Training positives: shortest-path triples, or the triples on the paths `kgdb label --method rapl|reg` stored (questions without them fall back to shortest).")] = LabelSource.shortest,
     relation_targets: Annotated[bool, typer.Option("--relation-targets", help="rapl: add RAPL's relation targeting (Eq. 8) to the question-triple loss: the triples leaving a topic by a relation `kgdb label --method rapl-relations` stored for the question are positives too (questions without R_* unchanged). Combines with any --labels.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Questions per optimiser step, scored as one disjoint union (retrievers that support it: subgraphrag); the loss is the mean over the questions.")] = 1,
