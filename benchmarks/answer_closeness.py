@@ -11,12 +11,13 @@ first `--per-file` val questions (never test) are answered once with the checkpo
 `answer_closeness.WEIGHTS`. Printed: Hit@1 / Macro-F1 per file and weight, and the mean over the files.
 The choice: the best mean Hit@1, then the best mean Macro-F1, then the smaller weight. `--write` stores
 it, with the grid, as `answering` in the checkpoint's config.json, where `kgdb ask` / `eval rrp` read it.
+`kgdb train rrp-ranker` makes the same choice when it trains (`--portable`: on each file's own graph, as
+here); this script chooses it for a checkpoint trained before, such as the shipped portable ranker.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -30,39 +31,33 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="store the chosen weight in the checkpoint's config.json")
     args = ap.parse_args()
 
-    from rich.progress import track
+    from contextlib import ExitStack
 
-    from kgdb.config import dump_json, load_settings
+    from rich.progress import Progress
+
+    from kgdb.config import load_settings
     from kgdb.cypher import Graph
-    from kgdb.cypher.tables import graph_fingerprint
-    from kgdb.data.questions import read_questions
-    from kgdb.models.checkpoints import CONFIG
-    from kgdb.pipeline.answer_closeness import WEIGHTS, answering_config, weight_grid
-    from kgdb.pipeline.relation_paths import relation_path_retriever
-    from kgdb.pipeline.structural import gather_questions
+    from kgdb.models.checkpoints import find_checkpoint
+    from kgdb.pipeline.answer_closeness import WEIGHTS
+    from kgdb.pipeline.path_ranker_training import choose_closeness_weight
 
-    grid: dict[str, dict[str, dict]] = {}  # file label -> weight -> scores
-    checkpoint_path = None
+    specs = []
     for spec in args.graph:
         parts = spec.split(",")
         if len(parts) != 3:
             raise SystemExit(f"--graph {spec!r}: expected URI,CACHE_DIR,QUESTIONS")
-        uri, cache, questions = parts
-        settings = load_settings(neo4j_uri=uri, cache_dir=Path(cache))
-        graph = Graph.connect(settings)
-        try:
-            retriever = relation_path_retriever(graph, settings, checkpoint=args.checkpoint, write=False, closeness_weight=0.0)
-            checkpoint_path = retriever.planner.checkpoint.path
-            records = read_questions(Path(questions)).split("val")[: args.per_file]
-            if not records:
-                raise SystemExit(f"--graph {spec!r}: {questions} has no val questions")
-            t = time.perf_counter()
-            items = gather_questions(retriever, list(track(records, description=f"{Path(questions).parent.name}/{Path(questions).name} on {uri}")))
-            label = f"{questions} on graph {graph_fingerprint(graph)[0][:16]}"
-            grid[label] = weight_grid(items, retriever.mode, retriever.lambda1, retriever.theta)
-            print(f"{label}: {len(records)} val questions, mode {retriever.mode}, {time.perf_counter() - t:.0f} s")
-        finally:
-            graph.close()
+        specs.append(parts)
+    t = time.perf_counter()
+    with ExitStack() as stack, Progress() as bar:
+        pairs = [(stack.enter_context(Graph.connect(load_settings(neo4j_uri=uri, cache_dir=Path(cache)))), Path(questions))
+                 for uri, cache, questions in specs]
+        task = bar.add_task("val questions", total=None)
+        ranker = find_checkpoint(args.checkpoint, pairs[0][0].settings.checkpoints_dir)
+        answering = choose_closeness_weight(ranker, pairs,
+                                            per_file=args.per_file, write=args.write, on_start=lambda n: bar.update(task, total=n),
+                                            on_progress=lambda n: bar.advance(task, n))
+    grid = answering["val"]
+    print(f"answered the val questions of {len(specs)} question files in {time.perf_counter() - t:.0f} s")
 
     def mean(w: float, key: str) -> float:
         return sum(grid[f][str(w)][key] for f in grid) / len(grid)
@@ -73,13 +68,10 @@ def main() -> None:
               + f" {mean(w, 'hit1'):>8.2f} / {mean(w, 'macro_f1'):>5.2f}")
     for i, f in enumerate(grid):
         print(f"file {i + 1}: {f}")
-    answering = answering_config(grid, args.per_file)
     print(f"chosen closeness weight: {answering['closeness_weight']} (best mean val Hit@1, then Macro-F1, then the smaller); load average "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     if args.write:
-        config_file = Path(checkpoint_path) / CONFIG
-        dump_json({**json.loads(config_file.read_text(encoding="utf-8")), "answering": answering}, config_file)
-        print(f"wrote answering.closeness_weight = {answering['closeness_weight']} to {config_file}")
+        print(f"wrote answering.closeness_weight = {answering['closeness_weight']} to {ranker.path / 'config.json'}")
 
 
 if __name__ == "__main__":

@@ -136,8 +136,12 @@ def test_the_weight_comes_from_the_planners_checkpoint(graph, neo4j_settings, tm
 
 def test_benchmark_chooses_the_weight_on_val_and_stores_it(movie_files, tmp_path):
     """benchmarks/answer_closeness.py on a copy of the shipped ranker: a grid row per weight, the
-    choice printed and written into the copy's config.json with the val grid; bad --graph refused."""
+    choice printed and written into the copy's config.json with the val grid; bad --graph and a file
+    without val questions refused."""
+    from kgdb.errors import InputError
+    from kgdb.models.checkpoints import find_checkpoint
     from kgdb.models.default import shipped_checkpoint
+    from kgdb.pipeline.path_ranker_training import choose_closeness_weight
 
     graph, settings, files, env, base = movie_files
     copy = tmp_path / "ranker"
@@ -155,6 +159,8 @@ def test_benchmark_chooses_the_weight_on_val_and_stores_it(movie_files, tmp_path
     assert answering["closeness_weight"] == chosen and answering["ends_per_path"] == ENDS_PER_PATH
     (grid,) = answering["val"].values()
     assert sorted(grid, key=float) == [str(w) for w in WEIGHTS] and all("hit1" in v for v in grid.values())
+    with pytest.raises(InputError, match="no val questions to choose the answer closeness weight on"):
+        choose_closeness_weight(find_checkpoint(str(copy), settings.checkpoints_dir), [(graph, files[1])], per_file=0)
     bad = subprocess.run([sys.executable, str(script), "--checkpoint", str(copy), "--graph", settings.neo4j_uri],
                          capture_output=True, text=True, env=run_env, timeout=120)
     assert bad.returncode != 0 and "expected URI,CACHE_DIR,QUESTIONS" in bad.stderr + bad.stdout

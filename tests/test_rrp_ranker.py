@@ -346,6 +346,9 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     assert config["model"]["portable"] and config["relation_names"] is None and config["planner"] is None
     assert config["candidates"]["positive_margin"] == 0.1 and "within 0.1 of the best cos_max" in config["candidates"]["rule"]
     assert config["dense_features"] == list(PORTABLE_FEATURES) and config["metrics"]["val_expected_hit@1"] > 0.5
+    # the answers' closeness weight, chosen on each file's val questions read on its own --on graph
+    assert "answer closeness weight" in out.output and config["answering"]["closeness_weight"] in WEIGHTS
+    assert [label.split(" on graph ")[0] for label in config["answering"]["val"]] == [str(f) for f in files]
     assert config["train"]["device"] == resolve_device(settings.device)  # the GPU when present (KGDB_DEVICE auto)
     weights = load_file(str(folder / "model.safetensors"))
     assert "relation_emb" not in weights and not any(k.startswith("token.") for k in weights)

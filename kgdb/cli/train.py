@@ -284,7 +284,7 @@ def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, pat
     from contextlib import ExitStack
 
     from kgdb.cypher import Graph
-    from kgdb.pipeline.path_ranker_training import train_path_ranker, tune_ranker_and_store
+    from kgdb.pipeline.path_ranker_training import choose_closeness_weight, train_path_ranker, tune_ranker_and_store
     from kgdb.pipeline.structural import ABLATIONS
 
     def on_examples(split: str, n: int, counts: dict) -> None:
@@ -312,7 +312,16 @@ def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, pat
         console.print(f"best epoch {result.best_epoch}: val answer Hit@1 {result.best_val_hit1:.4f}, Macro-F1 {result.best_val_f1:.4f} "
                       f"(mean over the files); {result.train_questions} training questions ({result.skipped_no_positive} without a positive "
                       f"skipped); checkpoint {escape(str(ckpt.path))}", highlight=False)
-        if not tune_per_file or portable:  # λ1, θ weigh a graph's own structural reasoner: a portable ranker answers alone
+        if not tune_per_file:
+            return
+        if portable:  # λ1, θ weigh a graph's own structural reasoner: a portable ranker answers alone, weighed by its answers' closeness
+            tune_task = bar.add_task("answer closeness weight on val", total=None)
+            pairs = [(by_uri[u], q) for u, q in zip(on or [settings.neo4j_uri] * len(questions), questions)]
+            answering = choose_closeness_weight(ckpt, pairs, per_file=tune_per_file, on_start=lambda n: bar.update(tune_task, total=n),
+                                                on_progress=lambda n: bar.advance(tune_task, n))
+            bar.update(tune_task, visible=False)
+            console.print(f"answer closeness weight {answering['closeness_weight']} (chosen on val: the mean Hit@1 over the files, "
+                          f"then Macro-F1)", highlight=False)
             return
         tune_task = bar.add_task("tune mode, λ1, θ on val", total=None)
         tuned = tune_ranker_and_store(graph, settings, ckpt, questions, per_file=tune_per_file, on_start=lambda n: bar.update(tune_task, total=n),

@@ -246,3 +246,35 @@ def tune_ranker_and_store(graph: Graph, settings: Settings, ranker: Checkpoint, 
     answering = answering_config(grids, per_file)
     dump_json({**ranker.config, "rethinking": tuned, "answering": answering}, ranker.path / CONFIG)
     return {**tuned, "answering": answering}
+
+
+def choose_closeness_weight(ranker: Checkpoint, on: list[tuple[Graph, Path]], *, per_file: int = 300, write: bool = True,
+                            on_start: Callable[[int], None] = lambda n: None, on_progress: Callable[[int], None] = lambda n: None) -> dict:
+    """The `answering` block of a portable ranker (`kgdb.pipeline.answer_closeness`): each question file's
+    first `per_file` val questions (never test) answered on its graph (`graph.settings`: server, cache),
+    one Hit@1 / Macro-F1 grid per file, the weight chosen on their mean; stored in the checkpoint's
+    config.json with `write`. A graph's own ranker gets it from `tune_ranker_and_store` instead."""
+    import json
+
+    from kgdb.config import dump_json
+    from kgdb.cypher.tables import graph_fingerprint
+    from kgdb.data.questions import read_questions
+    from kgdb.models.checkpoints import CONFIG
+    from kgdb.pipeline.answer_closeness import answering_config, weight_grid
+    from kgdb.pipeline.relation_paths import relation_path_retriever
+    from kgdb.pipeline.structural import gather_questions
+
+    records = [(graph, path, read_questions(path).split("val")[:per_file]) for graph, path in on]
+    if empty := [str(path) for _, path, qs in records if not qs]:
+        raise InputError(f"{', '.join(empty)}: no val questions to choose the answer closeness weight on", path="--questions")
+    on_start(sum(len(qs) for _, _, qs in records))
+    grids = {}
+    for graph, path, qs in records:
+        retriever = relation_path_retriever(graph, graph.settings, checkpoint=str(ranker.path), write=False, closeness_weight=0.0)
+        items = gather_questions(retriever, qs, on_progress)
+        grids[f"{path} on graph {graph_fingerprint(graph)[0][:16]}"] = weight_grid(items, retriever.mode, retriever.lambda1, retriever.theta)
+    answering = answering_config(grids, per_file)
+    if write:
+        config_file = ranker.path / CONFIG
+        dump_json({**json.loads(config_file.read_text(encoding="utf-8")), "answering": answering}, config_file)
+    return answering
