@@ -35,15 +35,15 @@ def _scores(planned) -> dict[tuple, float]:
 
 
 def test_weighing_reorders_paths_as_long_as_the_best_one_and_keeps_their_total():
-    close = {"London": 0.2, "Canada": 0.35, "Toronto": 0.1, "Classical music": 0.5}
+    close = {"Uppsala": 0.2, "Sweden": 0.35, "Stockholm": 0.1, "Lund": 0.5}
     asked: list[list[str]] = []
 
     def closeness(ids):
         asked.append(list(ids))
         return {e: close[e] for e in ids if e in close} if len(ids) > 1 else {}
 
-    planned = [_candidate(("place_of_birth",), 0.6, "London"), _candidate(("nationality",), 0.3, "Canada"),
-               _candidate(("places_lived", "location"), 0.1, "Classical music")]
+    planned = [_candidate(("place_of_birth",), 0.6, "Uppsala"), _candidate(("nationality",), 0.3, "Sweden"),
+               _candidate(("places_lived", "location"), 0.1, "Lund")]
     assert weigh_by_answer_closeness(planned, closeness, 0.0, set()) is planned and not asked  # weight 0: nothing read, nothing changed
 
     weighed = _scores(weigh_by_answer_closeness(planned, closeness, 6.0, set()))
@@ -53,7 +53,7 @@ def test_weighing_reorders_paths_as_long_as_the_best_one_and_keeps_their_total()
     assert weighed[("nationality",)] == pytest.approx(nation * scale) and weighed[("place_of_birth",)] == pytest.approx(birth * scale)
     assert weighed[("places_lived", "location")] == pytest.approx(lived * scale)
     assert max(weighed, key=weighed.get) == ("nationality",) and sum(weighed.values()) == pytest.approx(1.0)
-    assert asked[-1] == ["Canada", "London"]  # the other length's answers are not read (no encoding on a lazy graph)
+    assert asked[-1] == ["Sweden", "Uppsala"]  # the other length's answers are not read (no encoding on a lazy graph)
     assert [c.s1 for c in weigh_by_answer_closeness(planned, closeness, 6.0, set())] == [c.path.score for c in weigh_by_answer_closeness(planned, closeness, 6.0, set())]
     assert [c.path.score for c in planned] == [0.6, 0.3, 0.1]  # the input is not changed
 
@@ -87,10 +87,10 @@ def test_with_weight_copies_a_gathering():
     assert copy is not g and g.planned is planned and copy.planned[1].path.score > copy.planned[0].path.score
 
 
-BIEBER = [
-    ("Justin Bieber", "people.person.place_of_birth", "London"),
-    ("Justin Bieber", "people.person.nationality", "Canada"),
-    ("Justin Bieber", "people.person.profession", "Singer"),
+PERSON = [  # an invented person
+    ("Anna Lindqvist", "people.person.place_of_birth", "Uppsala"),
+    ("Anna Lindqvist", "people.person.nationality", "Sweden"),
+    ("Anna Lindqvist", "people.person.profession", "Architect"),
 ]
 
 
@@ -107,26 +107,26 @@ class _FixedPlanner:
 
 
 def test_the_questions_type_word_picks_the_path_on_a_real_graph(graph, neo4j_settings):
-    """"which *country* was justin bieber born in?": the planner prefers place of birth (London); the
+    """"which *country* was anna lindqvist born in?": the planner prefers place of birth (Uppsala); the
     answers' closeness to the question (real MiniLM vectors read from the graph) moves nationality first."""
-    load(graph, BIEBER)
+    load(graph, PERSON)
     planner = _FixedPlanner([PlannedPath(("people.person.place_of_birth",), 0.6, (1,)), PlannedPath(("people.person.nationality",), 0.4, (1,))])
-    question = "which country was justin bieber born in?"
+    question = "which country was anna lindqvist born in?"
     answers = {}
     for weight in (0.0, 6.0):
         retriever = RelationPathRetriever(graph, neo4j_settings, planner=planner, write=False, mode="planner", closeness_weight=weight)
-        res = retriever.retrieve(question, ["Justin Bieber"])
+        res = retriever.retrieve(question, ["Anna Lindqvist"])
         answers[weight] = [e.name for e in res.entities]
         assert sum(p.score for p in res.paths) == pytest.approx(1.0)  # the grounded paths keep their total
         assert ("rethink" in res.timings) == bool(weight) and retriever.describe()["answer_closeness_weight"] == weight
-    assert answers[0.0] == ["London", "Canada"] and answers[6.0] == ["Canada", "London"]
+    assert answers[0.0] == ["Uppsala", "Sweden"] and answers[6.0] == ["Sweden", "Uppsala"]
 
 
 def test_the_weight_comes_from_the_planners_checkpoint(graph, neo4j_settings, tmp_path):
     """The shipped portable ranker's `answering.closeness_weight` is what `kgdb ask` uses; a caller's value wins."""
     from kgdb.models.default import shipped_checkpoint
 
-    load(graph, BIEBER)
+    load(graph, PERSON)
     settings = neo4j_settings.with_overrides(checkpoints_dir=tmp_path / "none", cache_dir=tmp_path / "cache")
     shipped = json.loads((shipped_checkpoint("rrp-ranker") / "config.json").read_text())
     assert shipped["answering"]["closeness_weight"] in WEIGHTS and shipped["answering"]["split"] == "val"
