@@ -1,8 +1,10 @@
 """Training RRP's path ranker on a graph (or, portable, on several): every enumerated candidate of each
 training question with its features (`kgdb.pipeline.path_ranker.candidate_features`) and the positives
 that match the gold answers best (`ranker_examples`), the files' examples split and their relation tables
-stacked, the training run and its checkpoint (`train_path_ranker`), and the rethinking settings chosen
-with it on val (`tune_ranker_and_store`). Serving the ranker is `kgdb.pipeline.path_ranker`.
+stacked, the training run and its checkpoint (`train_path_ranker`), and the answering settings chosen
+with it on val: rethinking and the answers' closeness weight for a graph's own ranker
+(`tune_ranker_and_store`), the closeness weight for a portable one (`choose_closeness_weight`). Serving
+the ranker is `kgdb.pipeline.path_ranker`.
 """
 
 from __future__ import annotations
