@@ -119,6 +119,10 @@ def test_the_questions_type_word_picks_the_path_on_a_real_graph(graph, neo4j_set
         answers[weight] = [e.name for e in res.entities]
         assert sum(p.score for p in res.paths) == pytest.approx(1.0)  # the grounded paths keep their total
         assert ("rethink" in res.timings) == bool(weight) and retriever.describe()["answer_closeness_weight"] == weight
+        moved = [n for n in res.notes if n.startswith("what the paths reach put")]
+        assert moved == ([] if not weight else ["what the paths reach put people.person.nationality first, above the planner's first, "
+                                                "people.person.place_of_birth: its answers fit the question's words better "
+                                                "(answering.closeness_weight 6)"])
     assert answers[0.0] == ["Uppsala", "Sweden"] and answers[6.0] == ["Sweden", "Uppsala"]
 
 

@@ -202,8 +202,14 @@ class RelationPathRetriever:
         # step brothers' *director* born?" would favour people over places).
         if self.closeness_weight and not composed:  # rescoring the grounded paths: timed with rethinking, the other rescoring
             t = time.perf_counter()
-            planned = weigh_by_answer_closeness(planned, closeness, self.closeness_weight, set(found.ids) | cvt)
+            weighed = weigh_by_answer_closeness(planned, closeness, self.closeness_weight, set(found.ids) | cvt)
             timings["rethink"] = _ms(t)
+            first, now = (_first_path(p, set(found.ids) | cvt) for p in (planned, weighed))
+            if now != first:  # say why the answers do not follow the ranker's first path
+                notes.append(f"what the paths reach put {relation_path_text(*now)} first, above the planner's first, "
+                             f"{relation_path_text(*first)}: its answers fit the question's words better "
+                             f"(answering.closeness_weight {self.closeness_weight:g})")
+            planned = weighed
         structural: list[_Candidate] = []
         s2: dict[str, float] = {}
         if self.structural is not None and self.mode != "planner":
@@ -326,6 +332,13 @@ class Gathered:
     notes: list[str]
     closeness: Callable[[list[str]], dict[str, float]]  # answer ids -> closeness to the question (`RelationPathRetriever._closeness`)
     usage: dict | None = None  # the LLM planner's calls and tokens (None: no LLM planned)
+
+
+def _first_path(planned: list["_Candidate"], excluded: set[str]) -> tuple | None:
+    """(relations, directions) of the best-scored grounded path that reaches an answer (ties: the shorter, then the first)."""
+    usable = [c for c in planned if c.path.answer not in excluded]
+    best = max(usable, key=lambda c: (c.path.score, -len(c.path.relations)), default=None)
+    return (best.path.relations, best.path.directions) if best else None
 
 
 def select(mode: str, planned: list[_Candidate], structural: list[_Candidate], s2: dict[str, float], topics: list[str], cvt: set[str],
