@@ -38,7 +38,7 @@ def main() -> None:
     from kgdb.config import load_settings
     from kgdb.cypher import Graph
     from kgdb.models.checkpoints import find_checkpoint
-    from kgdb.pipeline.answer_closeness import WEIGHTS
+    from kgdb.pipeline.answer_closeness import WEIGHTS, mean_over
     from kgdb.pipeline.path_ranker_training import choose_closeness_weight
 
     specs = []
@@ -57,15 +57,13 @@ def main() -> None:
                                             per_file=args.per_file, write=args.write, on_start=lambda n: bar.update(task, total=n),
                                             on_progress=lambda n: bar.advance(task, n))
     grid = answering["val"]
+    grids = list(grid.values())
     print(f"answered the val questions of {len(specs)} question files in {time.perf_counter() - t:.0f} s")
-
-    def mean(w: float, key: str) -> float:
-        return sum(grid[f][str(w)][key] for f in grid) / len(grid)
 
     print(f"\n{'weight':>6} " + " ".join(f"{'file ' + str(i + 1) + ' Hit@1/F1':>20}" for i in range(len(grid))) + f" {'mean Hit@1/F1':>16}")
     for w in WEIGHTS:
         print(f"{w:>6} " + " ".join(f"{grid[f][str(w)]['hit1']:>11.2f} / {grid[f][str(w)]['macro_f1']:>5.2f}" for f in grid)
-              + f" {mean(w, 'hit1'):>8.2f} / {mean(w, 'macro_f1'):>5.2f}")
+              + f" {mean_over(grids, w, 'hit1'):>8.2f} / {mean_over(grids, w, 'macro_f1'):>5.2f}")
     for i, f in enumerate(grid):
         print(f"file {i + 1}: {f}")
     print(f"chosen closeness weight: {answering['closeness_weight']} (best mean val Hit@1, then Macro-F1, then the smaller); load average "

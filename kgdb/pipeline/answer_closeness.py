@@ -62,10 +62,6 @@ def with_weight(gathered, weight: float):
     return replace(gathered, planned=weigh_by_answer_closeness(gathered.planned, gathered.closeness, weight, excluded))
 
 
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
 def weight_grid(items: list, mode: str, lambda1: float, theta: float) -> dict[str, dict]:
     """Val scores (`structural.score_mode`: Hit@1, Macro-F1) of one gathering (`QuestionPaths`) per weight of `WEIGHTS`."""
     from kgdb.pipeline.structural import QuestionPaths, score_mode
@@ -74,16 +70,22 @@ def weight_grid(items: list, mode: str, lambda1: float, theta: float) -> dict[st
             for w in WEIGHTS}
 
 
+def mean_over(grids: list[dict[str, dict]], weight: float, key: str) -> float:
+    """The mean of one score (`hit1`, `macro_f1`) at one weight over the grids (one per question file)."""
+    return sum(g[str(weight)][key] for g in grids) / len(grids)
+
+
 def choose_weight(grids: list[dict[str, dict]]) -> float:
     """The weight with the best mean Hit@1 over the grids (one per question file), then the best mean
     Macro-F1, then the smaller."""
-    def mean(w: float, key: str) -> float:
-        return round(sum(g[str(w)][key] for g in grids) / len(grids), 6)
-
-    return max(WEIGHTS, key=lambda w: (mean(w, "hit1"), mean(w, "macro_f1"), -w))
+    return max(WEIGHTS, key=lambda w: (round(mean_over(grids, w, "hit1"), 6), round(mean_over(grids, w, "macro_f1"), 6), -w))
 
 
 def answering_config(grids: dict[str, dict], per_file: int) -> dict:
     """The `answering` block of a checkpoint's config.json: the chosen weight and the val grids (file label -> grid)."""
     return {"closeness_weight": choose_weight(list(grids.values())), "ends_per_path": ENDS_PER_PATH, "split": "val", "per_file": per_file,
             "rule": "best mean val Hit@1 over the question files, then Macro-F1, then the smaller weight", "val": grids}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0

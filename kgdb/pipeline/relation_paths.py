@@ -202,9 +202,10 @@ class RelationPathRetriever:
         # step brothers' *director* born?" would favour people over places).
         if self.closeness_weight and not composed:  # rescoring the grounded paths: timed with rethinking, the other rescoring
             t = time.perf_counter()
-            weighed = weigh_by_answer_closeness(planned, closeness, self.closeness_weight, set(found.ids) | cvt)
+            excluded = set(found.ids) | cvt
+            weighed = weigh_by_answer_closeness(planned, closeness, self.closeness_weight, excluded)
             timings["rethink"] = _ms(t)
-            first, now = (_first_path(p, set(found.ids) | cvt) for p in (planned, weighed))
+            first, now = (_first_path(p, excluded) for p in (planned, weighed))
             if now != first:  # say why the answers do not follow the ranker's first path
                 notes.append(f"what the paths reach put {relation_path_text(*now)} first, above the planner's first, "
                              f"{relation_path_text(*first)}: its answers fit the question's words better "
