@@ -1,5 +1,5 @@
 """Choose how much the closeness of a relation path's answers to the question weighs
-(`kgdb.pipeline.answer_closeness`), on val splits, for an RRP ranker or planner checkpoint.
+(`kgdb.pipeline.answer_closeness`), on val splits, for an RRP path-ranker checkpoint.
 
     python benchmarks/answer_closeness.py --checkpoint kgdb/models/default/rrp-ranker-portable \\
         --graph bolt://localhost:7701,/work/cache-webqsp,../shared/data/webqsp/questions.jsonl \\
@@ -12,7 +12,8 @@ first `--per-file` val questions (never test) are answered once with the checkpo
 The choice: the best mean Hit@1, then the best mean Macro-F1, then the smaller weight. `--write` stores
 it, with the grid, as `answering` in the checkpoint's config.json, where `kgdb ask` / `eval rrp` read it.
 `kgdb train rrp-ranker` makes the same choice when it trains (`--portable`: on each file's own graph, as
-here); this script chooses it for a checkpoint trained before, such as the shipped portable ranker.
+here), and `kgdb train rrp` for the beam planner with its structural reasoner; this script chooses it for
+a ranker trained before, such as the shipped portable ranker.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def main() -> None:
 
     from kgdb.config import load_settings
     from kgdb.cypher import Graph
+    from kgdb.errors import InputError
     from kgdb.models.checkpoints import find_checkpoint
     from kgdb.pipeline.answer_closeness import WEIGHTS, mean_over
     from kgdb.pipeline.path_ranker_training import choose_closeness_weight
@@ -53,9 +55,11 @@ def main() -> None:
                  for uri, cache, questions in specs]
         task = bar.add_task("val questions", total=None)
         ranker = find_checkpoint(args.checkpoint, pairs[0][0].settings.checkpoints_dir)
-        answering = choose_closeness_weight(ranker, pairs,
-                                            per_file=args.per_file, write=args.write, on_start=lambda n: bar.update(task, total=n),
-                                            on_progress=lambda n: bar.advance(task, n))
+        try:
+            answering = choose_closeness_weight(ranker, pairs, per_file=args.per_file, write=args.write,
+                                                on_start=lambda n: bar.update(task, total=n), on_progress=lambda n: bar.advance(task, n))
+        except InputError as exc:
+            raise SystemExit(str(exc)) from None
     grid = answering["val"]
     grids = list(grid.values())
     print(f"answered the val questions of {len(specs)} question files in {time.perf_counter() - t:.0f} s")

@@ -168,3 +168,9 @@ def test_benchmark_chooses_the_weight_on_val_and_stores_it(movie_files, tmp_path
     bad = subprocess.run([sys.executable, str(script), "--checkpoint", str(copy), "--graph", settings.neo4j_uri],
                          capture_output=True, text=True, env=run_env, timeout=120)
     assert bad.returncode != 0 and "expected URI,CACHE_DIR,QUESTIONS" in bad.stderr + bad.stdout
+    # a beam planner's weight belongs to its structural checkpoint (`kgdb train rrp`), not to this script
+    config = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**config, "retriever": "rrp-planner"}))
+    planner = subprocess.run([sys.executable, str(script), "--checkpoint", str(copy), "--graph", spec],
+                             capture_output=True, text=True, env=run_env, timeout=120)
+    assert planner.returncode != 0 and "--checkpoint" in planner.stderr and "not an rrp-ranker" in planner.stderr, planner.stderr

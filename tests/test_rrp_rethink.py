@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from kgdb.cli import app
 from kgdb.data.relation_paths import TripleArrays
 from kgdb.pipeline import relation_path_retriever
+from kgdb.pipeline.answer_closeness import WEIGHTS
 from kgdb.pipeline.relation_paths import select
 from kgdb.pipeline.structural import answers_of, chosen_mode
 from kgdb.protocol import ScoredPath
@@ -38,6 +39,11 @@ def test_structural_reasoner_and_rethinking_answer_by_default_without_an_llm(mov
     assert config["retriever"] == "rrp-structural" and tuned["split"] == "val"
     assert 0.0 <= tuned["lambda1"] <= 1.0 and tuned["lambda2"] == pytest.approx(1 - tuned["lambda1"]) and 0.0 <= tuned["theta"] < 1.0
     assert config["metrics"]["val_hit@1"] > 0.5
+    # the answers' closeness weight is chosen in the chosen mode and read from the same checkpoint as λ1 and θ
+    answering = config["answering"]
+    assert answering["closeness_weight"] in WEIGHTS and sorted(answering["val"]) == sorted(str(f) for f in files)
+    assert "answer closeness weight" in out.output
+    assert relation_path_retriever(graph, settings, write=False).closeness_weight == answering["closeness_weight"]
 
     gold = _answers(TripleArrays.from_triples(TRIPLES), "Lise Meitner", (("movie.starred_actors", -1), ("movie.directed_by", 1)))
     out = runner.invoke(app, base + ["ask", "who directed the films starring Lise Meitner", "--topic", "Lise Meitner", "--json"], env=env)

@@ -138,7 +138,7 @@ def train_retriever(
     max_val: Annotated[Optional[int], typer.Option("--max-val", help="Use only the first N validation questions.")] = None,
     threads: Annotated[int, typer.Option("--threads", help="CPU threads for torch (default: half the cores, at most 8).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
-    tune_per_file: Annotated[int, typer.Option("--tune-per-file", help="rrp, rrp-ranker: val questions per file that choose λ1 and θ (rrp-ranker: and the answer closeness weight; a fixed prefix; 0: rrp-ranker skips the tuning).")] = 300,
+    tune_per_file: Annotated[int, typer.Option("--tune-per-file", help="rrp, rrp-ranker: val questions per file that choose the answering mode, λ1, θ and the answer closeness weight (a fixed prefix; 0: rrp-ranker skips the tuning).")] = 300,
     labels: Annotated[LabelSource, typer.Option("--labels", help="Training positives: shortest-path triples, or the triples on the paths `kgdb label --method rapl|reg` stored (questions without them fall back to shortest).")] = LabelSource.shortest,
     relation_targets: Annotated[bool, typer.Option("--relation-targets", help="rapl: add RAPL's relation targeting (Eq. 8) to the question-triple loss: the triples leaving a topic by a relation `kgdb label --method rapl-relations` stored for the question are positives too (questions without R_* unchanged). Combines with any --labels.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Questions per optimiser step, scored as one disjoint union (retrievers that support it: subgraphrag); the loss is the mean over the questions.")] = 1,
@@ -285,7 +285,6 @@ def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, pat
 
     from kgdb.cypher import Graph
     from kgdb.pipeline.path_ranker_training import choose_closeness_weight, train_path_ranker, tune_ranker_and_store
-    from kgdb.pipeline.structural import ABLATIONS
 
     def on_examples(split: str, n: int, counts: dict) -> None:
         console.print(f"{split}: {n} questions, {counts['candidates']} candidate paths, {counts['no_candidate']} without any, "
@@ -326,6 +325,13 @@ def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, pat
         tune_task = bar.add_task("tune mode, λ1, θ on val", total=None)
         tuned = tune_ranker_and_store(graph, settings, ckpt, questions, per_file=tune_per_file, on_start=lambda n: bar.update(tune_task, total=n),
                                       on_progress=lambda n: bar.advance(tune_task, n))
+    _print_tuned(tuned)
+
+
+def _print_tuned(tuned: dict) -> None:
+    """The answering settings `structural.tune_answering` chose, and the val ablation they were chosen on."""
+    from kgdb.pipeline.structural import ABLATIONS
+
     table = Table("mode (val, entity ids)", "n", "Hit@1", "Macro-F1", "reachable %",
                   title=f"λ1 {tuned['lambda1']}, θ {tuned['theta']}, answering mode {tuned['mode']}, answer closeness weight "
                         f"{tuned['answering']['closeness_weight']} (chosen on val)")
@@ -337,7 +343,7 @@ def _train_ranker(ctx, settings, questions: list[Path], *, name, max_epochs, pat
 
 def _train_structural(ctx, settings, questions: list[Path], *, name, max_epochs, patience, lr, seed, threads, steps, resume, max_val,
                       tune_per_file) -> None:
-    from kgdb.pipeline.structural import ABLATIONS, tune_and_store, train_structural
+    from kgdb.pipeline.structural import tune_and_store, train_structural
 
     def on_examples(split: str, n: int, used: int, counts: dict) -> None:
         console.print(f"{split}: {used} of {n} questions have a training subgraph holding an answer "
@@ -359,18 +365,14 @@ def _train_structural(ctx, settings, questions: list[Path], *, name, max_epochs,
         bar.update(steps_task, visible=False)
         console.print(f"best epoch {result.best_epoch}: val Hit@1 {result.best_val_hit1:.4f}; {result.train_questions} training subgraphs; "
                       f"checkpoint {escape(str(ckpt.path))}", highlight=False)
-        tune_task = bar.add_task("tune λ1, θ on val", total=None)
+        tune_task = bar.add_task("tune λ1, θ, closeness weight on val", total=None)
         try:
             tuned = tune_and_store(graph, settings, ckpt, questions, per_file=tune_per_file, on_start=lambda n: bar.update(tune_task, total=n),
                                    on_progress=lambda n: bar.advance(tune_task, n))
         except KgdbError as exc:
             console.print(f"[yellow]rethinking not tuned:[/] {escape(str(exc))}", highlight=False)
             return
-    table = Table("mode (val, entity ids)", "n", "Hit@1", "Macro-F1", "reachable %", title=f"λ1 {tuned['lambda1']}, θ {tuned['theta']} (chosen on val)")
-    for mode in ABLATIONS:
-        m = tuned["ablation_val"][mode]
-        table.add_row(mode, str(m["n"]), f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}")
-    console.print(table)
+    _print_tuned(tuned)
 
 
 @eval_app.command("rrp")

@@ -219,33 +219,18 @@ def train_path_ranker(
 
 def tune_ranker_and_store(graph: Graph, settings: Settings, ranker: Checkpoint, questions: list[Path], *, per_file: int = 300,
                           on_start: Callable[[int], None] = lambda n: None, on_progress: Callable[[int], None] = lambda n: None) -> dict:
-    """Choose the answering mode, λ1 and θ with this ranker on the first `per_file` val questions of
-    each file (never test), as `kgdb train rrp` does for the beam planner, then the weight of the
-    answers' closeness to the question (`kgdb.pipeline.answer_closeness`) in that mode, and store them
-    in the ranker checkpoint's config.json (`relation_path_retriever` reads them from there)."""
+    """`structural.tune_answering` with this ranker in place of the beam planner, as `kgdb train rrp`
+    does for the beam planner; stored in the ranker checkpoint's config.json (`relation_path_retriever`
+    reads them from there)."""
     from kgdb.config import dump_json
-    from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import CONFIG
-    from kgdb.pipeline.answer_closeness import answering_config, weight_grid
     from kgdb.pipeline.relation_paths import relation_path_retriever
-    from kgdb.pipeline.structural import ABLATIONS, chosen_mode, gather_questions, score_mode, tune_rethinking
+    from kgdb.pipeline.structural import tune_answering
 
     retriever = relation_path_retriever(graph, settings, checkpoint=ranker.name, write=False, mode="rethink", closeness_weight=0.0)
-    by_file = {str(p): read_questions(p).split("val")[:per_file] for p in questions}
-    records = [q for qs in by_file.values() for q in qs]
-    on_start(len(records))
-    items = gather_questions(retriever, records, on_progress)
-    tuned = {**tune_rethinking(items), "split": "val", "per_file": per_file, "beam": retriever.planner.beam,
-             "structural": retriever.structural.checkpoint.name if getattr(retriever.structural, "checkpoint", None) else None,
-             "ablation_val": {m: score_mode(items, m, 0.0, 0.0) if m == "planner" else None for m in ABLATIONS}}
-    for m in ABLATIONS[1:]:
-        tuned["ablation_val"][m] = score_mode(items, m, tuned["lambda1"], tuned["theta"])
-    tuned["mode"] = chosen_mode(tuned)
-    grids, start = {}, 0
-    for path, qs in by_file.items():  # one grid per file: the weight is chosen on their mean, as for the portable ranker
-        grids[path] = weight_grid(items[start: start + len(qs)], tuned["mode"], tuned["lambda1"], tuned["theta"])
-        start += len(qs)
-    answering = answering_config(grids, per_file)
+    tuned, answering = tune_answering(retriever, questions, per_file=per_file, on_start=on_start, on_progress=on_progress)
+    tuned |= {"beam": retriever.planner.beam,
+              "structural": retriever.structural.checkpoint.name if getattr(retriever.structural, "checkpoint", None) else None}
     dump_json({**ranker.config, "rethinking": tuned, "answering": answering}, ranker.path / CONFIG)
     return {**tuned, "answering": answering}
 
@@ -266,6 +251,9 @@ def choose_closeness_weight(ranker: Checkpoint, on: list[tuple[Graph, Path]], *,
     from kgdb.pipeline.relation_paths import relation_path_retriever
     from kgdb.pipeline.structural import gather_questions
 
+    if ranker.config.get("retriever") != RANKER:  # a beam planner's answering settings live in its structural checkpoint
+        raise InputError(f"{ranker.name} is a {ranker.config.get('retriever', '?')} checkpoint, not an {RANKER}: a beam planner's "
+                         "answer closeness weight is chosen by `kgdb train rrp` with its structural reasoner", path="--checkpoint")
     records = [(graph, path, read_questions(path).split("val")[:per_file]) for graph, path in on]
     if empty := [str(path) for _, path, qs in records if not qs]:
         raise InputError(f"{', '.join(empty)}: no val questions to choose the answer closeness weight on", path="--questions")

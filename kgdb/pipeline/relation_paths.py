@@ -576,8 +576,8 @@ def relation_path_retriever(
     rethink), λ1, θ and the planner's `beam` default to the values chosen on the val split and stored
     in that checkpoint (`kgdb train rrp`; the beam by a val sweep, else 3), else rethinking with 0.5 and 0.
     `planner`: a planner object used instead of the trained one (the LLM planner, `kgdb.qa.llm_planner`).
-    `closeness_weight` (`kgdb.pipeline.answer_closeness`) defaults to the planner checkpoint's
-    `answering.closeness_weight`, else 0."""
+    `closeness_weight` (`kgdb.pipeline.answer_closeness`) defaults to `answering.closeness_weight`
+    of the checkpoint that chose λ1 and θ (a ranker, else the structural one), else 0."""
     from kgdb.models.checkpoints import NoCheckpointError
     from kgdb.pipeline.structural import chosen_mode, load_structural
 
@@ -588,27 +588,29 @@ def relation_path_retriever(
         except NoCheckpointError:
             if structural:
                 raise
-    tuned = (runner.checkpoint.config.get("rethinking") or {}) if runner is not None and runner.checkpoint else {}
+    # the checkpoint that chose the answering settings: the structural one, or a ranker (below), which replaces them
+    chose = runner.checkpoint.config if runner is not None and runner.checkpoint else {}
     from kgdb.pipeline.path_ranker import load_ranker, shipped_ranker  # a ranker replaces the beam planner (and its tuned settings)
 
     fallback = None
     if planner is not None:  # a planner given by the caller (`--planner llm`); rethinking as the structural checkpoint tuned it
         pass
     elif (planner := load_ranker(graph, settings, checkpoint, beam=beam)) is not None:
-        tuned = planner.checkpoint.config.get("rethinking") or {}
+        chose = planner.checkpoint.config
     else:
         try:
-            planner = load_planner(graph, settings, checkpoint, beam=int(tuned.get("beam", 3)) if beam is None else beam, constrained=constrained)
+            tuned_beam = int((chose.get("rethinking") or {}).get("beam", 3))
+            planner = load_planner(graph, settings, checkpoint, beam=tuned_beam if beam is None else beam, constrained=constrained)
         except NoCheckpointError:  # nothing trained on this graph: the portable ranker shipped with kgdb, if it fits
             if checkpoint or (planner := shipped_ranker(graph, settings, beam=beam)) is None:
                 raise
-            tuned = planner.checkpoint.config.get("rethinking") or {}
+            chose = planner.checkpoint.config
             fallback = (f"no RRP planner or ranker in {settings.checkpoints_dir} was trained on this graph, so the portable rrp-ranker "
                         f"shipped with kgdb ranked the relation paths (trained on {planner.checkpoint.config.get('dataset', '?')}); "
                         "`kgdb train rrp-ranker` trains one for this graph")
+    tuned = chose.get("rethinking") or {}
     if closeness_weight is None:
-        config = getattr(getattr(planner, "checkpoint", None), "config", None) or {}
-        closeness_weight = float((config.get("answering") or {}).get("closeness_weight", 0.0))
+        closeness_weight = float((chose.get("answering") or {}).get("closeness_weight", 0.0))
     retriever = RelationPathRetriever(
         graph, settings, planner=planner, k=k, write=write, ground_cap=ground_cap, walks=walks, structural=runner, closeness_weight=closeness_weight,
         mode=chosen_mode(tuned) if mode is None else mode,

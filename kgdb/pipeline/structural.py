@@ -288,25 +288,41 @@ def tune_rethinking(items: list[QuestionPaths]) -> dict:
             "questions": len(items)}
 
 
-def tune_and_store(graph: Graph, settings: Settings, structural: Checkpoint, questions: list[Path], *, per_file: int = 300,
-                   on_start: Callable[[int], None] = lambda n: None, on_progress: Callable[[int], None] = lambda n: None) -> dict:
-    """Choose λ1 and θ on the first `per_file` val questions of each file (never test) with the
-    planner of this graph, and store them in the structural checkpoint's config.json."""
-    from kgdb.config import dump_json
+def tune_answering(retriever, questions: list[Path], *, per_file: int, on_start: Callable[[int], None] = lambda n: None,
+                   on_progress: Callable[[int], None] = lambda n: None) -> tuple[dict, dict]:
+    """The answering settings of a retriever built with closeness weight 0, chosen on the first
+    `per_file` val questions of each file (never test): λ1, θ, the ablation and the mode `kgdb ask`
+    answers in (`rethinking`), then the weight of the answers' closeness to the question in that mode
+    (`answering`, `kgdb.pipeline.answer_closeness`; one grid per file, chosen on their mean)."""
     from kgdb.data.questions import read_questions
-    from kgdb.models.checkpoints import CONFIG
-    from kgdb.pipeline.relation_paths import relation_path_retriever
+    from kgdb.pipeline.answer_closeness import answering_config, weight_grid
 
-    retriever = relation_path_retriever(graph, settings, write=False, structural=structural.name, mode="rethink")
-    records = [q for p in questions for q in read_questions(p).split("val")[:per_file]]
+    by_file = {str(p): read_questions(p).split("val")[:per_file] for p in questions}
+    records = [q for qs in by_file.values() for q in qs]
     on_start(len(records))
     items = gather_questions(retriever, records, on_progress)
     tuned = {**tune_rethinking(items), "split": "val", "per_file": per_file,
-             "planner": retriever.planner.checkpoint.name if retriever.planner.checkpoint else None,
              "ablation_val": {m: score_mode(items, m, 0.0, 0.0) if m == "planner" else None for m in ABLATIONS}}
     for m in ABLATIONS[1:]:
         tuned["ablation_val"][m] = score_mode(items, m, tuned["lambda1"], tuned["theta"])
     tuned["mode"] = chosen_mode(tuned)
-    config = {**structural.config, "rethinking": tuned}
-    dump_json(config, structural.path / CONFIG)
-    return tuned
+    grids, start = {}, 0
+    for path, qs in by_file.items():
+        grids[path] = weight_grid(items[start: start + len(qs)], tuned["mode"], tuned["lambda1"], tuned["theta"])
+        start += len(qs)
+    return tuned, answering_config(grids, per_file)
+
+
+def tune_and_store(graph: Graph, settings: Settings, structural: Checkpoint, questions: list[Path], *, per_file: int = 300,
+                   on_start: Callable[[int], None] = lambda n: None, on_progress: Callable[[int], None] = lambda n: None) -> dict:
+    """`tune_answering` with the beam planner of this graph and this structural reasoner; the settings
+    are stored in the structural checkpoint's config.json, where `relation_path_retriever` reads them."""
+    from kgdb.config import dump_json
+    from kgdb.models.checkpoints import CONFIG
+    from kgdb.pipeline.relation_paths import relation_path_retriever
+
+    retriever = relation_path_retriever(graph, settings, write=False, structural=structural.name, mode="rethink", closeness_weight=0.0)
+    tuned, answering = tune_answering(retriever, questions, per_file=per_file, on_start=on_start, on_progress=on_progress)
+    tuned["planner"] = retriever.planner.checkpoint.name if retriever.planner.checkpoint else None
+    dump_json({**structural.config, "rethinking": tuned, "answering": answering}, structural.path / CONFIG)
+    return {**tuned, "answering": answering}
