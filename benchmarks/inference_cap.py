@@ -1,7 +1,7 @@
 """The fetch cap a trained checkpoint serves with, chosen on validation splits.
 
 A checkpoint's `fetch.cap` records how its training subgraphs were fetched; served at a smaller cap
-it may be as accurate and several times faster on dense graphs (README, "The default cap"). Each cap
+it may be as accurate and several times faster on dense graphs (docs/retrieval.md, "The default cap"). Each cap
 of the grid is evaluated on every `--val` set with `kgdb eval retrieval --split val --cap C`; the rule
 picks the best mean answer recall@100 over the sets, then the best mean shortest-path-triple
 recall@100 (both to 3 decimals), then the smallest cap. A path retriever (RAPL) is judged on the

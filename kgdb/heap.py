@@ -6,7 +6,7 @@ short-lived containers (a dense graph's thousands of candidate paths, each with 
 Those allocations trigger full collections, and every full collection walks the long-lived objects
 again. Freezing them once they are all loaded (after the first answer, so that lazily loaded models
 are among them) leaves the collector only what questions allocate: on the 50M-triple synthetic graph
-a question took 15 % less time (README, "RRP on any graph"). Frozen objects are still freed when no
+a question took 15 % less time (docs/rrp.md, "RRP on any graph"). Frozen objects are still freed when no
 reference is left; only a reference cycle among them waits for the exit, where they go back to the collector.
 """
 

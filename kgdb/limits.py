@@ -8,7 +8,7 @@ MAX_HOPS = 4
 # the WebQSP + FB15k-237 distractor graph and MetaQA 2/3-hop (fewer same-relation distractors compete
 # for the top 100), lost 1 of 1,228 MetaQA 1-hop questions, and fetched up to 6x faster on dense
 # graphs. Losses: RAPL on WebQSP (0.958 -> 0.949) and cosine-dde on the synthetic 10M graph (0.518 ->
-# 0.500), whose answers are in fewer subgraphs. Figures and commands: README, "The default cap". A
+# 0.500), whose answers are in fewer subgraphs. Figures and commands: docs/retrieval.md, "The default cap". A
 # checkpoint serves at the cap chosen for it on validation (`fetch.inference_cap`), else at the cap
 # it was trained with.
 DEFAULT_CAP = 100
@@ -25,7 +25,7 @@ FETCH_MAX_TRIPLES = 100_000
 # expanded beyond the first level. Topic entities always are (KGDB_FETCH_HUB_SCAN). It replaced a
 # count of hubs (8): on validation splits 10,000 gave the answer recall of unbounded hubs on WebQSP,
 # the distractor graph and MetaQA 1/2/3-hop (5,000 lost MetaQA 3-hop, as did 4 hubs) and, on the
-# 50M-triple synthetic graph, a higher recall than 8 hubs at the latency of 4 (README, "Hubs").
+# 50M-triple synthetic graph, a higher recall than 8 hubs at the latency of 4 (docs/scale.md, "Hubs").
 # The RRP path ranker's enumeration of relation paths reads the same bound beyond the topics' hop
 # (hubs there: more relationships than one step keeps, fewest first; `path_candidates.bound_hubs`):
 # on the distractor graph it took RRP's p50 / p95 from ~125 / 344 to ~80 / 248 ms, val answers unchanged.
@@ -35,7 +35,7 @@ FETCH_HUB_SCAN = 10_000
 # Every path is still a candidate; only the others' continuations are not listed. On the 10M-triple
 # synthetic graph a question had 29k candidates and 1.7 s of enumeration without it. The smallest of
 # 16, 32 and 64 whose val Hit@1 and Macro-F1 equal the unbounded ones on WebQSP (subset and distractor
-# graph) and MetaQA 1/2/3-hop (KGDB_RRP_PREFIXES; README, "RRP on any graph").
+# graph) and MetaQA 1/2/3-hop (KGDB_RRP_PREFIXES; docs/rrp.md, "RRP on any graph").
 RRP_PREFIXES = 16
 # Degree from which Neo4j groups a node's relationships by type (`db.relationship_grouping_threshold`;
 # KGDB_NEO4J_DENSE_THRESHOLD), written into the local server's neo4j.conf, which neo4j-admin import

@@ -1,7 +1,7 @@
 """CUDA: the trainable models compute on the GPU what they compute on the CPU, and train there.
 
 CI has no GPU, so these are skipped there. They need no database, so a GPU machine without Java or
-the Neo4j driver runs them alone: `python -m pytest -q --noconftest tests/test_gpu.py` (README, "On a GPU").
+the Neo4j driver runs them alone: `python -m pytest -q --noconftest tests/test_gpu.py` (docs/performance.md, "On a GPU").
 """
 
 from __future__ import annotations

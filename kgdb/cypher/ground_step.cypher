@@ -3,7 +3,7 @@
 // share their partial paths (a beam's paths from one topic share it at the first hop, and those with the
 // same first relation at the second): each group's entities are expanded once for all its jobs'
 // relations, since Neo4j expands a relationship type given as a parameter by reading every relationship
-// of the entity (a 50M-triple graph's groundings took half the time, with the same rows: README, "RRP on
+// of the entity (a 50M-triple graph's groundings took half the time, with the same rows: docs/rrp.md, "RRP on
 // any graph", benchmarks/db_calls.py). For each job, extend
 // every partial path by the relationships of type job.relation at its last entity, never revisiting
 // an entity unless $walks: then entities may repeat, but a walk never takes the relationship it just

@@ -49,7 +49,7 @@ from kgdb.ids import normalise_mid
 MAX_NGRAM = 6
 VECTOR_WEIGHT = 0.5
 # Chosen on the WebQSP training split on the WebQSP subset and the distractor graph and on MetaQA
-# training questions (linking by answerability included, `RankedPathPlanner.choose_topic`); README,
+# training questions (linking by answerability included, `RankedPathPlanner.choose_topic`); docs/answering.md,
 # "Linking by answerability".
 DEGREE_WEIGHT = 0.12
 SPECIFICITY_WEIGHT = 1.5
@@ -75,7 +75,7 @@ STOPWORDS = frozenset(
 # Of those, the words that end many names of several words ("kansas city", "mexico city", "sex and the
 # city"): such a gram is a mention. Chosen on the training questions: adding "people", "country",
 # "language", "government" and "place" gained nothing and linked "what is serbian language called?"
-# to the language instead of WebQSP's Serbia (README, "Linking by answerability").
+# to the language instead of WebQSP's Serbia (docs/answering.md, "Linking by answerability").
 NAME_ENDS = frozenset({"city"})
 # Demonym and adjective endings -> the endings of the name they derive from. Questions name a country
 # or creed by its adjective ("what language do egyptians speak?" asks about Egypt, "italians" Italy,

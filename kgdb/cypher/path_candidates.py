@@ -55,7 +55,7 @@ def bound_hubs(graph: Graph, entity_sets: list[list[str]], cap: int, hub_scan: i
     """`entity_sets` without the hubs (entities with more than `cap` relationships) that do not fit the
     scan budget: hubs are kept fewest relationships first (then by id) while their degrees sum to at
     most `hub_scan`; the others are not expanded. Keeping `cap` of a hub's neighbours means scanning
-    all of them; on the distractor graph the bound left every val answer as it was (README, "RRP on
+    all of them; on the distractor graph the bound left every val answer as it was (docs/rrp.md, "RRP on
     any graph")."""
     ids = sorted({i for p in entity_sets for i in p})
     if not ids:

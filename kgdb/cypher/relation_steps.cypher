@@ -16,7 +16,7 @@ CALL (p) {
   MATCH (x:Entity {id: id})-[r]-(y:Entity)
   WHERE NOT r:SCORED
   // ids and the CVT label read once per entity reached, in this pass: collecting the nodes and reading
-  // both from the lists afterwards took a fifth longer on a 50M-triple graph (the same rows; README, "RRP
+  // both from the lists afterwards took a fifth longer on a 50M-triple graph (the same rows; docs/rrp.md, "RRP
   // on any graph", benchmarks/db_calls.py)
   WITH DISTINCT type(r) AS relation, CASE WHEN startNode(r) = x THEN 1 ELSE -1 END AS direction, y.id AS end, y:CVT AS cvt
   ORDER BY relation, direction, end

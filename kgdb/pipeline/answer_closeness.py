@@ -10,7 +10,7 @@ closeness of its first `ENDS_PER_PATH` answers) (the cosine `Gathered.closeness`
 one path: name vector against the question without the topic names); paths of other lengths take
 the best one's factor, and all are rescaled so the grounded paths keep their total.
 The weight is an answering setting of a checkpoint (`answering.closeness_weight` in its
-config.json), chosen on val splits by `benchmarks/answer_closeness.py` (README, "Answers that fit
+config.json), chosen on val splits by `benchmarks/answer_closeness.py` (docs/answering.md, "Answers that fit
 the question's words"); 0, the default, leaves the scores as the planner gave them.
 """
 

@@ -32,7 +32,7 @@ CAP = 200  # frontier entities per hop, as grounding (the hop counts: `kgdb.cyph
 # Topics linked from the text: the first TOPIC_CANDIDATES mentioned candidates within TOPIC_LINK_MARGIN
 # of the best link score compete on link score + TOPIC_PATH_WEIGHT x the ranker's best raw path score
 # from each (`RankedPathPlanner.choose_topic`). Chosen on the WebQSP training split on both graphs
-# (README, "Linking by answerability"); the margin keeps ~95 % of the gain at half the rankings.
+# (docs/answering.md, "Linking by answerability"); the margin keeps ~95 % of the gain at half the rankings.
 TOPIC_CANDIDATES = 3
 TOPIC_PATH_WEIGHT = 0.05
 TOPIC_LINK_MARGIN = 0.3
@@ -82,7 +82,7 @@ def relation_wording(candidates, best_steps: dict) -> set[str]:
     (`best_steps`: id -> steps; words compared without a plural s). In "what was the cause of death
     for bruce lee?" the entity "Cause of death" is linked from words that Bruce Lee's path
     `people.deceased_person.cause_of_death` reads: the question asks that relation of Bruce Lee.
-    Chosen on the WebQSP and MetaQA training splits (README, "Linking by answerability")."""
+    Chosen on the WebQSP and MetaQA training splits (docs/answering.md, "Linking by answerability")."""
     from kgdb.embeddings import relation_text
 
     read = {i: _singular(w for relation, _ in steps for w in relation_text(relation).lower().split()) for i, steps in best_steps.items()}
@@ -277,7 +277,7 @@ class RankedPathPlanner:
         and stays among the plans (an "other reading" where the outer path is unsure). Chosen on the
         WebQSP and MetaQA training splits and two hand-written compositional dev sets (the default data;
         the distractor graph for the shape rule); the apposition rule after a look at WebQSP test
-        (README, "Compositional questions")."""
+        (docs/answering.md, "Compositional questions")."""
         from kgdb.data.composition import split_composition
         from kgdb.pipeline.relation_paths import PlannedPath
 

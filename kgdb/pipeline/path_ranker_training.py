@@ -179,7 +179,7 @@ def train_path_ranker(
     cfg = RankerTrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
     seed_everything(seed)
     # The GPU when present: on two H200 machines it trained the shipped recipe as fast as their 16 CPU threads or 2.6x
-    # faster, and 10x faster on questions with thousands of candidates (README, "On a GPU"). Examples are gathered on the CPU.
+    # faster, and 10x faster on questions with thousands of candidates (docs/performance.md, "On a GPU"). Examples are gathered on the CPU.
     device = resolve_device(settings.device)
     model = PathRanker(model_cfg, torch.from_numpy(stacked)).to(device)
     try:

@@ -268,7 +268,7 @@ class RelationPathRetriever:
         which end it asks for ("where did kevin love go to *college*": UCLA, not his high school;
         "judy garland *father*"). Asked only for the answers tied at the best score, fewer than two
         get none, so a lazily embedded graph encodes few names. Chosen on the WebQSP training and
-        validation splits (README, "Answers tied on one path")."""
+        validation splits (docs/answering.md, "Answers tied on one path")."""
         memo: dict[str, float] = {}
         q = text_emb  # encoded on first need where the planner did not encode the question
 

@@ -152,7 +152,7 @@ def answering_pipeline(graph: Graph, settings: Settings, *, retriever: str | Non
     """The pipeline `kgdb ask` and `Kgdb.ask` answer with; what they pick when the retriever is not
     named: RRP once trained for this graph (without an LLM its own reasoner, with one its rethought
     paths in the `paths` prompt); without an LLM and nothing trained, RRP with the portable ranker
-    shipped with kgdb (README, "RRP on any graph"); else, or where that ranker does not fit the
+    shipped with kgdb (docs/rrp.md, "RRP on any graph"); else, or where that ranker does not fit the
     graph, the default retriever (subgraphrag, falling back to the shipped cosine-dde) and `reasoner`."""
     from kgdb.models.checkpoints import NoCheckpointError
     from kgdb.models.default import shipped_checkpoint

@@ -4,7 +4,7 @@ They read only text embeddings (no entity or relation ids), so they run on any g
 the same model:
 - `cosine-dde-webqsp/`: the default retriever of a fresh install. `kgdb ask` uses it whenever the
   retriever asked for has no checkpoint trained on the connected graph; its inputs are question
-  cosines and distances, so it beats cosine on graphs it was not trained on (README, "The default
+  cosines and distances, so it beats cosine on graphs it was not trained on (docs/retrieval.md, "The default
   retriever"). It scores in numpy, so a cold ask still imports no torch.
 - `rapl-webqsp/`: used only by `--retriever rapl` on a graph without a RAPL checkpoint; RAPL reads
   raw vectors and transfers worse than cosine, so it is never the fallback of other retrievers.
