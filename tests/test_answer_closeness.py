@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from kgdb.pipeline.answer_closeness import ENDS_PER_PATH, WEIGHTS, weigh_by_answer_closeness, with_weight
-from kgdb.pipeline.relation_paths import PlannedPath, RelationPathRetriever, _Candidate, relation_path_retriever
+from kgdb.pipeline.planners import PlannedPath
+from kgdb.pipeline.relation_paths import RelationPathRetriever, _Candidate, relation_path_retriever
 from kgdb.protocol import ScoredPath
 from kgdb_graphs import load
 from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)

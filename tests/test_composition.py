@@ -20,7 +20,7 @@ from kgdb.cypher.linking import strip_mentions
 from kgdb.cypher.path_candidates import CandidatePath
 from kgdb.data.composition import Composition, split_composition
 from kgdb.pipeline.path_ranker import COMPOSED_ENDS, RankedPathPlanner
-from kgdb.pipeline.relation_paths import PlannedPath
+from kgdb.pipeline.planners import PlannedPath
 from kgdb_graphs import load
 
 DIRECTED, BORN, RELEASED = ("film.film.directed_by", 1), ("people.person.place_of_birth", 1), ("film.film.release_date", 1)

@@ -16,7 +16,7 @@ from kgdb.cypher.paths import (
     why_empty,
 )
 from kgdb.models.planner import PathPlanner, PlannerConfig
-from kgdb.pipeline.relation_paths import TrainedPathPlanner
+from kgdb.pipeline.planners import TrainedPathPlanner
 from kgdb_graphs import load
 from test_rrp_ask import TRIPLES
 

@@ -12,7 +12,7 @@ import torch
 from kgdb.models.planner import PathPlanner, PlannerConfig
 from kgdb.models.structural import StructuralConfig, StructuralReasoner
 from kgdb.pipeline import relation_path_retriever
-from kgdb.pipeline.relation_paths import PLANNER, save_relation_model
+from kgdb.pipeline.planners import PLANNER, save_relation_model
 from kgdb.pipeline.structural import STRUCTURAL
 from kgdb.pipeline.train import relation_vocabulary
 from kgdb_graphs import load

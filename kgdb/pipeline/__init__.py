@@ -5,19 +5,17 @@ through here; nothing below it imports it (import-linter contract).
 - `retrieve`: `RetrievePipeline`, a registered tensor retriever as a `QuestionRetriever`.
 - `splits`: `prepare_split`, the labelled subgraphs of a question split, cached on disk.
 - `train`: `train_retriever` (any registered retriever) and `train_planner` (RRP's planner).
-- `relation_paths`: planners, Cypher grounding and `RelationPathRetriever`.
+- `planners`: relation-path planners (cosine baseline, RRP's trained planner).
+- `relation_paths`: Cypher grounding, rethinking and `RelationPathRetriever`.
 - `path_ranker`: RRP's path ranker serving (`RankedPathPlanner`); `path_ranker_training`: training it.
 - `vectors`: `EntityVectors`, the entity rows a use touches, missing vectors filled on use.
 """
 
-# Names are imported from their module on first use (PEP 562), not here: `relation_paths`,
-# `splits` and `train` import torch, which a cold `kgdb ask` with the numpy cosine path never needs.
+# Names are imported from their module on first use (PEP 562), not here: `train` imports torch, and
+# every module costs start-up time a cold `kgdb ask` with the numpy cosine path does not need.
 _MODULE_OF = {
-    **dict.fromkeys(
-        ("PLANNER", "CosinePathPlanner", "PlannedPath", "RelationPathRetriever", "TrainedPathPlanner", "load_planner",
-         "relation_path_retriever"),
-        "relation_paths",
-    ),
+    **dict.fromkeys(("PLANNER", "CosinePathPlanner", "PlannedPath", "TrainedPathPlanner", "load_planner"), "planners"),
+    **dict.fromkeys(("RelationPathRetriever", "relation_path_retriever"), "relation_paths"),
     **dict.fromkeys(("STAGES", "QuestionInput", "RetrievePipeline"), "retrieve"),
     **dict.fromkeys(("EntityVectors", "entity_vectors"), "vectors"),
     "prepare_split": "splits",

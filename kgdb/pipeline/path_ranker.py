@@ -183,7 +183,7 @@ class RankedPathPlanner:
                                "prefixes": self.prefixes}}
 
     def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
-        from kgdb.pipeline.relation_paths import encode_question
+        from kgdb.pipeline.planners import encode_question
 
         made = getattr(self._last, "encoded", {}).get((question, tuple(topic_names)))
         return made if made is not None else encode_question(self.embedder, question, topic_names)
@@ -279,7 +279,7 @@ class RankedPathPlanner:
         the distractor graph for the shape rule); the apposition rule after a look at WebQSP test
         (docs/answering.md, "Compositional questions")."""
         from kgdb.data.composition import split_composition
-        from kgdb.pipeline.relation_paths import PlannedPath
+        from kgdb.pipeline.planners import PlannedPath
 
         composition = split_composition(question, topic_names[0]) if self.compositions and len(topics) == 1 and plans else None
         if composition is None:
@@ -337,7 +337,7 @@ class RankedPathPlanner:
         return [(kept[i], float(p[i])) for i in order]
 
     def plan_encoded(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]):
-        from kgdb.pipeline.relation_paths import PlannedPath
+        from kgdb.pipeline.planners import PlannedPath
 
         if getattr(self._last, "raw", None) is None:  # a question `choose_topic` did not start
             self._last.enumerated = {}
@@ -365,7 +365,7 @@ def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None,
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.embeddings import get_embedder
     from kgdb.models.path_ranker_numpy import NumpyPathRanker, RankerConfig
-    from kgdb.pipeline.relation_paths import load_planner, load_relation_model
+    from kgdb.pipeline.planners import load_planner, load_relation_model
 
     if checkpoint:
         found = find_checkpoint(checkpoint, settings.checkpoints_dir)

@@ -135,7 +135,7 @@ def train_path_ranker(
     from kgdb.models.path_ranker import PathRanker
     from kgdb.models.path_ranker_numpy import DENSE_FEATURES, PORTABLE_FEATURES, RankerConfig
     from kgdb.models.registry import make_config
-    from kgdb.pipeline.relation_paths import load_planner, save_relation_model
+    from kgdb.pipeline.planners import load_planner, save_relation_model
     from kgdb.training.path_ranker import RankerTrainConfig, train_ranker_model
     from kgdb.training.trainer import prepare_cpu, seed_everything
 

@@ -74,7 +74,7 @@ def train_structural(
     from kgdb.data.path_subgraphs import EdgesByStep
     from kgdb.data.questions import read_questions
     from kgdb.models.structural import StructuralConfig, StructuralReasoner
-    from kgdb.pipeline.relation_paths import save_relation_model
+    from kgdb.pipeline.planners import save_relation_model
     from kgdb.pipeline.train import relation_vocabulary
     from kgdb.training.structural import StructuralTrainConfig, finished, train_structural_model
     from kgdb.training.trainer import prepare_cpu, seed_everything
@@ -181,7 +181,7 @@ class StructuralRunner:
 
 def load_structural(graph: Graph, settings: Settings, checkpoint: str | None = None) -> StructuralRunner:
     """The named structural checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
-    from kgdb.pipeline.relation_paths import load_relation_model
+    from kgdb.pipeline.planners import load_relation_model
 
     def build(cfg: dict, state: dict):
         # torch-geometric is imported only once a checkpoint was found (1.6 s of a cold `kgdb ask`)

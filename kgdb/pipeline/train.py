@@ -20,7 +20,7 @@ from kgdb.limits import DEFAULT_CAP
 from kgdb.models import registry
 from kgdb.models.base import resolve_device
 from kgdb.models.checkpoints import find_checkpoint
-from kgdb.pipeline.relation_paths import PLANNER, save_relation_model
+from kgdb.pipeline.planners import PLANNER, save_relation_model
 from kgdb.pipeline.vectors import entity_vectors, with_local_entities
 from kgdb.pipeline.splits import LABEL_SOURCES, SHORTEST, prepare_split
 

@@ -88,7 +88,7 @@ class LLMPathPlanner:
         return self.plan_noted(graph, question, topics, topic_names)[0]
 
     def plan_noted(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> tuple[list, list[str], dict]:
-        from kgdb.pipeline.relation_paths import PlannedPath  # torch: imported only when planning
+        from kgdb.pipeline.planners import PlannedPath  # torch: imported only when planning
         from kgdb.qa.reasoners.base import Reasoning
 
         usage = Reasoning(answers=[], reply="", reasoner=self.llm.name, llm_used=True)
@@ -143,7 +143,7 @@ def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None)
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.models.checkpoints import NoCheckpointError, checkpoint_for_graph, find_checkpoint
     from kgdb.pipeline.path_ranker import RANKER, load_ranker
-    from kgdb.pipeline.relation_paths import PLANNER, load_planner
+    from kgdb.pipeline.planners import PLANNER, load_planner
     from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
 
     require_planner_llm(settings)
