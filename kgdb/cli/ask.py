@@ -1,10 +1,10 @@
-"""`kgdb ask` (answer one question from the graph, with evidence) and `kgdb eval qa`."""
+"""`kgdb ask` (answer one question from the graph, with evidence), `kgdb eval qa` and `kgdb eval rrp` (RRP's ablation without an LLM)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich.markup import escape
@@ -12,7 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from kgdb.cli import app
-from kgdb.cli.common import CAP_HELP, SAMPLE_HELP, console, eval_app, open_graph, progress, settings_from
+from kgdb.cli.common import CAP_HELP, QUESTIONS_HELP, SAMPLE_HELP, console, eval_app, open_graph, progress, settings_from
+from kgdb.config import dump_json
+from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import InputError
 from kgdb.qa.llm_planner import PLANNERS, require_planner_llm
 from kgdb.qa.prompts import FORMATS
@@ -275,3 +277,56 @@ def print_metrics(metrics: dict, title: str) -> None:
     if planner:  # `--planner llm`
         console.print(f"LLM planner: avg prompt tokens {planner['avg_prompt_tokens']:.1f}, avg completion tokens "
                       f"{planner['avg_completion_tokens']:.1f}, calls {planner['llm_calls']}", highlight=False)
+
+
+@eval_app.command("rrp")
+def eval_rrp(
+    ctx: typer.Context,
+    questions: Annotated[Path, typer.Option("--questions", help=QUESTIONS_HELP)],
+    split: Annotated[str, typer.Option("--split", help="val (default) or test (once, with the final settings).")] = "val",
+    limit: Annotated[Optional[int], typer.Option("--limit", help="First N questions of the split (a fixed prefix).")] = None,
+    sample: Annotated[Optional[int], typer.Option("--sample", help=SAMPLE_HELP)] = None,
+    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Planner or path-ranker checkpoint (default: the newest ranker for this graph, else the newest planner).")] = None,
+    structural: Annotated[Optional[str], typer.Option("--structural", help="Structural checkpoint (default: newest for this graph).")] = None,
+    planner: Annotated[str, typer.Option("--planner", help="trained (default) or llm: the OpenAI-compatible LLM of KGDB_LLM_BASE_URL / KGDB_LLM_MODEL plans the relation paths (prompt plan_paths_v1).")] = "trained",
+    out: Annotated[Optional[Path], typer.Option("--out", help="JSON results file.")] = None,
+) -> None:
+    """RRP's ablation (the paper's Table V without an LLM): planner only, structural only, both
+    without rethinking, both with rethinking, from one retrieval pass per question; Hit@1 and
+    Macro-F1 on answer entity ids, and the share of questions whose gold answer ends a candidate path."""
+    from kgdb.data.questions import file_tag
+    from kgdb.pipeline import relation_path_retriever
+    from kgdb.pipeline.structural import ABLATIONS, gather_questions, score_mode
+
+    from kgdb.qa.llm_planner import PLANNERS, llm_planner, require_planner_llm
+
+    if planner not in PLANNERS:
+        raise InputError(f"{planner!r} is not one of {', '.join(PLANNERS)}", path="--planner")
+    settings = settings_from(ctx)
+    if planner == "llm":
+        require_planner_llm(settings)
+    qs = read_questions(questions)
+    records = subsample(qs.split(split), limit=limit, sample=sample)
+    with open_graph(ctx) as graph:
+        chosen = llm_planner(graph, settings, checkpoint) if planner == "llm" else None
+        # no structural reasoner for the graph (e.g. the portable ranker on a graph nothing was trained on): the planner row only
+        retriever = relation_path_retriever(graph, settings, checkpoint=checkpoint, write=False, structural=structural, planner=chosen)
+        with progress() as bar:
+            task = bar.add_task(f"rrp {split}", total=len(records))
+            items = gather_questions(retriever, records, lambda n: bar.advance(task, n))
+    usages = [g.usage for g in (item.gathered for item in items) if g is not None and g.usage]
+    usage = {key: sum(u[key] for u in usages) for key in ("calls", "prompt_tokens", "completion_tokens")} if usages else None
+    lam, theta = retriever.lambda1, retriever.theta
+    rows = {m: score_mode(items, m, lam, theta) for m in (ABLATIONS if retriever.structural is not None else ABLATIONS[:1])}
+    table = Table("mode", "n", "Hit@1", "Macro-F1", "reachable %", title=f"RRP ablation, {escape(qs.dataset)} {split} (λ1 {lam}, θ {theta})")
+    for mode, m in rows.items():
+        table.add_row(mode, str(m["n"]), f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}")
+    console.print(table)
+    for note in retriever.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+    if usage:
+        console.print(f"LLM planner: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens")
+    planned = "-llm-planner" if planner == "llm" else ""
+    path = out or settings.runs_dir / "eval" / f"rrp-ablation-{qs.dataset}-{file_tag(questions)}{planned}-{split}.json"
+    dump_json({"dataset": qs.dataset, "split": split, "limit": limit, "sample": sample, **retriever.describe(), "rows": rows, "planner_usage": usage}, path)
+    console.print(f"results {escape(str(path))}", highlight=False)

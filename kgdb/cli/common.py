@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from kgdb.config import Settings, load_settings
+from kgdb.errors import InputError
 
 if TYPE_CHECKING:
     from kgdb.cypher import Graph
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 LOG_WIDTH = 160
 SAMPLE_HELP = ("N questions of the split drawn at random (fixed seed), in file order; unlike --limit's prefix it covers "
                "every question template of a MetaQA file, which is grouped by template.")
+QUESTIONS_HELP = "WebQSP-style questions.jsonl or MetaQA k-hop/qa.txt."
 CAP_HELP = ("Most triples expanded from one node (default: the checkpoint's serving cap, `fetch.inference_cap`, "
             "else the cap it was trained with, else 100).")
 
@@ -117,3 +119,45 @@ def progress() -> Progress:
         console=console,
         transient=False,
     )
+
+
+def parse_settings(pairs: list[str]) -> dict[str, str]:
+    """`--set KEY=VALUE` options as a dict (values as given: the config they go to types them)."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"expected KEY=VALUE, got {pair!r}", path="--set")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def report_split(report) -> None:
+    """Where a split's labelled subgraphs came from (cache or database), what was dropped, and the labels used."""
+    result = report.split_data
+    if result.from_disk:
+        how = "loaded from cache, database not queried"
+    elif result.errors:
+        how = f"fetched from the database; NOT cached: {len(result.errors)} fetches failed, first: {escape(result.errors[0])}"
+    else:
+        how = "fetched from the database and cached"
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items()) if v)
+    console.print(
+        f"{escape(report.dataset)}/{report.split}: {len(result.items)} subgraphs {how} ({escape(str(result.path))}); "
+        f"skipped or dropped: {skipped or 'none'}",
+        highlight=False,
+    )
+    if lc := result.label_counts:
+        console.print(
+            f"  labels: {lc['source']} (stored by `kgdb label`) for {lc['llm']} questions ({lc['paths']} paths); "
+            f"{lc['fallback_shortest']} without them fall back to shortest-path labels"
+            + (f"; {lc['paths_not_in_subgraph']} stored paths not in the fetched subgraph" if lc["paths_not_in_subgraph"] else ""),
+            highlight=False,
+        )
+    if rc := result.relation_counts:
+        console.print(
+            f"  relation targets: {rc['source']} (stored by `kgdb label`) for {rc['questions']} questions ({rc['relations']} relations "
+            f"marking {rc['augmented_triples']} topic triples as question-triple positives)"
+            + (f"; {rc['unknown_relations']} stored relations no longer in the graph" if rc["unknown_relations"] else ""),
+            highlight=False,
+        )

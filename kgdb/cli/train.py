@@ -1,9 +1,7 @@
-"""`kgdb splits make`, `kgdb train NAME`, `kgdb retrievers`, `kgdb retrieve`, `kgdb eval retrieval`."""
+"""`kgdb splits make` and `kgdb train NAME` (any registered retriever, and RRP's planner, path ranker and structural reasoner)."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import time
 from enum import Enum
@@ -15,11 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from kgdb.cli import app
-from kgdb.cli.common import CAP_HELP, SAMPLE_HELP, console, eval_app, open_graph, progress, settings_from
+from kgdb.cli.common import QUESTIONS_HELP, console, open_graph, parse_settings, progress, report_split, settings_from
 from kgdb.config import dump_json
 from kgdb.errors import InputError, KgdbError
-from kgdb.data.questions import SPLITS, read_questions, split_summary, subsample
-from kgdb.models.default import SHIPPED_FOLDER
+from kgdb.data.questions import SPLITS, read_questions, split_summary
 
 splits_app = typer.Typer(help="Fixed train/val/test splits of the question sets.", no_args_is_help=True)
 app.add_typer(splits_app, name="splits")
@@ -29,9 +26,6 @@ class LabelSource(str, Enum):
     shortest = "shortest"
     rapl = "rapl"
     reg = "reg"
-
-
-QUESTIONS_HELP = "WebQSP-style questions.jsonl or MetaQA k-hop/qa.txt."
 
 
 @splits_app.command("make")
@@ -50,75 +44,10 @@ def splits_make(
     console.print(f"wrote {len(questions)} split file(s) to {out}/")
 
 
-def _load_split(graph, settings, questions: Path, split: str, hops: int, cap: Optional[int], limit: Optional[int],
-                sample: Optional[int] = None):
-    """The cached, labelled subgraphs of one split (built with a progress bar on the first run)."""
-    from kgdb.cypher.tables import graph_fingerprint
-    from kgdb.embeddings import get_embedder
-    from kgdb.pipeline import SplitReport, prepare_split
-
-    qs = read_questions(questions)
-    records = subsample(qs.split(split), limit=limit, sample=sample)  # a fixed subsample either way
-    fingerprint, info = graph_fingerprint(graph)
-    model_name = info.get("model") or settings.embedding_model
-    embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
-    with progress() as bar:
-        task = bar.add_task(f"fetch+label {qs.dataset}/{split}", total=None, visible=False)
-        result = prepare_split(
-            graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=questions, questions=records,
-            embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
-            on_start=lambda total: bar.update(task, total=total, visible=True),
-            on_progress=lambda n: bar.advance(task, n),
-            **settings.fetch_bounds,
-        )
-    _report_split(SplitReport(qs.dataset, split, result))
-    return qs, records, result
-
-
-def _report_split(report) -> None:
-    result = report.split_data
-    if result.from_disk:
-        how = "loaded from cache, database not queried"
-    elif result.errors:
-        how = f"fetched from the database; NOT cached: {len(result.errors)} fetches failed, first: {escape(result.errors[0])}"
-    else:
-        how = "fetched from the database and cached"
-    skipped = ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items()) if v)
-    console.print(
-        f"{escape(report.dataset)}/{report.split}: {len(result.items)} subgraphs {how} ({escape(str(result.path))}); "
-        f"skipped or dropped: {skipped or 'none'}",
-        highlight=False,
-    )
-    if lc := result.label_counts:
-        console.print(
-            f"  labels: {lc['source']} (stored by `kgdb label`) for {lc['llm']} questions ({lc['paths']} paths); "
-            f"{lc['fallback_shortest']} without them fall back to shortest-path labels"
-            + (f"; {lc['paths_not_in_subgraph']} stored paths not in the fetched subgraph" if lc["paths_not_in_subgraph"] else ""),
-            highlight=False,
-        )
-    if rc := result.relation_counts:
-        console.print(
-            f"  relation targets: {rc['source']} (stored by `kgdb label`) for {rc['questions']} questions ({rc['relations']} relations "
-            f"marking {rc['augmented_triples']} topic triples as question-triple positives)"
-            + (f"; {rc['unknown_relations']} stored relations no longer in the graph" if rc["unknown_relations"] else ""),
-            highlight=False,
-        )
-
-
 def default_threads() -> int:
     """Half the cores, at most 8: the tiny per-question matmuls of training gain nothing from more,
     and on a shared 2-core machine a second thread only spin-waits (epochs 6x slower measured)."""
     return max(1, min(8, (os.cpu_count() or 2) // 2))
-
-
-def _parse_settings(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"expected KEY=VALUE, got {pair!r}", path="--set")
-        out[key.strip()] = value.strip()
-    return out
 
 
 @app.command("train")
@@ -182,7 +111,7 @@ def train_retriever(
         return
     if retriever == RANKER:
         _train_ranker(ctx, settings, questions, name=name, max_epochs=max_epochs, patience=patience, lr=lr, seed=seed, threads=threads,
-                      model=_parse_settings(setting or []), tune_per_file=tune_per_file, portable=portable, on=on or [],
+                      model=parse_settings(setting or []), tune_per_file=tune_per_file, portable=portable, on=on or [],
                       sample_train=sample_train, sample_val=sample_val, positive_margin=positive_margin)
         return
     if retriever == PLANNER:
@@ -243,9 +172,9 @@ def train_retriever(
 
         ckpt, result = train_retriever(
             graph, settings, retriever, questions, name=name, hops=hops, cap=cap, max_epochs=max_epochs,
-            patience=patience, lr=lr, seed=seed, settings_overrides=_parse_settings(setting or []),
+            patience=patience, lr=lr, seed=seed, settings_overrides=parse_settings(setting or []),
             max_train=max_train, max_val=max_val, resume=resume, threads=threads, labels=labels.value, nproc=nproc,
-            relation_targets=relation_targets, batch_size=batch_size, on_split=lambda report: _report_split(report), on_fetch_start=on_fetch_start,
+            relation_targets=relation_targets, batch_size=batch_size, on_split=lambda report: report_split(report), on_fetch_start=on_fetch_start,
             on_fetch=lambda n: bar.advance(fetch_task, n), on_start=on_start, on_step=on_step, on_features=on_features,
             on_epoch=on_epoch,
         )
@@ -373,223 +302,3 @@ def _train_structural(ctx, settings, questions: list[Path], *, name, max_epochs,
             console.print(f"[yellow]rethinking not tuned:[/] {escape(str(exc))}", highlight=False)
             return
     _print_tuned(tuned)
-
-
-@eval_app.command("rrp")
-def eval_rrp(
-    ctx: typer.Context,
-    questions: Annotated[Path, typer.Option("--questions", help=QUESTIONS_HELP)],
-    split: Annotated[str, typer.Option("--split", help="val (default) or test (once, with the final settings).")] = "val",
-    limit: Annotated[Optional[int], typer.Option("--limit", help="First N questions of the split (a fixed prefix).")] = None,
-    sample: Annotated[Optional[int], typer.Option("--sample", help=SAMPLE_HELP)] = None,
-    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Planner or path-ranker checkpoint (default: the newest ranker for this graph, else the newest planner).")] = None,
-    structural: Annotated[Optional[str], typer.Option("--structural", help="Structural checkpoint (default: newest for this graph).")] = None,
-    planner: Annotated[str, typer.Option("--planner", help="trained (default) or llm: the OpenAI-compatible LLM of KGDB_LLM_BASE_URL / KGDB_LLM_MODEL plans the relation paths (prompt plan_paths_v1).")] = "trained",
-    out: Annotated[Optional[Path], typer.Option("--out", help="JSON results file.")] = None,
-) -> None:
-    """RRP's ablation (the paper's Table V without an LLM): planner only, structural only, both
-    without rethinking, both with rethinking, from one retrieval pass per question; Hit@1 and
-    Macro-F1 on answer entity ids, and the share of questions whose gold answer ends a candidate path."""
-    from kgdb.data.questions import file_tag
-    from kgdb.pipeline import relation_path_retriever
-    from kgdb.pipeline.structural import ABLATIONS, gather_questions, score_mode
-
-    from kgdb.qa.llm_planner import PLANNERS, llm_planner, require_planner_llm
-
-    if planner not in PLANNERS:
-        raise InputError(f"{planner!r} is not one of {', '.join(PLANNERS)}", path="--planner")
-    settings = settings_from(ctx)
-    if planner == "llm":
-        require_planner_llm(settings)
-    qs = read_questions(questions)
-    records = subsample(qs.split(split), limit=limit, sample=sample)
-    with open_graph(ctx) as graph:
-        chosen = llm_planner(graph, settings, checkpoint) if planner == "llm" else None
-        # no structural reasoner for the graph (e.g. the portable ranker on a graph nothing was trained on): the planner row only
-        retriever = relation_path_retriever(graph, settings, checkpoint=checkpoint, write=False, structural=structural, planner=chosen)
-        with progress() as bar:
-            task = bar.add_task(f"rrp {split}", total=len(records))
-            items = gather_questions(retriever, records, lambda n: bar.advance(task, n))
-    usages = [g.usage for g in (item.gathered for item in items) if g is not None and g.usage]
-    usage = {key: sum(u[key] for u in usages) for key in ("calls", "prompt_tokens", "completion_tokens")} if usages else None
-    lam, theta = retriever.lambda1, retriever.theta
-    rows = {m: score_mode(items, m, lam, theta) for m in (ABLATIONS if retriever.structural is not None else ABLATIONS[:1])}
-    table = Table("mode", "n", "Hit@1", "Macro-F1", "reachable %", title=f"RRP ablation, {escape(qs.dataset)} {split} (λ1 {lam}, θ {theta})")
-    for mode, m in rows.items():
-        table.add_row(mode, str(m["n"]), f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}")
-    console.print(table)
-    for note in retriever.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
-    if usage:
-        console.print(f"LLM planner: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens")
-    planned = "-llm-planner" if planner == "llm" else ""
-    path = out or settings.runs_dir / "eval" / f"rrp-ablation-{qs.dataset}-{file_tag(questions)}{planned}-{split}.json"
-    dump_json({"dataset": qs.dataset, "split": split, "limit": limit, "sample": sample, **retriever.describe(), "rows": rows, "planner_usage": usage}, path)
-    console.print(f"results {escape(str(path))}", highlight=False)
-
-
-@app.command("retrievers")
-def list_retrievers() -> None:
-    """The registered retrievers: what each learns from and what it returns."""
-    from kgdb.models import registry
-
-    table = Table("name", "trainable", "labels", "returns", "settings", "description")
-    for rname in registry.names():
-        cls = registry.get(rname)
-        fields = ", ".join(f"{f.name}={f.default}" for f in dataclasses.fields(cls.Config)) or "-"
-        table.add_row(rname, "yes" if cls.trainable else "no", cls.label_kind, cls.returns, fields, cls.description)
-    console.print(table)
-
-
-@app.command("retrieve")
-def retrieve(
-    ctx: typer.Context,
-    question: Optional[str] = typer.Argument(None, help="The question (omit with --questions)."),
-    retriever: str = typer.Option("subgraphrag", "--retriever", help="A registered retriever (`kgdb retrievers` lists them)."),
-    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Checkpoint name or folder (default: newest for this graph)."),
-    k: int = typer.Option(100, "--k", help="Triples to keep and write back."),
-    topic: Optional[list[str]] = typer.Option(None, "--topic", help="Topic entity name or id (repeatable); default: link from the question."),
-    hops: Optional[int] = typer.Option(None, "--hops", help="Subgraph radius (default: the checkpoint's, else 2)."),
-    cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
-    show: int = typer.Option(20, "--show", help="Top triples to print."),
-    write: bool = typer.Option(True, "--write/--no-write", help="Write the scores back as a retrieval run."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-    questions: Optional[Path] = typer.Option(None, "--questions", help="Batch mode: " + QUESTIONS_HELP),
-    split: str = typer.Option("all", "--split", help="Batch mode: train, val, test or all."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Batch mode: first N questions."),
-    threads: int = typer.Option(1, "--threads", help="CPU threads for scoring (0: torch's default)."),
-) -> None:
-    """Link (or take) topics, fetch the subgraph, score every triple, keep the top K, write back."""
-    from kgdb.pipeline import QuestionInput, RetrievePipeline
-
-    settings = settings_from(ctx)
-    if (question is None) == (questions is None):
-        raise InputError("give either a QUESTION or --questions FILE")
-    with open_graph(ctx) as graph:
-        pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, cap=cap, write=write, threads=threads or None)
-        if question is not None:
-            result = pipe.retrieve(question, topic or None)
-            if as_json:
-                print(json.dumps(result.to_json(), indent=2))
-            else:
-                _print_result(result, show, pipe)
-            return
-        records = read_questions(questions).split(split)[: limit]
-        inputs = [QuestionInput(q.text, q.topics, q.id) for q in records]
-        done, failed = 0, 0
-        with progress() as bar:
-            task = bar.add_task(f"retrieve {retriever}", total=len(inputs))
-            for res in pipe.run_batch(inputs):
-                bar.advance(task)
-                if isinstance(res, KgdbError):
-                    failed += 1
-                    continue
-                done += 1
-                if as_json:
-                    print(json.dumps(res.to_json()))
-        console.print(f"retrieved {done} questions ({failed} failed) with {retriever}, k={k}")
-
-
-def _print_result(result, show: int, pipe) -> None:
-    table = Table("rank", "head", "relation", "tail", "score", title=escape(result.question))
-    for t in result.top[:show]:
-        table.add_row(str(t.rank), escape(t.head), escape(t.relation), escape(t.tail), f"{t.score:.4f}")
-    console.print(table)
-    if result.paths:  # a path retriever: its reasoning paths, most probable first
-        paths = Table("p", "path", title="paths")
-        for p in result.paths[:show]:
-            paths.add_row(f"{p.score:.3f}", escape(p.render()))
-        console.print(paths)
-    ckpt = f" ({escape(pipe.checkpoint.name)})" if pipe.checkpoint else ""
-    timing = ", ".join(f"{s} {v:.1f}" for s, v in result.timings.items())
-    for note in result.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
-    console.print(
-        f"{result.retriever}{ckpt}: topics {escape(', '.join(result.topics))}; {result.subgraph.num_triples} candidate triples, "
-        f"kept {len(result.top)}; run [bold]{escape(result.run or '(not written)')}[/]\ntimings ms: {timing}",
-        highlight=False,
-    )
-
-
-@eval_app.command("retrieval")
-def eval_retrieval(
-    ctx: typer.Context,
-    questions: Path = typer.Option(..., "--questions", help=QUESTIONS_HELP),
-    retriever: list[str] = typer.Option(["subgraphrag"], "--retriever", help="Repeatable; any registered retriever (`kgdb retrievers`)."),
-    checkpoint: Optional[str] = typer.Option(None, "--checkpoint"),
-    split: Optional[str] = typer.Option(None, "--split", help="train | val | test | all; default test when splits/ has the dataset, else all."),
-    hops: int = typer.Option(2, "--hops"),
-    cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
-    limit: Optional[int] = typer.Option(None, "--limit", help="First N questions of the split."),
-    sample: Optional[int] = typer.Option(None, "--sample", help=SAMPLE_HELP),
-    write: bool = typer.Option(True, "--write/--no-write", help="Write back scores (timed) as retrieval runs."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default: the checkpoint's, else runs/eval)."),
-    threads: int = typer.Option(1, "--threads", help="CPU threads for scoring (0: torch's default)."),
-    setting: Optional[list[str]] = typer.Option(None, "--set", help="An inference setting KEY=VALUE of the last --retriever (repeatable), e.g. max_triples=50 for rapl."),
-) -> None:
-    """Answer and shortest-path-triple recall@50/100/200, per hop, with the stage timings."""
-    from kgdb.data.questions import default_split, file_tag
-    from kgdb.pipeline import RetrievePipeline
-    from kgdb.training.evaluation import evaluate
-
-    settings = settings_from(ctx)
-    split = split or default_split(read_questions(questions).dataset)
-    reports = []
-    with open_graph(ctx) as graph:
-        inference = _parse_settings(setting or [])
-        pipes = [
-            RetrievePipeline(graph, settings, name, checkpoint if name != "cosine" else None, hops=hops, cap=cap, write=write,
-                             threads=threads or None, inference=inference if name == retriever[-1] else None)
-            for name in retriever
-        ]
-        # Every retriever is scored on the same subgraphs: the checkpoint's serving cap unless --cap is given.
-        cap = cap or next((p.cap for p in pipes if p.checkpoint is not None), pipes[0].cap)
-        for pipe in pipes:
-            pipe.cap = cap
-        for pipe in pipes:
-            for note in pipe.notes:
-                console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)
-        qs, records, cached = _load_split(graph, settings, questions, split, hops, cap, limit, sample)
-        console.print(f"evaluating split {split}: {len(records)} questions of {escape(str(questions))}", highlight=False)
-        for name, pipe in zip(retriever, pipes):
-            with progress() as bar:
-                task = bar.add_task(f"eval {name}", total=len(records))
-                report = evaluate(pipe, records, cached.items, dataset=qs.dataset, split=split, on_progress=lambda n: bar.advance(task, n))
-            # Results go next to the checkpoint they measure, except a shipped one: the installed package is not ours to write.
-            beside = pipe.checkpoint is not None and pipe.checkpoint.path.parent != SHIPPED_FOLDER
-            folder = out or (pipe.checkpoint.path if beside else settings.runs_dir / "eval")
-            path = folder / f"eval-{qs.dataset}-{file_tag(questions)}-{split}-{name}.json"
-            record = {**report.to_json(), **pipe.describe(), "questions_file": str(questions), "hops": hops, "cap": cap, "limit": limit, "sample": sample}
-            dump_json(record, path)
-            reports.append((report, path))
-    _print_reports(reports)
-
-
-def _print_reports(reports) -> None:
-    # "passed": a path retriever's own adaptive set of triples (mean size in "triples passed")
-    table = Table("retriever", "bucket", "n", "ans R@50", "ans R@100", "ans R@200", "SP R@50", "SP R@100", "SP R@200",
-                  "ans R passed", "SP R passed", "triples passed")
-    for report, _ in reports:
-        for bucket, metrics in report.recall.items():
-            def cell(m: str) -> str:
-                return f"{metrics[m]['mean']:.3f}" if m in metrics else "-"
-
-            n = metrics.get("answer_recall@100", metrics.get("triple_recall@100", {"n": 0}))["n"]
-            table.add_row(
-                report.retriever, bucket, str(n),
-                *(cell(f"answer_recall@{k}") for k in (50, 100, 200)),
-                *(cell(f"triple_recall@{k}") for k in (50, 100, 200)),
-                cell("answer_recall@passed"), cell("triple_recall@passed"),
-                f"{metrics['triples_passed']['mean']:.1f}" if "triples_passed" in metrics else "-",
-            )
-    console.print(table)
-    timing = Table("retriever", "stage", "p50 ms", "p95 ms", "mean ms")
-    for report, _ in reports:
-        for stage, t in report.timings_ms.items():
-            timing.add_row(report.retriever, stage, f"{t['p50']:.2f}", f"{t['p95']:.2f}", f"{t['mean']:.2f}")
-    console.print(timing)
-    for report, path in reports:
-        console.print(
-            f"{report.retriever}: evaluated {report.evaluated}/{report.questions} {report.dataset}/{report.split} "
-            f"questions; skipped {report.skipped}; results {path}"
-        )
