@@ -15,7 +15,7 @@ from typing import Any
 from platformdirs import user_cache_dir, user_data_dir
 
 from kgdb.errors import InputError
-from kgdb.limits import DENSE_THRESHOLD, FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES, RRP_PREFIXES  # noqa: E402
+from kgdb.limits import DENSE_THRESHOLD, FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES, RRP_PREFIXES, RRP_STEP_SCAN  # noqa: E402
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
@@ -115,6 +115,8 @@ class Settings:
     fetch_hub_scan: int = FETCH_HUB_SCAN
     # Relation paths the RRP path enumeration continues per hop (kgdb.limits.RRP_PREFIXES).
     rrp_prefixes: int = RRP_PREFIXES
+    # Relationships of one step from one entity that RRP reads whole; bigger steps are sampled (kgdb.limits.RRP_STEP_SCAN).
+    rrp_step_scan: int = RRP_STEP_SCAN
 
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 256

@@ -37,6 +37,15 @@ FETCH_HUB_SCAN = 10_000
 # 16, 32 and 64 whose val Hit@1 and Macro-F1 equal the unbounded ones on WebQSP (subset and distractor
 # graph) and MetaQA 1/2/3-hop (KGDB_RRP_PREFIXES; docs/rrp.md, "RRP on any graph").
 RRP_PREFIXES = 16
+# Relationships of one step (relation and direction) from one entity that RRP's enumeration and grounding
+# read whole. A bigger step, a hub's in a real Freebase subset ("people with this nationality": millions),
+# keeps a deterministic sample of its ends instead: those whose idx is a multiple of a stride that leaves
+# about 4 x the frontier cap of them, of which the first `cap` in id order go on as usual. Reading such a
+# step whole held every end at once: a question about a country with 1M nationality edges failed after
+# 25 s with a transaction-memory error (docs/scale.md, "Hub topics"). No step of the WebQSP subset, the
+# distractor graph, MetaQA or the 50M-triple synthetic graph is that big, so no figure changed
+# (KGDB_RRP_STEP_SCAN).
+RRP_STEP_SCAN = 100_000
 # Degree from which Neo4j groups a node's relationships by type (`db.relationship_grouping_threshold`;
 # KGDB_NEO4J_DENSE_THRESHOLD), written into the local server's neo4j.conf, which neo4j-admin import
 # reads too. Neo4j's default, 50, made relationship linking take 26 of the 37 minutes of a 50M-triple

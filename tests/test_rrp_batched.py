@@ -1,12 +1,14 @@
 """The RRP planner's graph checks and the grounding, batched (one query per hop for a whole beam), on
 a real Neo4j: they equal brute-force enumerations of the hand-made multigraph, make one query per
-decoding step, and ignore the write-back's :SCORED copies of triples."""
+decoding step, and ignore the write-back's :SCORED copies of triples; a hub's step too big to read whole
+is read as its sample by idx, in grounding and in the path ranker's enumeration."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from kgdb.cypher.path_candidates import relation_paths_around
 from kgdb.cypher.paths import (
     UnknownRelationError,
     beam_step,
@@ -15,6 +17,7 @@ from kgdb.cypher.paths import (
     ground_relation_paths,
     why_empty,
 )
+from kgdb.errors import InputError
 from kgdb.models.planner import PathPlanner, PlannerConfig
 from kgdb.pipeline.planners import TrainedPathPlanner
 from kgdb_graphs import load
@@ -156,3 +159,31 @@ def test_frontier_bound_holds_on_a_hub(graph):
     assert all(sum(p[-1][3] == e for p in got) <= 2 for e in ends) and len(got) <= 7 * 2
     first = ground_relation_path(graph, "Hub", ["link.to"], cap=7, directions=[1], per_end=2)
     assert sorted(p[0][3] for p in first) == [f"leaf {i:02d}" for i in range(7)]
+
+
+def test_a_step_too_big_to_read_whole_is_a_sample_of_its_ends_by_idx(graph):
+    # Hub has 60 `big.in` relationships (from leaves) and one `small.out`; with a step scan of 50 only the
+    # big step is sampled: with cap 3 its stride is 60 // 12 = 5, so only leaves whose idx is a multiple of
+    # 5 are read, of which the first 3 in id order go on; the small step is read whole.
+    hub = [(f"leaf {i:02d}", "big.in", "Hub") for i in range(60)] + [("Hub", "small.out", "Capital"), ("Capital", "big.in", "Hub")]
+    load(graph, hub)
+    idx = {r["id"]: r["idx"] for r in graph.run_text("MATCH (e:Entity) RETURN e.id AS id, e.idx AS idx")}
+    sampled = sorted(e for e in idx if e != "Hub" and idx[e] % 5 == 0)
+    assert len(sampled) >= 3, idx  # the fixture gives the big step enough sampled ends
+    want = sampled[:3]
+
+    got = ground_relation_path(graph, "Hub", ["big.in"], cap=3, directions=[-1], step_scan=50)
+    assert sorted(p[0][1] for p in got) == want
+    whole = ground_relation_path(graph, "Hub", ["big.in"], cap=3, directions=[-1], step_scan=None)
+    assert sorted(p[0][1] for p in whole) == ["Capital", "leaf 00", "leaf 01"]  # unbounded: the first 3 in id order
+    small = ground_relation_path(graph, "Hub", ["small.out"], cap=3, directions=[1], step_scan=50)
+    assert [p[0][3] for p in small] == ["Capital"]  # a small step of the same hub is read whole
+
+    steps = {c.steps: c for c in relation_paths_around(graph, ["Hub"], max_hops=1, cvt_hops=1, cap=3, step_scan=50)}
+    big = steps[(("big.in", -1),)]
+    assert sorted(big.ends) == want and big.reached == 61  # reached: the step's relationship count
+    assert steps[(("small.out", 1),)].ends == {"Capital"}
+    unbounded = {c.steps: c for c in relation_paths_around(graph, ["Hub"], max_hops=1, cvt_hops=1, cap=3, step_scan=None)}
+    assert sorted(unbounded[(("big.in", -1),)].ends) == ["Capital", "leaf 00", "leaf 01"] and unbounded[(("big.in", -1),)].reached == 61
+    with pytest.raises(InputError, match="KGDB_RRP_STEP_SCAN"):
+        ground_relation_path(graph, "Hub", ["big.in"], step_scan=-1)

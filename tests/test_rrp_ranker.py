@@ -278,9 +278,10 @@ def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     retriever = relation_path_retriever(graph, settings, write=False)  # the newest ranker of this graph
     assert isinstance(retriever.planner, RankedPathPlanner) and retriever.describe()["checkpoint"] == "ranker"
     assert retriever.closeness_weight == config["answering"]["closeness_weight"]
-    # results record the enumeration's bounds, so a run with other KGDB_RRP_PREFIXES / KGDB_FETCH_HUB_SCAN is told apart
+    # results record the enumeration's bounds, so a run with other KGDB_RRP_PREFIXES / KGDB_FETCH_HUB_SCAN / KGDB_RRP_STEP_SCAN is told apart
     assert retriever.describe()["planner_settings"]["candidates"] == {
-        "hops": [3, 3], "frontier_cap": 200, "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes}
+        "hops": [3, 3], "frontier_cap": 200, "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes,
+        "step_scan": settings.rrp_step_scan}
     question = "who directed the films starring Lise Meitner"
     paths = retriever.retrieve(question, ["Lise Meitner"]).paths
     assert paths[0].relations == ("movie.starred_actors", "movie.directed_by") and paths[0].directions == (-1, 1)

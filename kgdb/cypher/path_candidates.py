@@ -13,11 +13,14 @@ best-scored relation paths are continued (`best_prefixes`).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Callable
 
 from kgdb.cypher import Graph
 from kgdb.errors import InputError
+from kgdb.limits import RRP_STEP_SCAN
 
 Step = tuple[str, int]  # (relation, +1 head -> tail | -1 against)
 
@@ -33,9 +36,12 @@ class CandidatePath:
     topics: set[str] = field(default_factory=set)  # the topics it grounds from
 
 
-def relation_steps(graph: Graph, entity_sets: list[list[str]], cap: int = 200) -> list[list[tuple[str, int, int, list[str], list[str]]]]:
+def relation_steps(graph: Graph, entity_sets: list[list[str]], cap: int = 200,
+                   scan: int | None = RRP_STEP_SCAN) -> list[list[tuple[str, int, int, list[str], list[str]]]]:
     """Per entity set (a prefix's end entities): every (relation, direction, entities reached, first
-    `cap` ids, the CVT ids among them) step leaving those entities, sorted by (relation, direction)."""
+    `cap` ids, the CVT ids among them) step leaving those entities, sorted by (relation, direction).
+    A step with more than `scan` relationships from one entity (None: no bound) is read as a sample
+    of its ends, and reaches as many as it has relationships (`relation_steps.cypher`)."""
     # Prefixes often share their entity set (a relation and its Freebase inverse reach the same
     # entities), so each distinct set is expanded once: on dense graphs most of the time is here.
     distinct: dict[frozenset[str], int] = {}
@@ -45,10 +51,20 @@ def relation_steps(graph: Graph, entity_sets: list[list[str]], cap: int = 200) -
         # One record per prefix and _raw (no per-element `data()` pass): on dense graphs a prefix has
         # hundreds of steps, and the driver's per-record cost dominated (50M-triple synthetic graph:
         # 29 -> 21 ms per call with records per prefix instead of per step)
-        rows = graph.run("relation_steps", _raw=True, prefixes=[{"key": k, "ids": sorted(ids)} for ids, k in distinct.items()], cap=cap)
+        rows = graph.run("relation_steps", _raw=True, prefixes=[{"key": k, "ids": sorted(ids)} for ids, k in distinct.items()], cap=cap,
+                         scan=scan)
         for r in rows:
-            steps[int(r["key"])] = [(s["relation"], int(s["direction"]), int(s["reached"]), s["ids"], s["cvt"]) for s in r["steps"]]
+            sampled = Counter()  # (relation, direction) -> relationships of its sampled steps
+            for b in chain.from_iterable(r["sampled"]):
+                sampled[b["relation"], int(b["direction"])] += int(b["n"])
+            steps[int(r["key"])] = [(s["relation"], int(s["direction"]), max(int(s["reached"]), sampled[s["relation"], int(s["direction"])]),
+                                     s["ids"], s["cvt"]) for s in r["steps"]]
     return [steps[k] for k in keys]
+
+
+def check_step_scan(step_scan: int | None) -> None:
+    if step_scan is not None and step_scan < 0:
+        raise InputError(f"relationships of one step read whole must be 0 or more, got {step_scan}", path="KGDB_RRP_STEP_SCAN")
 
 
 def bound_hubs(graph: Graph, entity_sets: list[list[str]], cap: int, hub_scan: int) -> list[list[str]]:
@@ -89,18 +105,21 @@ def candidate_hops(graph: Graph) -> tuple[int, int]:
 
 def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2, cvt_hops: int = 3, cap: int = 200,
                           hub_scan: int | None = None, prefixes: int | None = None,
-                          prefix_score: Callable[[tuple[Step, ...]], float] | None = None) -> list[CandidatePath]:
+                          prefix_score: Callable[[tuple[Step, ...]], float] | None = None,
+                          step_scan: int | None = RRP_STEP_SCAN) -> list[CandidatePath]:
     """Every relation path of 1..`max_hops` steps from any of `topics`, plus those of up to
     `cvt_hops` steps continued only from the CVT nodes the previous hop reached; sorted by (length,
     steps). A topic that is not in the graph contributes nothing. `hub_scan`: beyond the first hop,
     at most this many relationships of hubs are scanned per hop (`bound_hubs`); None: no bound.
     `prefixes`: at most this many relation paths are continued per hop, the best by `prefix_score`
     (`best_prefixes`); None: all. Every path is still a candidate; only its continuations are not
-    enumerated."""
+    enumerated. `step_scan`: a step with more relationships from one entity is read as a sample of its
+    ends (`relation_steps`); None: every step whole."""
     if max_hops < 1 or cvt_hops < max_hops:
         raise InputError(f"need 1 <= max_hops <= cvt_hops, got max_hops={max_hops}, cvt_hops={cvt_hops}", path="max_hops")
     if prefixes is not None and prefixes < 1:
         raise InputError(f"relation paths continued per hop must be 1 or more, got {prefixes}", path="KGDB_RRP_PREFIXES")
+    check_step_scan(step_scan)
     if prefixes is not None and prefix_score is None:
         raise InputError("the prefix bound needs a score to choose the paths it continues", path="prefix_score")
     topics = list(dict.fromkeys(t for t in topics if t))
@@ -116,7 +135,9 @@ def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2,
         entity_sets = [ids for _, _, ids in frontier]
         if hub_scan is not None and hop > 1:
             entity_sets = bound_hubs(graph, entity_sets, cap, hub_scan)
-        for (topic, steps, _), rows in zip(frontier, relation_steps(graph, entity_sets, cap)):
+        # beyond the topics, bound_hubs has dropped every entity with more than hub_scan relationships
+        scan = step_scan if hop == 1 or hub_scan is None or step_scan is None or hub_scan > step_scan else None
+        for (topic, steps, _), rows in zip(frontier, relation_steps(graph, entity_sets, cap, scan)):
             for relation, direction, reached, ids, cvt in rows:
                 path = steps + ((relation, direction),)
                 c = found.setdefault(path, CandidatePath(path))

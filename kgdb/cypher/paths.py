@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from kgdb.cypher import Graph
+from kgdb.cypher.path_candidates import check_step_scan
 from kgdb.errors import InputError, KgdbError
+from kgdb.limits import RRP_STEP_SCAN
 
 Triple = tuple[str, str, str, str]  # (elementId, head id, relation, tail id)
 
@@ -46,27 +48,31 @@ def shortest_path_triples(
 
 def ground_relation_path(
     graph: Graph, topic_id: str, relations: list[str], cap: int = 1000, directions: list[int] | None = None, walks: bool = False,
-    per_end: int = 3,
+    per_end: int = 3, step_scan: int | None = RRP_STEP_SCAN,
 ) -> list[list[Triple]]:
     """Instantiated paths topic -r1- x -r2- y … (no repeated entity; with `walks` entities may repeat
     but a relationship is never taken straight back); per hop at most `cap` distinct entities are
     reached (the first in id order) and at most `per_end` paths to each are kept.
 
     `directions[i]` is +1 (follow r_i head -> tail), -1 (against it) or 0 (either); omitted = either.
+    A step with more than `step_scan` relationships from one entity is read as a sample of its ends
+    (`ground_step.cypher`; None: every step whole).
     A path that grounds to nothing because the topic is not an entity or a relation is not a
     relationship type of the graph raises `InputError` saying which."""
-    paths = ground_relation_paths(graph, [(topic_id, relations, directions)], cap=cap, walks=walks, per_end=per_end)[0]
+    paths = ground_relation_paths(graph, [(topic_id, relations, directions)], cap=cap, walks=walks, per_end=per_end, step_scan=step_scan)[0]
     if not paths:
         _explain_empty(graph, topic_id, relations)
     return paths
 
 
 def ground_relation_paths(
-    graph: Graph, jobs: list[tuple[str, list[str], list[int] | None]], cap: int = 1000, walks: bool = False, per_end: int = 3
+    graph: Graph, jobs: list[tuple[str, list[str], list[int] | None]], cap: int = 1000, walks: bool = False, per_end: int = 3,
+    step_scan: int | None = RRP_STEP_SCAN,
 ) -> list[list[list[Triple]]]:
     """`ground_relation_path` for many (topic, relations, directions) at once: one `ground_step`
     query per hop for all of them. Per job its paths, [] when it grounds to nothing (no error here:
     `ground_relation_path` or `why_empty` says why)."""
+    check_step_scan(step_scan)
     todo: dict[int, tuple[list[str], list[int]]] = {}
     for i, (_, relations, directions) in enumerate(jobs):
         if not relations:
@@ -91,7 +97,7 @@ def ground_relation_paths(
         if not groups:
             break
         extended = {int(row["key"]): row["paths"]
-                    for row in graph.run("ground_step", groups=list(groups.values()), cap=cap, walks=walks, per_end=per_end)}
+                    for row in graph.run("ground_step", groups=list(groups.values()), cap=cap, walks=walks, per_end=per_end, scan=step_scan)}
         for group in groups.values():
             for job in group["jobs"]:
                 paths[job["key"]] = extended.get(job["key"], [])

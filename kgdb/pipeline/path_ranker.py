@@ -24,6 +24,7 @@ import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
+from kgdb.limits import RRP_STEP_SCAN
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, NoCheckpointError, checkpoint_for_graph, find_checkpoint
 from kgdb.protocol import relation_path_text
 
@@ -167,10 +168,11 @@ class RankedPathPlanner:
     name = RANKER
 
     def __init__(self, model, relations: RelationText, embedder, *, planner=None, hops: tuple[int, int] = (2, 3), beam: int = 10,
-                 checkpoint: Checkpoint | None = None, frontier_cap: int = CAP, hub_scan: int | None = None, prefixes: int | None = None):
+                 checkpoint: Checkpoint | None = None, frontier_cap: int = CAP, hub_scan: int | None = None, prefixes: int | None = None,
+                 step_scan: int | None = RRP_STEP_SCAN):
         self.model, self.relations, self.embedder, self.planner = model.eval(), relations, embedder, planner
         self.hops, self.beam, self.checkpoint, self.frontier_cap = hops, beam, checkpoint, frontier_cap
-        self.hub_scan, self.prefixes = hub_scan, prefixes
+        self.hub_scan, self.prefixes, self.step_scan = hub_scan, prefixes, step_scan
         self.compositions = True  # `compose` reads compositional questions in two steps (benchmarks/compositions.py turns it off to compare)
         # this thread's last question (eval qa answers several at once with one ranker): its raw
         # scores, for `plan_encoded` after `choose_topic` and for `path_probability`, the
@@ -180,7 +182,7 @@ class RankedPathPlanner:
     def describe(self) -> dict:
         """What enumerated the candidates, recorded next to results (`RelationPathRetriever.describe`)."""
         return {"candidates": {"hops": list(self.hops), "frontier_cap": self.frontier_cap, "hub_scan": self.hub_scan,
-                               "prefixes": self.prefixes}}
+                               "prefixes": self.prefixes, "step_scan": self.step_scan}}
 
     def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
         from kgdb.pipeline.planners import encode_question
@@ -238,7 +240,7 @@ class RankedPathPlanner:
             candidates = enumerated[tuple(topics)]
         else:
             candidates = relation_paths_around(graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap,
-                                               hub_scan=self.hub_scan, prefixes=self.prefixes,
+                                               hub_scan=self.hub_scan, prefixes=self.prefixes, step_scan=self.step_scan,
                                                prefix_score=prefix_score(self.relations, q_emb))
             enumerated.setdefault(tuple(topics), candidates)
         kept, tokens, dense = candidate_features(self.relations, text, q_emb, topics, candidates, max_hops=self.model.cfg.max_hops,
@@ -392,7 +394,7 @@ def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None,
     model, ckpt = load_relation_model(graph, settings, str(found.path), RANKER, build, "--checkpoint", arrays=portable)
     tuned = ckpt.config.get("rethinking") or {}
     common = {"hops": candidate_hops(graph), "beam": beam or int(tuned.get("beam", 10)), "checkpoint": ckpt,
-              "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes}
+              "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes, "step_scan": settings.rrp_step_scan}
     if model.cfg.portable:
         embedder = get_embedder(ckpt.config.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
         return RankedPathPlanner(model, relations[0], embedder, **common)

@@ -18,6 +18,7 @@ import numpy as np
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.errors import InputError, KgdbError
+from kgdb.limits import RRP_STEP_SCAN
 from kgdb.models.checkpoints import Checkpoint, find_checkpoint
 from kgdb.pipeline.path_ranker import CAP, RANKER, RelationText, answer_ends, candidate_features, graph_relations, prefix_score
 
@@ -29,6 +30,7 @@ def _f1(pred: set[str], gold: set[str]) -> float:
 
 def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *, max_hops: int, buckets: int, planner=None,
                     hub_scan: int | None = None, prefixes: int | None = None, positive_margin: float | None = None,
+                    step_scan: int | None = RRP_STEP_SCAN,
                     on_progress: Callable[[int], None] = lambda n: None):
     """Examples of a split from the gold topics: every enumerated candidate with its features; the
     positives are the candidates whose answers match the gold ones best (F1; ties: the shortest; with
@@ -47,7 +49,7 @@ def ranker_examples(graph: Graph, records, relations: RelationText, embedder, *,
     for q, text, emb in zip(records, texts, embs):
         topics = [t for t in q.topics if t in known]
         candidates = relation_paths_around(graph, topics, max_hops=plain, cvt_hops=through_cvt, cap=CAP, hub_scan=hub_scan,
-                                           prefixes=prefixes, prefix_score=prefix_score(relations, emb))
+                                           prefixes=prefixes, step_scan=step_scan, prefix_score=prefix_score(relations, emb))
         kept, tokens, dense = candidate_features(relations, text, emb, topics, candidates, max_hops=max_hops, planner=planner)
         gold, tset = set(q.answers), set(topics)
         f1 = np.array([_f1(answer_ends(c, tset), gold) for c in kept], np.float32)
@@ -86,7 +88,7 @@ def split_examples(sets: list, graphs: list[Graph], per_file: list[tuple[Relatio
             records = subsample(qs.split(split), sample=n)
             on_start(f"{qs.dataset}/{split}", len(records))
             found, counts = ranker_examples(g, records, relations, embedder, max_hops=max_hops, buckets=buckets, planner=planner,
-                                            hub_scan=settings.fetch_hub_scan, prefixes=settings.rrp_prefixes,
+                                            hub_scan=settings.fetch_hub_scan, prefixes=settings.rrp_prefixes, step_scan=settings.rrp_step_scan,
                                             positive_margin=positive_margin, on_progress=on_progress)
             for ex in found:
                 ex.tokens[ex.tokens > 0] += 2 * offset
@@ -202,7 +204,7 @@ def train_path_ranker(
             "questions": [str(p) for p in questions],
             "sample": {"train": sample_train, "val": sample_val},
             "candidates": {"hops": "2, and a third through a CVT node, on a graph with CVT nodes; else 3", "cap": CAP,
-                           "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes,
+                           "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes, "step_scan": settings.rrp_step_scan,
                            "rule": "relation_steps.cypher from the gold topics; positives: best answer F1, ties the shortest"
                                    + (f", then those within {positive_margin} of the best cos_max" if positive_margin is not None else ""),
                            "positive_margin": positive_margin},

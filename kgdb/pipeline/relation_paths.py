@@ -120,6 +120,7 @@ class RelationPathRetriever:
         jobs = [(plan, anchor) for plan in plans for anchor in found.ids]
         groundings = ground_relation_paths(
             self.graph, [(anchor, list(plan.relations), list(plan.directions) or None) for plan, anchor in jobs], cap=self.ground_cap, walks=self.walks,
+            step_scan=self.settings.rrp_step_scan,
         )
         for (plan, anchor), grounding in zip(jobs, groundings):
             grounded += [(plan, anchor, triples) for triples in grounding]
