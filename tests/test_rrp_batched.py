@@ -1,7 +1,7 @@
 """The RRP planner's graph checks and the grounding, batched (one query per hop for a whole beam), on
 a real Neo4j: they equal brute-force enumerations of the hand-made multigraph, make one query per
 decoding step, and ignore the write-back's :SCORED copies of triples; a hub's step too big to read whole
-is read as its sample by idx, in grounding and in the path ranker's enumeration."""
+is read as its sample by idx, in grounding, the path ranker's enumeration and the planner's decoding."""
 
 from __future__ import annotations
 
@@ -162,9 +162,9 @@ def test_frontier_bound_holds_on_a_hub(graph):
 
 
 def test_a_step_too_big_to_read_whole_is_a_sample_of_its_ends_by_idx(graph):
-    # Hub has 60 `big.in` relationships (from leaves) and one `small.out`; with a step scan of 50 only the
-    # big step is sampled: with cap 3 its stride is 60 // 12 = 5, so only leaves whose idx is a multiple of
-    # 5 are read, of which the first 3 in id order go on; the small step is read whole.
+    # Hub has 61 `big.in` relationships (from 60 leaves and Capital) and one `small.out`; with a step scan of
+    # 50 only the big step is sampled: with cap 3 its stride is 61 // 12 = 5, so only the ends whose idx is a
+    # multiple of 5 are read, of which the first 3 in id order go on; the small step is read whole.
     hub = [(f"leaf {i:02d}", "big.in", "Hub") for i in range(60)] + [("Hub", "small.out", "Capital"), ("Capital", "big.in", "Hub")]
     load(graph, hub)
     idx = {r["id"]: r["idx"] for r in graph.run_text("MATCH (e:Entity) RETURN e.id AS id, e.idx AS idx")}
@@ -185,5 +185,9 @@ def test_a_step_too_big_to_read_whole_is_a_sample_of_its_ends_by_idx(graph):
     assert steps[(("small.out", 1),)].ends == {"Capital"}
     unbounded = {c.steps: c for c in relation_paths_around(graph, ["Hub"], max_hops=1, cvt_hops=1, cap=3, step_scan=None)}
     assert sorted(unbounded[(("big.in", -1),)].ends) == ["Capital", "leaf 00", "leaf 01"] and unbounded[(("big.in", -1),)].reached == 61
+    # the trained planner's decoding reads the same sample
+    (ends, _), (small_ends, _) = beam_step(graph, [(["Hub"], "big.in", -1), (["Hub"], "small.out", 1)], cap=3, step_scan=50)
+    assert ends == want and small_ends == ["Capital"]
+    assert beam_step(graph, [(["Hub"], "big.in", -1)], cap=3, step_scan=None)[0][0] == ["Capital", "leaf 00", "leaf 01"]
     with pytest.raises(InputError, match="KGDB_RRP_STEP_SCAN"):
         ground_relation_path(graph, "Hub", ["big.in"], step_scan=-1)

@@ -4,11 +4,13 @@
 // labels (kgdb/data/relation_paths.py); a prefix
 // with relation null is the topics themselves) and the (relation, direction) steps that leave them
 // (the tokens that may come next, as relations_around.cypher; direction 1 = the entity is the head).
-// A prefix that reaches nothing returns no row.
+// A prefix that reaches nothing returns no row. A step with more than $scan relationships from one entity
+// (a hub's) is read as a sample of its ends, as in relation_steps.cypher.
 // Parameters:
 //   :param prefixes => [{key: 0, ids: ['Jamaica'], relation: null, direction: 0}, {key: 1, ids: ['Jamaica'], relation: 'location.country.capital', direction: 1}]
 //   :param cap => 200       // most entities kept per prefix
 //   :param limit => 1000    // most (relation, direction) steps per prefix
+//   :param scan => 100000   // most relationships of one step of one entity read whole (KGDB_RRP_STEP_SCAN; null: no bound)
 UNWIND $prefixes AS p
 CALL (p) {
   WITH p WHERE p.relation IS NULL
@@ -18,8 +20,16 @@ CALL (p) {
   UNION
   WITH p WHERE p.relation IS NOT NULL
   UNWIND p.ids AS id
-  MATCH (x:Entity {id: id})-[r:$(p.relation)]-(y:Entity)
-  WHERE p.direction = 0 OR (p.direction = 1) = (startNode(r) = x)
+  MATCH (x:Entity {id: id})
+  WITH p, x, CASE WHEN $scan IS NULL THEN [] WHEN COUNT { (x)--() } > $scan THEN COLLECT {
+    MATCH (x)-[r]-(:Entity)
+    WITH type(r) AS relation, CASE WHEN startNode(r) = x THEN 1 ELSE -1 END AS direction, count(*) AS n
+    WHERE n > $scan
+    RETURN {relation: relation, direction: direction, stride: CASE WHEN n / (4 * $cap) > 1 THEN n / (4 * $cap) ELSE 1 END}
+  } ELSE [] END AS big
+  MATCH (x)-[r:$(p.relation)]-(y:Entity)
+  WHERE (p.direction = 0 OR (p.direction = 1) = (startNode(r) = x))
+    AND (big = [] OR all(b IN big WHERE b.relation <> type(r) OR b.direction <> CASE WHEN startNode(r) = x THEN 1 ELSE -1 END OR y.idx % b.stride = 0))
   WITH DISTINCT y
   ORDER BY y.id
   LIMIT $cap

@@ -155,14 +155,17 @@ def graph_triples(graph: Graph, max_triples: int = 5_000_000, page: int = 20_000
 
 
 def beam_step(
-    graph: Graph, prefixes: list[tuple[list[str], str | None, int]], cap: int = 200, limit: int = 1000
+    graph: Graph, prefixes: list[tuple[list[str], str | None, int]], cap: int = 200, limit: int = 1000,
+    step_scan: int | None = RRP_STEP_SCAN,
 ) -> list[tuple[list[str], list[tuple[str, int]]]]:
     """For each (parent entities, relation, direction) of a planner beam, in one query: the distinct
     entities that step reaches (≤ cap; relation None = the parent entities themselves) and the
-    (relation, direction) pairs leaving them (`relations_around`), for a whole beam at once."""
+    (relation, direction) pairs leaving them (`relations_around`), for a whole beam at once. A step
+    with more than `step_scan` relationships from one entity is read as a sample of its ends."""
+    check_step_scan(step_scan)
     rows = graph.run(
         "beam_step", prefixes=[{"key": i, "ids": list(ids), "relation": rel, "direction": d} for i, (ids, rel, d) in enumerate(prefixes)],
-        cap=cap, limit=limit,
+        cap=cap, limit=limit, scan=step_scan,
     )
     out: list[tuple[list[str], list[tuple[str, int]]]] = [([], []) for _ in prefixes]
     for r in rows:

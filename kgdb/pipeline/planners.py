@@ -15,6 +15,7 @@ from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError
+from kgdb.limits import RRP_STEP_SCAN
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, check_compatible, checkpoint_for_graph, find_checkpoint
 
 if TYPE_CHECKING:
@@ -89,10 +90,10 @@ class TrainedPathPlanner:
 
     def __init__(
         self, model, relation_names: list[str], embedder, *, beam: int = 3, checkpoint: Checkpoint | None = None,
-        constrained: bool = True, frontier_cap: int = 200,
+        constrained: bool = True, frontier_cap: int = 200, step_scan: int | None = RRP_STEP_SCAN,
     ):
         self.model, self.relation_names, self.embedder, self.beam = model.eval(), relation_names, embedder, beam
-        self.checkpoint, self.constrained, self.frontier_cap = checkpoint, constrained, frontier_cap
+        self.checkpoint, self.constrained, self.frontier_cap, self.step_scan = checkpoint, constrained, frontier_cap, step_scan
         self.relation_index = {r: i for i, r in enumerate(relation_names)}
         self._table: torch.Tensor | None = None
 
@@ -129,7 +130,7 @@ class TrainedPathPlanner:
                 r, d = step_of(p[-1])
                 asks.append((parent, self.relation_names[r], d))
                 keys.append(p)
-            for p, (ids, steps) in zip(keys, beam_step(graph, asks, cap=self.frontier_cap) if asks else []):
+            for p, (ids, steps) in zip(keys, beam_step(graph, asks, cap=self.frontier_cap, step_scan=self.step_scan) if asks else []):
                 reached[p] = (ids, [token_of(self.relation_index[r], d) for r, d in steps if r in self.relation_index])
             return [reached[p][1] for p in prefixes]
 
@@ -226,4 +227,5 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
     model, ckpt = load_relation_model(graph, settings, checkpoint, PLANNER, build, "--checkpoint")
     cfg = ckpt.config
     embedder = get_embedder(cfg.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
-    return TrainedPathPlanner(model, list(cfg["relation_names"]), embedder, beam=beam, checkpoint=ckpt, constrained=constrained)
+    return TrainedPathPlanner(model, list(cfg["relation_names"]), embedder, beam=beam, checkpoint=ckpt, constrained=constrained,
+                              step_scan=settings.rrp_step_scan)
