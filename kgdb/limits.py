@@ -37,8 +37,8 @@ FETCH_HUB_SCAN = 10_000
 # 16, 32 and 64 whose val Hit@1 and Macro-F1 equal the unbounded ones on WebQSP (subset and distractor
 # graph) and MetaQA 1/2/3-hop (KGDB_RRP_PREFIXES; docs/rrp.md, "RRP on any graph").
 RRP_PREFIXES = 16
-# Relationships of one step (relation and direction) from one entity that RRP's enumeration and grounding
-# read whole. A bigger step, a hub's in a real Freebase subset ("people with this nationality": millions),
+# Relationships of one step (relation and direction) from one entity that RRP's enumeration, grounding and
+# beam decoding read whole. A bigger step, a hub's in a real Freebase subset ("people with this nationality": millions),
 # keeps a deterministic sample of its ends instead: those whose idx is a multiple of a stride that leaves
 # about 4 x the frontier cap of them, of which the first `cap` in id order go on as usual. Reading such a
 # step whole held every end at once: a question about a country with 1M nationality edges failed after
