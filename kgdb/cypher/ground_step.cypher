@@ -17,7 +17,8 @@
 // streaming DISTINCT, no sort of all walks); the second keeps the paths to them. A step with more than
 // $scan relationships from one entity (a hub's in a real Freebase subset) is read as a sample: only the
 // ends whose idx is a multiple of a stride that leaves about 4 x $cap of them (as relation_steps.cypher),
-// so a hub never holds its millions of ends at once.
+// so a hub never holds its millions of ends at once; the second pass reaches a hub's kept ends from
+// themselves instead of reading the hub again (docs/scale.md, "Hub topics").
 // Parameters:
 //   :param groups => [{paths: [{nodes: ['Jamaica'], triples: []}], relations: ['location.country.languages_spoken'], jobs: [{key: 0, relation: 'location.country.languages_spoken', direction: 0}]}]
 //   :param walks => false
@@ -54,10 +55,24 @@ CALL (grp, starts) {
 CALL (grp, starts, found) {
   UNWIND starts AS s
   WITH grp, found, s.p AS p, s.x AS x, s.big AS big
-  MATCH (x)-[r]-(y:Entity)
+  CALL (found, x, big) {
+    // most paths: every relationship of x, the ends searched below
+    WITH x WHERE big = []
+    MATCH (x)-[r]-(y:Entity)
+    RETURN r, y
+    UNION ALL
+    // a hub's: only its relationships to the ends the first pass kept, found from them (the smaller side)
+    WITH found, x WHERE big <> []
+    UNWIND reduce(ends = [], f IN found | ends + f.ends) AS end
+    WITH DISTINCT x, end
+    MATCH (y:Entity {id: end})
+    MATCH (x)-[r]-(y)
+    RETURN r, y
+  }
+  WITH grp, found, p, x, big, r, y
   WHERE type(r) IN grp.relations
     AND (CASE WHEN $walks THEN size(p.triples) = 0 OR p.triples[-1][0] <> elementId(r) ELSE NOT y.id IN p.nodes END)
-    // the first pass's sample again: most rows of a big step stop here, before the search of the ends
+    // an end another path reached is not this hub's unless its sample has it
     AND (big = [] OR all(b IN big WHERE b.relation <> type(r) OR b.direction <> CASE WHEN startNode(r) = x THEN 1 ELSE -1 END OR y.idx % b.stride = 0))
   UNWIND [f IN found WHERE f.relation = type(r) AND (f.direction = 0 OR (f.direction = 1) = (startNode(r) = x)) AND y.id IN f.ends | f.key] AS key
   WITH key, y.id AS end, p.nodes + y.id AS nodes, p.triples + [[elementId(r), startNode(r).id, type(r), endNode(r).id]] AS triples
