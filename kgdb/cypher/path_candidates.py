@@ -63,6 +63,7 @@ def relation_steps(graph: Graph, entity_sets: list[list[str]], cap: int = 200,
 
 
 def check_step_scan(step_scan: int | None) -> None:
+    """Refuse a negative bound on the relationships of one step read whole (`KGDB_RRP_STEP_SCAN`)."""
     if step_scan is not None and step_scan < 0:
         raise InputError(f"relationships of one step read whole must be 0 or more, got {step_scan}", path="KGDB_RRP_STEP_SCAN")
 
