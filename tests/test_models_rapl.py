@@ -269,6 +269,29 @@ def test_completion_adds_exactly_the_siblings_of_each_step_within_the_budget():
     assert {t for p in kept_b for t in p.triples} <= passed_b
 
 
+def test_the_answers_of_the_most_probable_path_come_before_less_probable_paths_in_a_budget():
+    # "which movies was X a writer on": the top path reaches one film; its last step's siblings are
+    # the other films, and a budget must pass them before a less probable path's triples.
+    seed_everything(0)
+    tables = _tables()
+    cfg = dict(hidden=16, samples=10, top_m=3, max_len=2, complete=True)
+    model = RAPL(RAPLConfig(**cfg), tables.dim).eval()
+    x, head, tail = _question(tables, 5)
+    x = dataclasses.replace(x, relation=x.relation % 2)
+    relation = x.relation.numpy()
+    _, (free,) = model.paths(x)
+    top = free[0]
+    t, d = top.triples[-1], top.directions[-1]
+    at = head if d > 0 else tail
+    answers = set(top.triples) | {u for u in range(len(head)) if at[u] == at[t] and relation[u] == relation[t]}
+    assert answers - set(top.triples)  # the top path has siblings to add
+    assert any(set(p.triples) - answers for p in free[1:])  # a less probable path would have fit first
+    model.cfg = RAPLConfig(**cfg, max_triples=len(answers))
+    scores, (kept,) = model.paths(x)
+    assert set(torch.nonzero(scores > PATH_FLOOR).squeeze(1).tolist()) == answers
+    assert kept[0].triples == top.triples
+
+
 def test_only_inference_settings_change_on_a_trained_model():
     from kgdb.errors import InputError
     from kgdb.models.registry import with_inference_settings

@@ -334,7 +334,7 @@ class RAPL(Retriever):
                     break
                 seen.add(walk)
                 walks.append((walk, float(np.exp(lp_np[r]))))
-            kept = self._within_budget(walks, m)
+            kept, siblings = self._within_budget(enc, base, walks, off[b], off[b + 1])
             for walk, prob in kept:
                 per_question[b].append(
                     LinePath(prob, tuple(a % m - off[b] for a in walk), tuple(1 if a < m else -1 for a in walk))
@@ -343,36 +343,41 @@ class RAPL(Retriever):
                     # Path triples in [1.5, 2]: above every completed sibling, monotone in the path's
                     # probability without vanishing below float32's resolution next to 1.
                     passed[a % m] = max(passed.get(a % m, 0.0), 0.5 + 0.5 * prob)
-            if self.cfg.complete:
-                mine = {a % m for walk, _ in kept for a in walk}
-                for t, score in self._siblings(enc, base, kept, mine, off[b], off[b + 1]):
-                    passed.setdefault(t, score)
+            for t, score in siblings:
+                passed.setdefault(t, score)
         scores = base.clone()
         if passed:
             idx = torch.tensor(list(passed), device=base.device)
             scores[idx] = PATH_FLOOR + torch.tensor(list(passed.values()), device=base.device, dtype=base.dtype)
         return scores, per_question
 
-    def _within_budget(self, walks: list[tuple[tuple[int, ...], float]], m: int) -> list[tuple[tuple[int, ...], float]]:
-        """The most probable walks whose triples fit `max_triples` together, whole walks only (a walk
-        that does not fit is skipped and a shorter, less probable one may still fit)."""
-        budget = self.cfg.max_triples
-        if budget <= 0:
-            return walks
-        kept, triples = [], set()
+    def _within_budget(self, enc: Encoded, base: Tensor, walks: list[tuple[tuple[int, ...], float]], lo: int, hi: int):
+        """The walks and completed siblings passed within `max_triples`: the most probable walks,
+        whole walks only (one that does not fit is skipped and a shorter, less probable one may still
+        fit). With `complete`, the answers of the most probable walk come right after it (the
+        siblings of its last step: every film a writer wrote, not the first ones sampled), then the
+        other walks, then the rest of the siblings."""
+        m = enc.x.num_triples
+        budget = self.cfg.max_triples if self.cfg.max_triples > 0 else None
+        kept, taken, siblings = [], set(), []
         for walk, prob in walks:
-            new = {a % m for a in walk} - triples
-            if len(triples) + len(new) <= budget:
-                kept.append((walk, prob))
-                triples |= new
-        return kept
+            new = {a % m for a in walk} - taken
+            if budget is not None and len(taken) + len(new) > budget:
+                continue
+            kept.append((walk, prob))
+            taken |= new
+            if self.cfg.complete and len(kept) == 1:
+                siblings += self._siblings(enc, base, [(walk[-1:], prob)], taken, lo, hi)
+        if self.cfg.complete:
+            siblings += self._siblings(enc, base, kept, taken, lo, hi)
+        return kept, siblings
 
     def _siblings(self, enc: Encoded, base: Tensor, kept, taken: set[int], lo: int, hi: int) -> list[tuple[int, float]]:
         """Relation-pattern completion: a kept path read as a rule ("from this entity, follow this
         relation this way") also reaches the parallel triples that share a step's entity, relation
         and direction (a title node shared by several films reaches every film's director).
         Siblings of the most probable path first, its last step first (where the answers are), then
-        by the model's own triple score; within `max_triples` with the path triples."""
+        by the model's own triple score; within `max_triples` with the triples already `taken`."""
         if not kept:
             return []
         m = enc.x.num_triples
