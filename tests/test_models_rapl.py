@@ -303,3 +303,24 @@ def test_only_inference_settings_change_on_a_trained_model():
         with_inference_settings(model, {"hidden": "64"})
     with pytest.raises(InputError, match="max_triples takes a int"):
         with_inference_settings(model, {"max_triples": "many"})
+    # out of range or a typo: refused naming the setting and its range, the model left as it was
+    for value, message in [({"max_triples": "-5"}, "max_triples must be at least 0, got -5"),
+                           ({"temperature": "0"}, "temperature must be above 0, got 0.0"),
+                           ({"samples": "0"}, "samples must be at least 1, got 0"),
+                           ({"complete": "ture"}, "complete takes true or false, got 'ture'")]:
+        with pytest.raises(InputError, match=message):
+            with_inference_settings(model, value)
+    assert model.cfg.max_triples == 50 and model.cfg.complete is True
+    with_inference_settings(model, {"complete": "off"})
+    assert model.cfg.complete is False
+
+
+def test_a_checkpoint_config_out_of_range_is_refused_naming_the_setting():
+    from kgdb.errors import InputError
+    from kgdb.models.registry import build
+
+    with pytest.raises(InputError, match="config: rapl setting dropout must be at least 0 and below 1, got 1.0"):
+        build("rapl", {"dropout": 1.0}, 16)
+    with pytest.raises(InputError, match="cosine-dde setting hidden must be at least 1, got 0"):
+        build("cosine-dde", {"hidden": 0}, 16)
+    assert build("cosine-dde", {"walk_rounds": 0}, 16).cfg.walk_rounds == 0  # topics only: an ablation, not an error

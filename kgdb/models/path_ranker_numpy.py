@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from kgdb.models.bounds import bounded
+
 PLANNER_FEATURES = ("planner_logp", "planner_logp_rel")
 PORTABLE_FEATURES = (
     "cos_max", "cos_mean", "cos_last", "cos_max_rel", "hops_1", "hops_2", "hops_3", "log_answers", "one_answer", "cvt_share",
@@ -20,11 +22,11 @@ DENSE_FEATURES = PLANNER_FEATURES + PORTABLE_FEATURES
 
 @dataclass(frozen=True)
 class RankerConfig:
-    hidden: int = 128
-    word_dim: int = 64
-    buckets: int = 1 << 16
-    max_hops: int = 3
-    dropout: float = 0.2
+    hidden: int = bounded(128, ge=1)
+    word_dim: int = bounded(64, ge=1)
+    buckets: int = bounded(1 << 16, ge=1)
+    max_hops: int = bounded(3, ge=1)
+    dropout: float = bounded(0.2, ge=0, lt=1)
     dense: int = len(DENSE_FEATURES)
     # No parameter tied to one graph (no learned vector per relation, no planner features, the
     # relation table not stored): the model reads any graph's relation text table.

@@ -15,6 +15,7 @@ from typing import Any
 
 from kgdb.errors import InputError
 from kgdb.models.base import Retriever
+from kgdb.models.bounds import out_of_range
 
 _REGISTRY: dict[str, type[Retriever]] = {}
 _loaded = False
@@ -77,14 +78,26 @@ def make_config(cls: type[Retriever], values: dict[str, Any], *, where: str = "-
         kind = hints.get(key)
         if isinstance(value, str) and kind in (int, float, bool):
             try:
-                value = (value.lower() in ("1", "true", "yes", "on")) if kind is bool else kind(value)
+                value = _parse_bool(value) if kind is bool else kind(value)
             except ValueError:
-                raise InputError(f"{cls.name} setting {key} takes a {kind.__name__}, got {value!r}", path=where) from None
+                wanted = "true or false" if kind is bool else f"a {kind.__name__}"
+                raise InputError(f"{cls.name} setting {key} takes {wanted}, got {value!r}", path=where) from None
+        if (violated := out_of_range(fields[key], value)) is not None:
+            raise InputError(f"{cls.name} setting {key} must be {violated}, got {value!r}", path=where)
         typed[key] = value
     try:
         return cls.Config(**typed)
     except TypeError as exc:
         raise InputError(f"{cls.name} settings: {exc}", path=where) from exc
+
+
+def _parse_bool(text: str) -> bool:
+    word = text.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)  # a typo ("ture") must not read as false
 
 
 def with_inference_settings(model: Retriever, values: dict[str, Any], *, where: str = "--set") -> Retriever:

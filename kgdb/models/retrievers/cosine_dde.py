@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from kgdb.models.base import Retriever, SubgraphTensors
+from kgdb.models.bounds import bounded
 from kgdb.models.dde import dde, dde_dim, triple_encoding
 from kgdb.models.numpy_scoring import UNREACHED
 from kgdb.models.registry import register
@@ -99,10 +100,10 @@ def path_relevance(x: SubgraphTensors, relation_score: Tensor, rounds: int) -> T
 
 @dataclass(frozen=True)
 class CosineDDEConfig:
-    hidden: int = 32
-    dde_rounds: int = 2
-    dde_reverse_rounds: int = 2
-    walk_rounds: int = 3
+    hidden: int = bounded(32, ge=1)
+    dde_rounds: int = bounded(2, ge=0)
+    dde_reverse_rounds: int = bounded(2, ge=0)
+    walk_rounds: int = bounded(3, ge=0)
 
 
 @register

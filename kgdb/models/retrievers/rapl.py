@@ -50,6 +50,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from kgdb.models.base import PATH_FLOOR, Retriever, SubgraphTensors, Targets
+from kgdb.models.bounds import bounded
 from kgdb.models.line_graph import augment, gcn_aggregate, successors
 from kgdb.models.registry import register
 
@@ -58,16 +59,16 @@ N_FLAGS = 8
 
 @dataclass(frozen=True)
 class RAPLConfig:
-    hidden: int = 128
-    dropout: float = 0.2
-    max_len: int = 4  # triples per path (2-hop WebQSP through a CVT node is 2; MetaQA 3-hop is 3)
-    samples: int = 200  # K: question triples sampled with replacement (K, M chosen on WebQSP val)
-    paths_per_sample: int = 5
-    top_m: int = 120  # M: distinct walks kept, most probable first
-    max_targets: int = 32  # target paths kept per training question
-    temperature: float = 1.0  # inference softmax temperature (> 1: more diverse paths, more triples)
-    seed: int = 0  # inference sampling seed (a question's retrieval is reproducible)
-    max_triples: int = 0  # most triples passed per question, whole paths first (0: no budget)
+    hidden: int = bounded(128, ge=1)
+    dropout: float = bounded(0.2, ge=0, lt=1)
+    max_len: int = bounded(4, ge=1)  # triples per path (2-hop WebQSP through a CVT node is 2; MetaQA 3-hop is 3)
+    samples: int = bounded(200, ge=1)  # K: question triples sampled with replacement (K, M chosen on WebQSP val)
+    paths_per_sample: int = bounded(5, ge=1)
+    top_m: int = bounded(120, ge=1)  # M: distinct walks kept, most probable first
+    max_targets: int = bounded(32, ge=1)  # target paths kept per training question
+    temperature: float = bounded(1.0, gt=0)  # inference softmax temperature (> 1: more diverse paths, more triples)
+    seed: int = bounded(0, ge=0)  # inference sampling seed (a question's retrieval is reproducible)
+    max_triples: int = bounded(0, ge=0)  # most triples passed per question, whole paths first (0: no budget)
     complete: bool = False  # add the triples a kept path's relations reach from the same entities (siblings)
 
 

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from kgdb.models.base import Retriever, SubgraphTensors, TensorTables
+from kgdb.models.bounds import bounded
 from kgdb.models.dde import dde, dde_dim, distinct_rows, triple_encoding
 from kgdb.models.gathered_mlp import gathered_mlp, stacked_projections
 from kgdb.models.registry import register
@@ -32,9 +33,9 @@ from kgdb.models.registry import register
 
 @dataclass(frozen=True)
 class SubgraphRAGConfig:
-    hidden: int = 1024
-    dde_rounds: int = 2
-    dde_reverse_rounds: int = 2
+    hidden: int = bounded(1024, ge=1)
+    dde_rounds: int = bounded(2, ge=0)
+    dde_reverse_rounds: int = bounded(2, ge=0)
 
 
 @register
