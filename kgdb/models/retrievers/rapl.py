@@ -68,7 +68,7 @@ class RAPLConfig:
     max_targets: int = bounded(32, ge=1)  # target paths kept per training question
     temperature: float = bounded(1.0, gt=0)  # inference softmax temperature (> 1: more diverse paths, more triples)
     seed: int = bounded(0, ge=0)  # inference sampling seed (a question's retrieval is reproducible)
-    max_triples: int = bounded(0, ge=0)  # most triples passed per question, whole paths first (0: no budget)
+    max_triples: int = bounded(0, ge=0)  # most triples passed per question (0: no budget); the order: `_within_budget`
     complete: bool = False  # add the triples a kept path's relations reach from the same entities (siblings)
 
 
