@@ -107,7 +107,7 @@ class Kgdb:
         reasoner: str | Any = "auto",
         fmt: str | None = None,
         k: int = 100,
-        hops: int = 2,
+        hops: int | None = None,
         cap: int | None = None,
         write: bool = True,
     ):

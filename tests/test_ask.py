@@ -243,6 +243,22 @@ def test_cli_ask_without_llm(loaded):
     assert data["retrieval"]["cap"] == 7 and data["retrieval"]["hops"] == 2  # how the evidence was fetched
 
 
+def test_ask_fetches_with_the_checkpoints_radius_unless_told(loaded):
+    graph, settings = loaded
+    from kgdb.models.default import shipped_checkpoint
+
+    one_hop = settings.checkpoints_dir / "cosine-dde-1hop"
+    shutil.copytree(shipped_checkpoint("cosine-dde"), one_hop)
+    config = json.loads((one_hop / "config.json").read_text())
+    config["fetch"]["hops"] = 1  # as `kgdb train cosine-dde --hops 1` records it
+    (one_hop / "config.json").write_text(json.dumps(config))
+    args = ["ask", "what is the capital of france?", "--json", "--no-write", "--retriever", "cosine-dde", "--checkpoint", str(one_hop)]
+    assert json.loads(cli(settings, *args).output)["retrieval"]["hops"] == 1  # the checkpoint's, not a fixed 2
+    assert json.loads(cli(settings, *args, "--hops", "2").output)["retrieval"]["hops"] == 2
+    zero = cli(settings, *args, "--hops", "0")  # refused, not read as "unset"
+    assert zero.exit_code == 1 and "--hops must be between 1 and 4, got 0" in str(zero.exception)
+
+
 def test_cli_ask_bad_inputs(loaded):
     graph, settings = loaded
     empty = cli(settings, "ask", "  ")

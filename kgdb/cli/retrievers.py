@@ -110,7 +110,7 @@ def eval_retrieval(
     retriever: list[str] = typer.Option(["subgraphrag"], "--retriever", help="Repeatable; any registered retriever (`kgdb retrievers`)."),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint"),
     split: Optional[str] = typer.Option(None, "--split", help="train | val | test | all; default test when splits/ has the dataset, else all."),
-    hops: int = typer.Option(2, "--hops"),
+    hops: Optional[int] = typer.Option(None, "--hops", help="Subgraph radius (default: the checkpoint's, else 2)."),
     cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", help="First N questions of the split."),
     sample: Optional[int] = typer.Option(None, "--sample", help=SAMPLE_HELP),
@@ -134,10 +134,12 @@ def eval_retrieval(
                              threads=threads or None, inference=inference if name == retriever[-1] else None)
             for name in retriever
         ]
-        # Every retriever is scored on the same subgraphs: the checkpoint's serving cap unless --cap is given.
-        cap = cap or next((p.cap for p in pipes if p.checkpoint is not None), pipes[0].cap)
+        # Every retriever is scored on the same subgraphs: the checkpoint's radius and serving cap unless given.
+        reference = next((p for p in pipes if p.checkpoint is not None), pipes[0])
+        hops = reference.hops if hops is None else hops
+        cap = reference.cap if cap is None else cap
         for pipe in pipes:
-            pipe.cap = cap
+            pipe.hops, pipe.cap = hops, cap
         for pipe in pipes:
             for note in pipe.notes:
                 console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)

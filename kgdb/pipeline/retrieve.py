@@ -139,8 +139,8 @@ class RetrievePipeline:
         # Unless told otherwise, fetch subgraphs the way the checkpoint's training data was fetched, or
         # with the cap chosen for it on its validation split (`benchmarks/inference_cap.py --write`).
         fetch = (self.checkpoint.config.get("fetch") or {}) if self.checkpoint else {}
-        self.hops = hops or fetch.get("hops") or 2
-        self.cap = cap or fetch.get("inference_cap") or fetch.get("cap") or DEFAULT_CAP
+        self.hops = hops if hops is not None else fetch.get("hops") or 2
+        self.cap = cap if cap is not None else fetch.get("inference_cap") or fetch.get("cap") or DEFAULT_CAP
 
     def _check_checkpoint(self, retriever: str) -> None:
         """Refuse a checkpoint of another retriever or embedding space; note one trained on another graph."""

@@ -196,7 +196,7 @@ class AskPipeline:
         k: int = 100,
         fmt: str = "triples",
         reasoner: str | Any = "auto",
-        hops: int = 2,
+        hops: int | None = None,
         cap: int | None = None,
         chain_hops: int = 2,
         write: bool = True,
