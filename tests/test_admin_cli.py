@@ -120,3 +120,18 @@ def test_bad_setting_in_the_environment_is_one_clear_line():
     out = kgdb("config", "show", env={"KGDB_NEO4J_BOLT_PORT": "seventy"})
     assert out.returncode != 0 and "Traceback" not in out.stderr
     assert "KGDB_NEO4J_BOLT_PORT must be an integer, got 'seventy'" in out.stderr
+
+
+
+@pytest.mark.parametrize("args", [["train", "rapl", "--cap"], ["train", "rapl", "--hops"], ["train", "rapl", "--max-val"],
+                                  ["label", "--cap"], ["label", "--hops"], ["label", "--limit"]])
+def test_a_count_below_one_is_refused_before_anything_runs(args, tmp_path):
+    # `cap or default` read 0 as "unset" and trained or labelled with the default instead
+    from typer.testing import CliRunner
+
+    from kgdb.cli import app
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("")
+    result = CliRunner().invoke(app, [*args[:-1], "--questions", str(questions), args[-1], "0"])
+    assert result.exit_code == 2 and "not in the range x>=1" in result.output, result.output

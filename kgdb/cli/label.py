@@ -26,10 +26,10 @@ def label(
     questions: Annotated[Path, typer.Option("--questions", help="WebQSP-style questions.jsonl or MetaQA k-hop/qa.txt.")],
     method: Annotated[LabelMethod, typer.Option("--method", help="rapl: rational paths among topic-answer paths of length d_min..d_min+2; reg: ReG's compressed pool (shortest paths + one-hop neighbourhoods); rapl-relations: RAPL's relation targeting R_* among the topic entities' relations (→ / ← direction), for `kgdb train rapl --relation-targets`.")],
     split: Annotated[str, typer.Option("--split", help="train, val, test or all.")] = "train",
-    limit: Annotated[Optional[int], typer.Option("--limit", help="First N questions of the split.")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="LLM requests in flight at once.")] = 4,
-    hops: Annotated[int, typer.Option("--hops", help="Subgraph radius; keep it equal to training's (default 2).")] = 2,
-    cap: Annotated[Optional[int], typer.Option("--cap", help="Per-node expansion cap (default: the fetch default, as training).")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="First N questions of the split.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="LLM requests in flight at once.")] = 4,
+    hops: Annotated[int, typer.Option("--hops", min=1, help="Subgraph radius; keep it equal to training's (default 2).")] = 2,
+    cap: Annotated[Optional[int], typer.Option("--cap", min=1, help="Per-node expansion cap (default: the fetch default, as training).")] = None,
     prompt_version: Annotated[int, typer.Option("--prompt-version", help="Template kgdb/qa/prompts/label_<method>_v<N>.txt ('-' written '_').")] = 1,
 ) -> None:
     """Ask the configured LLM (KGDB_LLM_BASE_URL / KGDB_LLM_MODEL / KGDB_LLM_API_KEY) to select each
