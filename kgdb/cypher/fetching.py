@@ -43,7 +43,7 @@ def fetch(
     """`fetch_subgraph`, retried with a 4x smaller cap when a transaction still exceeds the server's
     memory limit; `meta["cap"]` says which cap produced the subgraph. The last failure is a clear
     error naming the settings to change."""
-    cap = cap or DEFAULT_CAP
+    cap = DEFAULT_CAP if cap is None else cap
     while True:
         try:
             return fetch_subgraph(graph, topics, q_emb, hops=hops, cap=cap, question=question, qid=qid, chunk=chunk, max_triples=max_triples,

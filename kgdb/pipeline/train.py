@@ -78,7 +78,7 @@ def train_retriever(
     from kgdb.data.cache import add_features
     from kgdb.training.trainer import ResumeMismatchError, TrainConfig, ensure_node_features, has_positive, prepare_cpu, seed_everything, train
 
-    cap = cap or DEFAULT_CAP  # the config records the cap really fetched with, whatever the default becomes
+    cap = DEFAULT_CAP if cap is None else cap  # the config records the cap really fetched with, whatever the default becomes
     cls = registry.get(retriever)
     if labels not in LABEL_SOURCES:
         raise InputError(f"unknown label source {labels!r}; choose one of {', '.join(LABEL_SOURCES)}", path="--labels")
