@@ -367,7 +367,7 @@ class RAPL(Retriever):
                 continue
             kept.append((walk, prob))
             taken |= new
-            if self.cfg.complete and len(kept) == 1:
+            if self.cfg.complete and budget is not None and len(kept) == 1:  # without a budget the order changes nothing
                 siblings += self._siblings(enc, base, [(walk[-1:], prob)], taken, lo, hi)
         if self.cfg.complete:
             siblings += self._siblings(enc, base, kept, taken, lo, hi)
