@@ -116,10 +116,13 @@ def test_the_composed_reading_replaces_a_best_path_that_answers_the_description(
     p_outer = float(np.exp(3.0) / (np.exp(3.0) + 1.0))
     assert composed[0] == PlannedPath((DIRECTED[0], BORN[0]), plans[0].score, (1, 1))
     assert composed[1] == PlannedPath((DIRECTED[0],), pytest.approx(plans[0].score * (1 - p_outer)), (1,))
-    # the composed path was also a candidate of the whole question: it is not planned twice
-    assert [p.relations for p in composed] == [(DIRECTED[0], BORN[0]), (DIRECTED[0],), (RELEASED[0],)]
+    # the composed path was also a candidate of the whole question: it is not planned twice; the release
+    # date is no plan of a "where" question
+    assert [p.relations for p in composed] == [(DIRECTED[0], BORN[0]), (DIRECTED[0],)]
     assert note.startswith("read as a composition: 'the director of avatar' is James Cameron (film.film.directed_by), then 'where was … born?'")
-    assert graph.asked == [["james cameron"]]
+    # read: the whole question's, the description's, the outer words' at the topic and the outer question's
+    # answers, whether they are values; the description's answer, its name
+    assert graph.asked == [["2009", "james cameron", "kapuskasing"], ["2009", "james cameron"], ["james cameron"], ["canada", "kapuskasing"]]
     # plan() is the same rule; benchmarks/compositions.py turns it off to compare
     assert _planner(_direct_and_inner()).plan(graph, QUESTION, ["avatar"], ["Avatar"]) == composed
     planner.compositions = False
@@ -164,6 +167,54 @@ def test_the_whole_questions_reading_stays_unless_it_is_the_descriptions():
     plans = _plans(planner, graph)
     assert planner.compose(graph, QUESTION, ["avatar", "titanic"], ["Avatar", "Titanic"], plans) == (plans, None)  # two topics
     assert planner.compose(graph, "who directed avatar?", ["avatar"], ["Avatar"], plans) == (plans, None)
+
+
+DIED_ON, DIED_IN = ("people.deceased_person.date_of_death", 1), ("people.deceased_person.place_of_death", 1)
+
+
+@pytest.mark.parametrize("question, first", [
+    ("where did george orwell die?", DIED_IN),
+    ("Who did george orwell die with?", DIED_IN),  # any entity rather than a value
+    ("when did george orwell die?", DIED_ON),  # a value may answer when, what, how …
+    ("what did george orwell die on?", DIED_ON),
+    ("the date whose day george orwell died on was when?", DIED_ON),  # "whose" is relative: not asked of
+])
+def test_where_and_who_are_answered_with_entities_not_values(question, first):
+    graph = _Graph()
+    text, emb = RankedPathPlanner.encode(_planner({}), question, ["George Orwell"])
+    ranking = [(_path([DIED_ON], ["1950-01-21"], ["orwell"]), 5.0), (_path([DIED_IN], ["london"], ["orwell"]), 4.0)]
+    planner = _planner({(text, ("orwell",)): ranking})
+    plans = planner.plan_encoded(graph, text, emb, ["orwell"])
+    assert plans[0].relations == (first[0],)
+    if first == DIED_IN:  # the value path is gone and the entity path takes its probability
+        assert [p.relations for p in plans] == [(DIED_IN[0],)] and plans[0].score == pytest.approx(1.0)
+        assert graph.asked == [["1950-01-21", "london"]]
+    else:
+        assert len(plans) == 2 and graph.asked == []
+    # when every path the planner would ground answers with values, they stay: the graph has nothing else
+    planner = _planner({(text, ("orwell",)): [(c, s) for c, s in ranking if c.steps == (DIED_ON,)]})
+    assert [p.relations for p in planner.plan_encoded(graph, text, emb, ["orwell"])] == [(DIED_ON[0],)]
+
+
+def test_a_description_names_an_entity_even_when_its_best_path_ends_in_a_value():
+    # "the author of war and peace" read as the book's date of publication, its author second
+    graph = _Graph()
+    question, written, wrote = "where was the author of war and peace born?", ("book.written_work.author", 1), ("book.written_work.date", 1)
+    rankings = {
+        (strip_mentions(question, ["War and Peace"]), ("wp",)): [(_path([written], ["leo tolstoy"], ["wp"]), 5.0),
+                                                                  (_path([wrote], ["1869"], ["wp"]), 4.0)],
+        (strip_mentions("what is the author of war and peace?", ["War and Peace"]), ("wp",)): [
+            (_path([wrote], ["1869"], ["wp"]), 6.0), (_path([written], ["leo tolstoy"], ["wp"]), 3.0)],
+        (strip_mentions("where was war and peace born?", ["War and Peace"]), ("wp",)): [(_path([wrote], ["1869"], ["wp"]), 1.0)],
+        (strip_mentions("where was leo tolstoy born?", ["Leo Tolstoy"]), ("leo tolstoy",)): [
+            (_path([BORN], ["yasnaya polyana"], ["leo tolstoy"]), 3.0)],
+    }
+    planner = _planner(rankings)
+    text, emb = planner.encode(question, ["War and Peace"])
+    plans = planner.plan_encoded(graph, text, emb, ["wp"])
+    composed, note = planner.compose(graph, question, ["wp"], ["War and Peace"], plans)
+    assert composed[0] == PlannedPath((written[0], BORN[0]), plans[0].score, (1, 1))
+    assert note.startswith("read as a composition: 'the author of war and peace' is Leo Tolstoy (book.written_work.author)")
 
 
 FILMS = [

@@ -15,6 +15,7 @@ torch only to serve a graph's own ranker. Training it: `kgdb.pipeline.path_ranke
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -40,6 +41,19 @@ TOPIC_LINK_MARGIN = 0.3
 # A composition's inner answer names at most this many entities (`RankedPathPlanner.compose`): more is
 # a class ("the films of …"), which the whole question's paths already read.
 COMPOSED_ENDS = 10
+# A question whose first question word is "where" or "who" asks for an entity (a place, a person),
+# never for a value: a relation path whose answers are all literal values (dates, numbers) does not
+# answer it. "where did george orwell die?" is not his date of death, which the ranker scored above his
+# place of death. "whose" is left out: it is mostly relative ("when did the movies release whose
+# actors …"). The WebQSP and MetaQA train and val splits hold no such question whose gold answer is a
+# value. Read: the first VALUE_ENDS_READ answers of each of the first `beam` paths (`RankedPathPlanner.scored`).
+QUESTION_WORD = re.compile(r"\b(what|which|when|where|who|whom|how|why)\b")
+VALUE_ENDS_READ = 5
+
+
+def asks_for_an_entity(text: str) -> bool:
+    first = QUESTION_WORD.search(text.lower())
+    return first is not None and first.group(1) in ("where", "who", "whom")
 
 
 def relations_directions(steps) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -290,7 +304,8 @@ class RankedPathPlanner:
         # candidates: enumerating them again with each reading's own prefixes gave the same answers on
         # the training splits and dev sets, at a seventh more time per question on a 50M-triple graph
         text, emb = self.encode(composition.inner, topic_names)
-        inner = self.scored(graph, text, emb, topics, reuse=True)
+        # a description names an entity, never a value ("the author of war and peace" is not its date of publication)
+        inner = self._without_values(graph, self.scored(graph, text, emb, topics, reuse=True), topics)
         one_hop = {c.steps: c for c, _ in inner if len(c.steps) == 1}
 
         def describes(steps) -> bool:  # a description's shape: one hop, or two through a CVT node
@@ -336,7 +351,26 @@ class RankedPathPlanner:
         p = np.exp(s - s.max())
         p /= p.sum()
         order = np.argsort(-p, kind="stable")
-        return [(kept[i], float(p[i])) for i in order]
+        ranked = [(kept[i], float(p[i])) for i in order]
+        return self._without_values(graph, ranked, topics) if asks_for_an_entity(text) else ranked
+
+    def _without_values(self, graph: Graph, ranked: list[tuple[object, float]], topics: list[str]) -> list[tuple[object, float]]:
+        """`ranked` (a where / who question's, a description's) without the paths among its first `beam`
+        whose answers are all literal values, the others' probabilities renormalised; unchanged when every
+        one of the first `beam` answers with values (the graph has nothing else to say)."""
+        tset = set(topics)
+        read = {id(c): sorted(answer_ends(c, tset))[:VALUE_ENDS_READ] for c, _ in ranked[: self.beam]}
+        ids = sorted({e for ends in read.values() for e in ends})
+        if not ids:
+            return ranked
+        rows = graph.run("entity_names", ids=ids)
+        literal = {r["id"] for r in rows if r["literal"]}
+        values = {key for key, ends in read.items() if ends and all(e in literal for e in ends)}
+        if not values or len(values) == len(read):
+            return ranked
+        kept = [(c, p) for c, p in ranked if id(c) not in values]
+        total = sum(p for _, p in kept)
+        return [(c, p / total) for c, p in kept]
 
     def plan_encoded(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]):
         from kgdb.pipeline.planners import PlannedPath
