@@ -181,7 +181,7 @@ DIED_ON, DIED_IN = ("people.deceased_person.date_of_death", 1), ("people.decease
 ])
 def test_where_and_who_are_answered_with_entities_not_values(question, first):
     graph = _Graph()
-    text, emb = RankedPathPlanner.encode(_planner({}), question, ["George Orwell"])
+    text, emb = _planner({}).encode(question, ["George Orwell"])
     ranking = [(_path([DIED_ON], ["1950-01-21"], ["orwell"]), 5.0), (_path([DIED_IN], ["london"], ["orwell"]), 4.0)]
     planner = _planner({(text, ("orwell",)): ranking})
     plans = planner.plan_encoded(graph, text, emb, ["orwell"])
@@ -199,13 +199,13 @@ def test_where_and_who_are_answered_with_entities_not_values(question, first):
 def test_a_description_names_an_entity_even_when_its_best_path_ends_in_a_value():
     # "the author of war and peace" read as the book's date of publication, its author second
     graph = _Graph()
-    question, written, wrote = "where was the author of war and peace born?", ("book.written_work.author", 1), ("book.written_work.date", 1)
+    question, written, published = "where was the author of war and peace born?", ("book.written_work.author", 1), ("book.written_work.date", 1)
     rankings = {
         (strip_mentions(question, ["War and Peace"]), ("wp",)): [(_path([written], ["leo tolstoy"], ["wp"]), 5.0),
-                                                                  (_path([wrote], ["1869"], ["wp"]), 4.0)],
+                                                                  (_path([published], ["1869"], ["wp"]), 4.0)],
         (strip_mentions("what is the author of war and peace?", ["War and Peace"]), ("wp",)): [
-            (_path([wrote], ["1869"], ["wp"]), 6.0), (_path([written], ["leo tolstoy"], ["wp"]), 3.0)],
-        (strip_mentions("where was war and peace born?", ["War and Peace"]), ("wp",)): [(_path([wrote], ["1869"], ["wp"]), 1.0)],
+            (_path([published], ["1869"], ["wp"]), 6.0), (_path([written], ["leo tolstoy"], ["wp"]), 3.0)],
+        (strip_mentions("where was war and peace born?", ["War and Peace"]), ("wp",)): [(_path([published], ["1869"], ["wp"]), 1.0)],
         (strip_mentions("where was leo tolstoy born?", ["Leo Tolstoy"]), ("leo tolstoy",)): [
             (_path([BORN], ["yasnaya polyana"], ["leo tolstoy"]), 3.0)],
     }
