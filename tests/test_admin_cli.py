@@ -135,3 +135,19 @@ def test_a_count_below_one_is_refused_before_anything_runs(args, tmp_path):
     questions.write_text("")
     result = CliRunner().invoke(app, [*args[:-1], "--questions", str(questions), args[-1], "0"])
     assert result.exit_code == 2 and "not in the range x>=1" in result.output, result.output
+
+
+def test_tune_per_file_zero_skips_the_tuning_and_a_negative_count_is_refused(tmp_path):
+    # 0 means "no tuning" (rrp-ranker, rrp); stop 40's lower bound of 1 had made that documented value unusable
+    from typer.testing import CliRunner
+
+    from kgdb.cli import app
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("")
+    refused = CliRunner().invoke(app, ["train", "rrp-ranker", "--questions", str(questions), "--tune-per-file", "-1"])
+    assert refused.exit_code == 2 and "not in the range x>=0" in refused.output, refused.output
+    accepted = CliRunner().invoke(app, ["--uri", "bolt://localhost:1", "train", "rrp-ranker", "--questions", str(questions),
+                                        "--tune-per-file", "0"])
+    # past option parsing: it fails later, on the unreachable server
+    assert accepted.exit_code == 1 and "cannot reach Neo4j at bolt://localhost:1" in str(accepted.exception), accepted.output

@@ -67,7 +67,7 @@ def train_retriever(
     max_val: Annotated[Optional[int], typer.Option("--max-val", min=1, help="Use only the first N validation questions.")] = None,
     threads: Annotated[int, typer.Option("--threads", help="CPU threads for torch (default: half the cores, at most 8).")] = 0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run from its last finished epoch.")] = False,
-    tune_per_file: Annotated[int, typer.Option("--tune-per-file", min=1, help="rrp, rrp-ranker: val questions per file that choose the answering mode, λ1, θ and the answer closeness weight (a fixed prefix; 0: rrp-ranker skips the tuning).")] = 300,
+    tune_per_file: Annotated[int, typer.Option("--tune-per-file", min=0, help="rrp, rrp-ranker: val questions per file that choose the answering mode, λ1, θ and the answer closeness weight (a fixed prefix; 0: no tuning, the checkpoint answers with the defaults; a finished rrp run is tuned later with --resume).")] = 300,
     labels: Annotated[LabelSource, typer.Option("--labels", help="Training positives: shortest-path triples, or the triples on the paths `kgdb label --method rapl|reg` stored (questions without them fall back to shortest).")] = LabelSource.shortest,
     relation_targets: Annotated[bool, typer.Option("--relation-targets", help="rapl: add RAPL's relation targeting (Eq. 8) to the question-triple loss: the triples leaving a topic by a relation `kgdb label --method rapl-relations` stored for the question are positives too (questions without R_* unchanged). Combines with any --labels.")] = False,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Questions per optimiser step, scored as one disjoint union (retrievers that support it: subgraphrag); the loss is the mean over the questions.")] = 1,
@@ -294,6 +294,8 @@ def _train_structural(ctx, settings, questions: list[Path], *, name, max_epochs,
         bar.update(steps_task, visible=False)
         console.print(f"best epoch {result.best_epoch}: val Hit@1 {result.best_val_hit1:.4f}; {result.train_questions} training subgraphs; "
                       f"checkpoint {escape(str(ckpt.path))}", highlight=False)
+        if not tune_per_file:
+            return
         tune_task = bar.add_task("tune λ1, θ, closeness weight on val", total=None)
         try:
             tuned = tune_and_store(graph, settings, ckpt, questions, per_file=tune_per_file, on_start=lambda n: bar.update(tune_task, total=n),
