@@ -2,8 +2,8 @@
 (`kgdb.pipeline.answer_closeness`), on val splits, for an RRP path-ranker checkpoint.
 
     python benchmarks/answer_closeness.py --checkpoint kgdb/models/default/rrp-ranker-portable \\
-        --graph bolt://localhost:7701,/work/cache-webqsp,../shared/data/webqsp/questions.jsonl \\
-        --graph bolt://localhost:7702,/work/cache-metaqa,../shared/data/metaqa/3-hop/qa.txt [--per-file 300] [--write]
+        --graph $WEBQSP_URI,/work/cache-webqsp,$KGDB_DATA/webqsp/questions.jsonl \\
+        --graph $METAQA_URI,/work/cache-metaqa,$KGDB_DATA/metaqa/3-hop/qa.txt [--per-file 300] [--write]
 
 Each `--graph URI,CACHE_DIR,QUESTIONS` names a server, its tensor cache and a question file: the
 first `--per-file` val questions (never test) are answered once with the checkpoint (gold topics, as

@@ -1,7 +1,7 @@
 """`kgdb ask` latency without an LLM (extractive reasoner): p50/p90 per question and a per-stage breakdown.
 
-    KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/ask.py \
-        --questions ../shared/data/webqsp/questions.jsonl --n 100
+    KGDB_NEO4J_URI=$WEBQSP_URI .venv/bin/python benchmarks/ask.py \
+        --questions $KGDB_DATA/webqsp/questions.jsonl --n 100
 
 Questions are asked as a user would: the topic entity is linked from the text (no gold topics).
 

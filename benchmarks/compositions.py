@@ -2,7 +2,7 @@
 answered with and without it by the same RRP retriever, Hit@1 (the first answer's entity id among the
 gold answers, as `kgdb eval rrp`) both ways, and every question where the composed reading was taken.
 
-    KGDB_NEO4J_URI=bolt://localhost:7703 KGDB_CHECKPOINTS_DIR=/tmp/none .venv/bin/python benchmarks/compositions.py \\
+    KGDB_NEO4J_URI=$DEFAULT_URI KGDB_CHECKPOINTS_DIR=/tmp/none .venv/bin/python benchmarks/compositions.py \\
         --questions benchmarks/data/default_compositional_dev.jsonl --split all [--topics linked]
 
 `--checkpoint` names the ranker (default: the graph's own, else the shipped portable one); `--sample N` takes
@@ -20,6 +20,7 @@ from kgdb.cypher import Graph
 from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import KgdbError
 from kgdb.pipeline.relation_paths import relation_path_retriever
+from kgdb.pipeline.path_ranker import RankedPathPlanner
 
 
 def main() -> None:
@@ -33,7 +34,7 @@ def main() -> None:
     settings = load_settings()
     graph = Graph.connect(settings)
     retriever = relation_path_retriever(graph, settings, checkpoint=args.checkpoint, write=False)
-    if not hasattr(retriever.planner, "compositions"):
+    if not isinstance(retriever.planner, RankedPathPlanner):
         raise SystemExit(f"the planner ({type(retriever.planner).__name__}) is not a path ranker: it reads no compositions")
     questions = subsample(read_questions(args.questions).split(args.split), sample=args.sample)
 

@@ -1,6 +1,6 @@
 """The database reads an RRP answer makes, replayed: for comparing two checkouts' Cypher on the same calls.
 
-    KGDB_NEO4J_URI=bolt://localhost:7704 .venv/bin/python benchmarks/db_calls.py \\
+    KGDB_NEO4J_URI=$SCALE_URI .venv/bin/python benchmarks/db_calls.py \\
         --questions <synth-50M>/questions.jsonl --n 40 --calls /tmp/calls.pkl [--rounds 3]
 
 The first run answers the first N questions of the file (their own topics, `kgdb ask --reasoner rrp`

@@ -1,8 +1,8 @@
 """SubgraphRAG, RAPL and the RRP path ranker on a device, from an exported tensor cache: no database on the machine that runs it.
 
     # on a machine with the graph (a running Neo4j holding the question set's graph):
-    KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/device.py export \\
-        --questions ../shared/data/webqsp/questions.jsonl --out bench-device/webqsp
+    KGDB_NEO4J_URI=$WEBQSP_URI .venv/bin/python benchmarks/device.py export \\
+        --questions $KGDB_DATA/webqsp/questions.jsonl --out bench-device/webqsp
     # anywhere with torch (the device machine has no Java): the same figures per device, side by side
     .venv/bin/python benchmarks/device.py run bench-device/webqsp --device cpu --device cuda
     .venv/bin/python benchmarks/device.py embed bench-device/webqsp --device cpu --device cuda [--model DIR]
@@ -24,7 +24,7 @@ copy `half-model --out DIR` writes (MiniLM's float32 weights, 87 MB, are more th
 carries; speed does not depend on the rounding, and `embed` casts the model to each dtype it times).
 
     # RRP: the portable ranker's examples of question files, each read on its own server (as training reads them)
-    .venv/bin/python benchmarks/device.py rrp-export --questions F --on bolt://localhost:7701 [--questions F2 --on URI2 ...] \\
+    .venv/bin/python benchmarks/device.py rrp-export --questions F --on $WEBQSP_URI [--questions F2 --on URI2 ...] \\
         --sample-train 600 --sample-val 300 --out bench-device/rrp
     .venv/bin/python benchmarks/device.py rrp-run bench-device/rrp --device cpu --device cuda
 
@@ -34,8 +34,8 @@ the val pass it ends with, also timed alone); `--epochs 40` trains on to the end
 adds the selected epoch, its val figures (mean over the groups) and the training time.
 
     # the RRP planner and structural reasoner: their training examples on the connected graph
-    KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/device.py rrp-train-export \\
-        --questions ../shared/data/webqsp/questions.jsonl --out bench-device/rrp-train
+    KGDB_NEO4J_URI=$WEBQSP_URI .venv/bin/python benchmarks/device.py rrp-train-export \\
+        --questions $KGDB_DATA/webqsp/questions.jsonl --out bench-device/rrp-train
     .venv/bin/python benchmarks/device.py rrp-train-run bench-device/rrp-train --device cpu --device cuda
 
 `rrp-train-run` prints, per device, one epoch of a fresh planner and of a fresh structural reasoner, and
@@ -286,7 +286,8 @@ def rrp_export(args) -> None:
     from kgdb.data.questions import read_questions
     from kgdb.embeddings import get_embedder
     from kgdb.models.default import shipped_checkpoint
-    from kgdb.pipeline.path_ranker_training import split_examples, stacked_relations
+    from kgdb.pipeline.path_ranker_training import ExampleRules, split_examples, stacked_relations
+    from kgdb.training.events import TrainEvents
 
     if len(args.on) != len(args.questions):
         raise SystemExit(f"{len(args.questions)} --questions need as many --on (the server holding each file's graph), got {len(args.on)}")
@@ -299,11 +300,17 @@ def rrp_export(args) -> None:
         per_file, stacked = stacked_relations(graphs, fingerprints, settings)
         embedder = get_embedder(shipped["embedding_model"], settings.device, settings.embedding_batch_size)
         task = bar.add_task("candidates", total=None)
-        train, val = split_examples([read_questions(p) for p in args.questions], graphs, per_file, embedder, settings,
-                                    max_hops=shipped["model"]["max_hops"], buckets=shipped["model"]["buckets"],
-                                    sample_train=args.sample_train, sample_val=args.sample_val,
-                                    on_start=lambda split, n: bar.reset(task, total=n, description=f"candidates {split}"),
-                                    on_progress=lambda n: bar.advance(task, n))
+
+        class Bar(TrainEvents):
+            def phase(self, description: str, total: int | None) -> None:
+                bar.reset(task, total=total, description=description)
+
+            def advance(self, n: int = 1) -> None:
+                bar.advance(task, n)
+
+        rules = ExampleRules.of(settings, shipped["model"]["max_hops"], shipped["model"]["buckets"])
+        train, val = split_examples([read_questions(p) for p in args.questions], graphs, per_file, embedder, rules,
+                                    sample_train=args.sample_train, sample_val=args.sample_val, events=Bar())
     if not train or not any(val):
         raise SystemExit(f"{', '.join(map(str, args.questions))}: no training or no val question with candidates to export")
     used = np.unique(np.concatenate([(ex.tokens[ex.tokens > 0] - 1) // 2 for ex in train + [e for g in val for e in g]]))
@@ -429,7 +436,7 @@ def rrp_train_run(args) -> None:
 
     import torch
 
-    from kgdb.models.planner import PathPlanner, PlannerConfig
+    from kgdb.models.planner import PathDecoder, PlannerConfig
     from kgdb.models.structural import StructuralConfig, StructuralReasoner
     from kgdb.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
     from kgdb.training.structural import StructuralTrainConfig, hit1, train_structural_model
@@ -450,7 +457,7 @@ def rrp_train_run(args) -> None:
     print(f"{'device':<8} {'planner epoch s':>15} {'its val s':>9} {'structural epoch s':>18} {'its val s':>9}")
     for device in args.device:
         seed_everything(42)
-        planner = PathPlanner(PlannerConfig(**data["planner_config"]), table).to(device)
+        planner = PathDecoder(PlannerConfig(**data["planner_config"]), table).to(device)
         logs = []
         train_planner_model(planner, data["planner_train"], data["planner_val"], PlannerTrainConfig(max_epochs=1, patience=1), on_epoch=logs.append)
         t = time.perf_counter()

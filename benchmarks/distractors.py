@@ -1,6 +1,6 @@
 """The distractor benchmark graph: the WebQSP subset united with FB15k-237, joined by entity name.
 
-The shared WebQSP subset (../shared/data/webqsp/kg.tsv) was gathered around the gold answers, so
+The shared WebQSP subset ($KGDB_DATA/webqsp/kg.tsv) was gathered around the gold answers, so
 its 2-hop subgraphs are small (median ~380 triples). FB15k-237 holds real Freebase neighbourhoods of
 many of the same entities; joined by name, the WebQSP questions get subgraphs of the size real
 Freebase subsets give (thousands of triples, mostly distractors), with the same gold answers.
@@ -8,13 +8,13 @@ Freebase subsets give (thousands of triples, mostly distractors), with the same 
     # 1. write the union (outside the repository), print its statistics
     python benchmarks/distractors.py build --out ~/.cache/kgdb/benchmarks/distractors
     # 2. load it and the questions into a server of its own
-    export KGDB_NEO4J_HOME=/root/kgdb-servers/distractors KGDB_NEO4J_BOLT_PORT=7705 KGDB_NEO4J_HTTP_PORT=7405 KGDB_NEO4J_HEAP=2g
+    export KGDB_NEO4J_HOME=~/kgdb-servers/distractors KGDB_NEO4J_BOLT_PORT=<bolt port> KGDB_NEO4J_HTTP_PORT=<http port> KGDB_NEO4J_HEAP=2g
     kgdb neo4j start
     kgdb load freebase-subset ~/.cache/kgdb/benchmarks/distractors/triples.tsv \\
         --names ~/.cache/kgdb/benchmarks/distractors/names.tsv --bulk
-    kgdb load questions ../shared/data/webqsp/questions.jsonl
+    kgdb load questions $KGDB_DATA/webqsp/questions.jsonl
     # 3. subgraph sizes as training and evaluation fetch them (fills the training cache)
-    KGDB_NEO4J_URI=bolt://localhost:7705 python benchmarks/distractors.py sizes --cap 500
+    KGDB_NEO4J_URI=$DISTRACTOR_URI python benchmarks/distractors.py sizes --cap 500
 
 The join, decided here:
 - **Entities are names.** WebQSP entities are already names (unnamed nodes keep `m.…` ids). Each
@@ -36,6 +36,7 @@ The join, decided here:
 
 from __future__ import annotations
 
+import os
 import argparse
 import json
 import statistics
@@ -49,7 +50,7 @@ import numpy as np
 
 from kgdb.ids import normalise_mid, normalise_relation
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(os.environ.get("KGDB_DATA", "data"))
 DEFAULT_OUT = Path("~/.cache/kgdb/benchmarks/distractors").expanduser()
 
 
@@ -60,7 +61,7 @@ def _clean(text: str) -> str:
 
 def _tsv(path: Path, width: int):
     if not path.is_file():
-        raise SystemExit(f"error: {path}: file not found (../shared/data beside the repository, or pass --data)")
+        raise SystemExit(f"error: {path}: file not found ($KGDB_DATA, or pass --data)")
     with path.open(encoding="utf-8") as fh:
         for line_no, line in enumerate(fh, 1):
             fields = line.rstrip("\n").split("\t")
@@ -204,7 +205,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="write triples.tsv + names.tsv + stats.json of the union")
-    b.add_argument("--data", type=Path, default=DATA, help="the shared data folder (default: ../shared/data beside the repository)")
+    b.add_argument("--data", type=Path, default=DATA, help="the shared data folder (default: $KGDB_DATA)")
     b.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder, outside the repository (default {DEFAULT_OUT})")
     s = sub.add_parser("sizes", help="subgraph sizes per split on the loaded graph (KGDB_NEO4J_URI)")
     s.add_argument("--questions", type=Path, default=DATA / "webqsp" / "questions.jsonl")

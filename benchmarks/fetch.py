@@ -2,8 +2,8 @@
 memory per question (Neo4j's own PROFILE estimate, GlobalMemory, the largest over the question's
 level queries), plus answer coverage, for each cap.
 
-    KGDB_NEO4J_URI=bolt://localhost:7702 .venv/bin/python benchmarks/fetch.py \\
-        --questions ../shared/data/metaqa/3-hop/qa.txt --hops 3 --cap 100 --cap 500 --n 200
+    KGDB_NEO4J_URI=$METAQA_URI .venv/bin/python benchmarks/fetch.py \\
+        --questions $KGDB_DATA/metaqa/3-hop/qa.txt --hops 3 --cap 100 --cap 500 --n 200
 
 Questions are the first N of the validation split (the test split is for reported QA figures).
 """

@@ -4,8 +4,8 @@ own accounting: every read query runs under PROFILE and its summary's `GlobalMem
 bytes the query's transaction allocated, as Neo4j 5.26 community reports it; the same figure
 `db.memory.transaction.max` limits) is kept; a question's peak is the largest over its queries.
 
-    KGDB_NEO4J_URI=bolt://localhost:7702 .venv/bin/python benchmarks/fetch_memory.py \\
-        --questions ../shared/data/metaqa/3-hop/qa.txt --split val [--n 300] [--fetch-n 200] [--cap 100 --cap 500]
+    KGDB_NEO4J_URI=$METAQA_URI .venv/bin/python benchmarks/fetch_memory.py \\
+        --questions $KGDB_DATA/metaqa/3-hop/qa.txt --split val [--n 300] [--fetch-n 200] [--cap 100 --cap 500]
 
 (i) RRP: the trained planner's beam (graph-constrained decoding, `beam_step.cypher`) grounded from
 the gold topics (`ground_step.cypher`, walks, frontier cap 200), as `kgdb eval rrp` runs it; peak

@@ -1,9 +1,9 @@
 """Fit the extractive reasoner's weights on a training split; check them on its val split.
 
     .venv/bin/python benchmarks/fit_extractive.py \\
-        --questions ../shared/data/webqsp/questions.jsonl@bolt://localhost:7701 \\
-        --questions ../shared/data/metaqa/1-hop/qa.txt@bolt://localhost:7702 \\
-        --questions ../shared/data/metaqa/2-hop/qa.txt@bolt://localhost:7702 --sample 300 [--out fit.json]
+        --questions $KGDB_DATA/webqsp/questions.jsonl@$WEBQSP_URI \\
+        --questions $KGDB_DATA/metaqa/1-hop/qa.txt@$METAQA_URI \\
+        --questions $KGDB_DATA/metaqa/2-hop/qa.txt@$METAQA_URI --sample 300 [--out fit.json]
 
 The extractive reasoner (`kgdb/qa/reasoners/extractive.py`, the no-LLM answerer of a graph without
 trained RRP checkpoints) answers with the targets of the best relation path through the retrieved

@@ -11,8 +11,8 @@ as `fetch.inference_cap` in the checkpoint's config.json, with the grid, so `kgd
 fetch with it unless `--cap` is given; `fetch.cap` stays as trained.
 
     .venv/bin/python benchmarks/inference_cap.py --checkpoint kgdb/models/default/cosine-dde-webqsp \\
-        --val ../shared/data/webqsp/questions.jsonl@bolt://localhost:7701 \\
-        --val ../shared/data/metaqa/3-hop/qa.txt@bolt://localhost:7702,hops=3,limit=300 [--write]
+        --val $KGDB_DATA/webqsp/questions.jsonl@$WEBQSP_URI \\
+        --val $KGDB_DATA/metaqa/3-hop/qa.txt@$METAQA_URI,hops=3,limit=300 [--write]
 
 `--val FILE[@BOLT_URI][,hops=K][,limit=N|,sample=N]`: the graph is the URI's (default: the configured
 one), hops default to the checkpoint's; `limit` takes the first N val questions, `sample` N at random

@@ -2,8 +2,8 @@
 label paths selected by its fixed rule) answers the selection prompts of N training questions, the
 labels are stored in the graph, and a second run of the same command has nothing to do.
 
-    KGDB_NEO4J_URI=bolt://localhost:7701 KGDB_NEO4J_PASSWORD=... .venv/bin/python benchmarks/label_demo.py \
-        --questions ../shared/data/webqsp/questions.jsonl --method rapl --limit 50
+    KGDB_NEO4J_URI=$WEBQSP_URI KGDB_NEO4J_PASSWORD=... .venv/bin/python benchmarks/label_demo.py \
+        --questions $KGDB_DATA/webqsp/questions.jsonl --method rapl --limit 50
 
 Both runs are real `kgdb label` processes; their output is printed as is, then what the graph holds
 (the query an analyst would paste, kgdb/cypher/browser/question_labels.cypher, run on one question;

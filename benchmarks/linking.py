@@ -1,6 +1,6 @@
 """Entity linking from question text alone: recall@1 / recall@5 of the gold topic entity on WebQSP.
 
-    KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/linking.py
+    KGDB_NEO4J_URI=$WEBQSP_URI .venv/bin/python benchmarks/linking.py
 
 A question counts as a hit at k when any of its gold topic entities (`q_entity`) is among the top k
 linked entities. Latency is per `link_entities` call (question embedding done beforehand, not counted).
@@ -12,6 +12,7 @@ the graph's own ranker, else the shipped portable one), with that choice's laten
 
 from __future__ import annotations
 
+import os
 import json
 import logging
 import time
@@ -26,7 +27,7 @@ from kgdb.cypher.linking import NoTopicError, link_entities, question_topics
 from kgdb.embeddings import get_embedder
 from kgdb.pipeline.path_ranker import load_ranker, shipped_ranker
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(os.environ.get("KGDB_DATA", "data"))
 logging.getLogger("neo4j").setLevel(logging.ERROR)
 
 

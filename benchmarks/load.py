@@ -47,7 +47,7 @@ from kgdb.loaders.sources import open_source
 from kgdb.loaders.writer import write_graph
 from kgdb.server import LocalServer, free_port, server_from_settings
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fb15k237"
+DATA = Path(os.environ.get("KGDB_DATA", "data")) / "fb15k237"
 EXPECTED = {"triples": 310_116, "entities": 14_541, "relations": 237}
 console = Console()
 logging.getLogger("neo4j").setLevel(logging.ERROR)
@@ -90,7 +90,7 @@ def main(
 ) -> None:
     for name in ("triples.tsv", "names.tsv"):
         if not (data / name).is_file():
-            print(f"error: {data / name}: not found (expected ../shared/data/fb15k237 beside the repository; "
+            print(f"error: {data / name}: not found (expected $KGDB_DATA/fb15k237 beside the repository; "
                   "pass --data)", file=sys.stderr)
             raise SystemExit(2)
     settings = load_settings()

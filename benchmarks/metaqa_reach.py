@@ -1,7 +1,7 @@
 """Is a MetaQA miss the graph's fault or kgdb's? Checks the loaded graph against the source files.
 
-    KGDB_NEO4J_URI=bolt://localhost:7702 .venv/bin/python benchmarks/metaqa_reach.py \\
-        --kb ../shared/data/metaqa/kb.tsv --questions ../shared/data/metaqa/2-hop/qa.txt --split val [--limit 300] [--show 20]
+    KGDB_NEO4J_URI=$METAQA_URI .venv/bin/python benchmarks/metaqa_reach.py \\
+        --kb $KGDB_DATA/metaqa/kb.tsv --questions $KGDB_DATA/metaqa/2-hop/qa.txt --split val [--limit 300] [--show 20]
 
 1. The graph's triples (`graph_triples`, ids) against the (head, relation, tail) lines of the KB file
    read by hand (split on tabs, nothing normalised): triples only in one of them are printed, so a

@@ -6,8 +6,8 @@ the issue asks for, 50) and picks the best answer recall, then shortest-path-tri
 fewest triples. `--write` stores the choice in the checkpoint's config.json (with the grid), so
 `kgdb ask/retrieve/eval` use it.
 
-    KGDB_NEO4J_URI=bolt://localhost:7702 .venv/bin/python benchmarks/rapl_budget.py --checkpoint rapl-metaqa3 \\
-        --questions ../shared/data/metaqa/3-hop/qa.txt --hops 3 --cap 100 --limit 150 [--write]
+    KGDB_NEO4J_URI=$METAQA_URI .venv/bin/python benchmarks/rapl_budget.py --checkpoint rapl-metaqa3 \\
+        --questions $KGDB_DATA/metaqa/3-hop/qa.txt --hops 3 --cap 100 --limit 150 [--write]
 
 Validation only: the split is fixed to val.
 """

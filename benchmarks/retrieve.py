@@ -1,8 +1,8 @@
 """Retrieval latency: per-question pipeline stages on a live graph, and scoring alone.
 
     # per-question latency (fetch + featurise/DDE + score + write-back), gold topics, WebQSP test split
-    KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/retrieve.py \
-        --questions ../shared/data/webqsp/questions.jsonl --split test --cap 500
+    KGDB_NEO4J_URI=$WEBQSP_URI .venv/bin/python benchmarks/retrieve.py \
+        --questions $KGDB_DATA/webqsp/questions.jsonl --split test --cap 500
     # scoring alone of a synthetic 5,000-triple subgraph (no database), e.g. on a GPU
     .venv/bin/python benchmarks/retrieve.py --scoring-only --device cuda
 
@@ -12,6 +12,7 @@ per-triple MLP.
 
 from __future__ import annotations
 
+import os
 import argparse
 import statistics
 import sys
@@ -26,8 +27,8 @@ from kgdb.models.base import TensorTables, resolve_device
 from kgdb.models.features import build_tensors
 from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
 
-# ../shared/data beside the repository, wherever the benchmark is started from.
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# $KGDB_DATA, wherever the benchmark is started from.
+DATA = Path(os.environ.get("KGDB_DATA", "data"))
 
 
 def pct(values: list[float], q: float) -> float:
@@ -146,7 +147,7 @@ def pipeline_benchmark(args) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--questions", type=Path, default=DATA / "webqsp" / "questions.jsonl",
-                   help="Question file (default: ../shared/data beside the repository, wherever this runs from).")
+                   help="Question file (default: $KGDB_DATA, wherever this runs from).")
     p.add_argument("--split", default="test")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--retriever", default="subgraphrag")
@@ -169,7 +170,7 @@ def main() -> None:
     device = args.device or resolve_device(load_settings().device)
     if not args.scoring_only:
         if not args.questions.is_file():
-            print(f"error: {args.questions}: question file not found (expected ../shared/data beside the "
+            print(f"error: {args.questions}: question file not found (expected $KGDB_DATA beside the "
                   "repository; pass --questions, or --scoring-only for the benchmark without data)", file=sys.stderr)
             raise SystemExit(2)
         pipeline_benchmark(args)

@@ -2,8 +2,8 @@
 with Hit@1 / Macro-F1 / reachable % of each ablation mode. Chooses nothing itself: the chosen beam,
 λ1, θ and mode go into the structural checkpoint's `rethinking` (read by `relation_path_retriever`).
 
-    KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/rrp_beam_sweep.py \\
-        --questions ../shared/data/webqsp/questions.jsonl --beam 3 --beam 6 --beam 10
+    KGDB_NEO4J_URI=$WEBQSP_URI .venv/bin/python benchmarks/rrp_beam_sweep.py \\
+        --questions $KGDB_DATA/webqsp/questions.jsonl --beam 3 --beam 6 --beam 10
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Why RRP misses: every Hit@1 miss of a split sorted into one cause, per question file.
 
-    KGDB_NEO4J_URI=bolt://localhost:7702 .venv/bin/python benchmarks/rrp_misses.py \\
-        --questions ../shared/data/metaqa/2-hop/qa.txt --split val [--limit 500] [--examples 5]
+    KGDB_NEO4J_URI=$METAQA_URI .venv/bin/python benchmarks/rrp_misses.py \\
+        --questions $KGDB_DATA/metaqa/2-hop/qa.txt --split val [--limit 500] [--examples 5]
 
 Causes, in the order they are tested (the first that applies):
   (a) unreachable     no topic or no answer in the graph, or no relation path of the question's hop

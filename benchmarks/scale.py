@@ -5,8 +5,8 @@ folder already holds that size and seed), bulk-load it into the local server of 
 (`kgdb load freebase-subset … --bulk --replace --embeddings MODE`, which replaces the database),
 ask one planted question with `kgdb ask`, then time retrieval on planted questions in-process.
 
-    KGDB_NEO4J_HOME=/root/kgdb-servers/scale KGDB_NEO4J_BOLT_PORT=7704 KGDB_NEO4J_HTTP_PORT=7404 \\
-    KGDB_NEO4J_HEAP=2g KGDB_NEO4J_PAGECACHE=2g KGDB_NEO4J_URI=bolt://localhost:7704 \\
+    KGDB_NEO4J_HOME=~/kgdb-servers/scale KGDB_NEO4J_BOLT_PORT=<bolt port> KGDB_NEO4J_HTTP_PORT=<http port> \\
+    KGDB_NEO4J_HEAP=2g KGDB_NEO4J_PAGECACHE=2g KGDB_NEO4J_URI=$SCALE_URI \\
     .venv/bin/python benchmarks/scale.py --sizes 1M,10M,50M --data /work/scale-data --out benchmarks/out/scale
 
 Figures per size:

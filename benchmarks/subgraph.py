@@ -1,9 +1,9 @@
 """Subgraph extraction: latency, size and answer coverage on WebQSP; hub extraction on FB15k-237.
 
     # WebQSP subset (gold topic entities, default hops/cap):
-    KGDB_NEO4J_URI=bolt://localhost:7701 .venv/bin/python benchmarks/subgraph.py webqsp
+    KGDB_NEO4J_URI=$WEBQSP_URI .venv/bin/python benchmarks/subgraph.py webqsp
     # FB15k-237: 2-hop extraction around the highest-degree entity, with and without the cap:
-    KGDB_NEO4J_URI=bolt://localhost:7703 .venv/bin/python benchmarks/subgraph.py hub
+    KGDB_NEO4J_URI=$DEFAULT_URI .venv/bin/python benchmarks/subgraph.py hub
 
 Latency is per `fetch_subgraph` call (one Cypher query + numpy conversion), measured after 20
 warm-up questions; question embedding is done beforehand and not counted. Coverage: a question
@@ -13,6 +13,7 @@ README gives 94.7% of the 977 questions within 2 undirected hops.
 
 from __future__ import annotations
 
+import os
 import json
 import logging
 import sys
@@ -28,14 +29,14 @@ from kgdb.data.labels import label_subgraph
 from kgdb.cypher.retrieval import DEFAULT_CAP, fetch_subgraph
 from kgdb.embeddings import get_embedder
 
-# ../shared/data beside the repository, wherever the benchmark is started from.
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# $KGDB_DATA, wherever the benchmark is started from.
+DATA = Path(os.environ.get("KGDB_DATA", "data"))
 
 
 def require_file(path: Path, what: str) -> None:
     """One line and exit 2 instead of a traceback when the data is not where it is expected."""
     if not path.is_file():
-        print(f"error: {path}: {what} not found (expected ../shared/data beside the repository; "
+        print(f"error: {path}: {what} not found (expected $KGDB_DATA; "
               "pass the file's path as an option)", file=sys.stderr)
         raise SystemExit(2)
 app = typer.Typer(add_completion=False)

@@ -2,8 +2,8 @@
 (`kgdb.models.weights.read_arrays`) changes for the shipped portable RRP ranker on a graph; and the
 ranker as plain `kgdb ask` serves it (numpy, `kgdb.models.path_ranker_numpy`) against its torch module.
 
-    KGDB_NEO4J_URI=bolt://localhost:7705 .venv/bin/python benchmarks/subnormals.py \\
-        --questions ../shared/data/webqsp/questions.jsonl --split val [--n 300] [--checkpoint DIR ...]
+    KGDB_NEO4J_URI=$DISTRACTOR_URI .venv/bin/python benchmarks/subnormals.py \\
+        --questions $KGDB_DATA/webqsp/questions.jsonl --split val [--n 300] [--checkpoint DIR ...]
 
 Prints the subnormal floats of every shipped checkpoint (and of each `--checkpoint` folder), tensor by
 tensor. Then, for the first N questions of the split (their own topics), it enumerates the candidate

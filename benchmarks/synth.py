@@ -1,6 +1,6 @@
 """A Freebase-shaped graph of any size, for scale benchmarks and tests, streamed to disk.
 
-The shape is fitted to the shared data (../shared/data: the WebQSP Freebase subset and FB15k-237)
+The shape is fitted to the shared data ($KGDB_DATA: the WebQSP Freebase subset and FB15k-237)
 and printed next to the real figures: relation vocabulary and frequencies, power-law out- and
 in-degree exponents (hubs), triples per entity, CVT share, name lengths. Questions are planted:
 each asks for a chain of 1 to 3 relations from a topic entity, and no other triple of the graph

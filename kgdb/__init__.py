@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 _EXPORTS = {
     "connect": "kgdb.api",
     "Kgdb": "kgdb.api",
@@ -42,7 +40,21 @@ if TYPE_CHECKING:  # pragma: no cover  # noqa: F401 (names for type checkers)
     from kgdb.protocol import QuestionRetriever, Retrieval, ScoredEntity, ScoredPath, ScoredTriple
 
 
+def _installed_version() -> str:
+    # The installed distribution's version (pyproject.toml's `version`), read on first use of
+    # `kgdb.__version__` so package and metadata never disagree and `import kgdb` reads no metadata.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kgdb")
+    except PackageNotFoundError:  # pragma: no cover (a source tree on sys.path, never pip-installed)
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _installed_version()
+        return value
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'kgdb' has no attribute {name!r}")

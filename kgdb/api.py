@@ -22,6 +22,7 @@ from kgdb.config import Settings, load_settings
 from kgdb.cypher import Graph
 from kgdb.errors import InputError
 from kgdb.protocol import Retrieval
+from kgdb.qa.reasoners.base import Reasoner
 
 
 class Kgdb:
@@ -43,12 +44,21 @@ class Kgdb:
         cap: int | None = None,
         write: bool = True,
     ):
-        """The `QuestionRetriever` for a registered retriever (built once, then reused)."""
+        """The `QuestionRetriever` for a registered retriever (built once, then reused). Its checkpoint
+        is chosen as `kgdb ask` chooses it (`kgdb.pipeline.model_choice`): the one named, else the
+        newest trained on this graph, else a checkpoint shipped with kgdb, whose note every retrieval carries."""
         from kgdb.pipeline import RetrievePipeline
+        from kgdb.pipeline.model_choice import Fallback, GraphFacts, choose_retriever_model
 
+        _check_retrieval_options(name=name, checkpoint=checkpoint, k=k, hops=hops, cap=cap, write=write)
         key = (name, checkpoint, k, hops, cap, write)
         if key not in self._pipelines:
-            self._pipelines[key] = RetrievePipeline(self.graph, self.settings, name, checkpoint, k=k, hops=hops, cap=cap, write=write)
+            facts = GraphFacts.of(self.graph)
+            choice = choose_retriever_model(facts, self.settings, name, checkpoint, Fallback.STAND_IN)
+            self._pipelines[key] = RetrievePipeline(
+                self.graph, self.settings, choice.retriever, choice.checkpoint, k=k, hops=hops, cap=cap, write=write,
+                note=choice.note,
+            )
         return self._pipelines[key]
 
     def retrieve(
@@ -65,8 +75,10 @@ class Kgdb:
         qid: str | None = None,
     ) -> Retrieval:
         """Score the question's subgraph and keep the top `k` triples (written back unless `write=False`)."""
+        _check_question(question, topics)
+        _check_optional_text("qid", qid)
         pipe = self.retriever(retriever, checkpoint=checkpoint, k=k, hops=hops, cap=cap, write=write)
-        return pipe.retrieve(question, topics, qid=qid)
+        return pipe.retrieve(question, list(topics) if topics is not None else None, qid=qid)
 
     def write_back(self, retrieval: Retrieval) -> str:
         """Write a retrieval made with `write=False` into the graph; returns the new run id."""
@@ -104,41 +116,63 @@ class Kgdb:
         *,
         retriever: str | None = None,
         checkpoint: str | None = None,
-        reasoner: str | Any = "auto",
+        reasoner: str | Reasoner = "auto",
         fmt: str | None = None,
         k: int = 100,
         hops: int | None = None,
         cap: int | None = None,
         write: bool = True,
     ):
-        """Answer from the graph as `kgdb ask` does: with `retriever` None, RRP when trained for this
-        graph or, without an LLM, the portable ranker shipped with kgdb; else subgraphrag (or the
-        shipped cosine-dde) and an LLM when one is configured, else the extractive reasoner."""
-        from kgdb.qa.ask import answering_pipeline
+        """Answer from the graph as `kgdb ask` does: the answering policy (`kgdb.qa.policy`) chooses
+        what `retriever`, `checkpoint`, `reasoner` (a registered name, `auto`, or a `Reasoner` object)
+        and `fmt` leave open; `explain(...)` shows that choice, the result's `plan` records it."""
+        from kgdb.qa.ask import AskPipeline
 
-        key = ("ask", retriever, checkpoint, reasoner if isinstance(reasoner, str) else id(reasoner), fmt, k, hops, cap, write)
+        _check_question(question, topics)
+        _check_answering_options(retriever=retriever, reasoner=reasoner, fmt=fmt)
+        _check_retrieval_options(checkpoint=checkpoint, k=k, hops=hops, cap=cap, write=write)
+        named = reasoner if isinstance(reasoner, str) else id(reasoner)
+        key = ("ask", retriever, checkpoint, named, fmt, k, hops, cap, write)
         if key not in self._pipelines:
-            if isinstance(reasoner, str):
-                self._pipelines[key] = answering_pipeline(self.graph, self.settings, retriever=retriever, checkpoint=checkpoint,
-                                                          reasoner=reasoner, fmt=fmt, k=k, hops=hops, cap=cap, write=write)
-            else:  # a reasoner object: the retriever as given (default subgraphrag)
-                from kgdb.qa.ask import AskPipeline, default_retriever
+            plan = self.explain(retriever=retriever, checkpoint=checkpoint, reasoner=reasoner, fmt=fmt)
+            self._pipelines[key] = AskPipeline(
+                self.graph, self.settings, plan=plan, reasoner=reasoner, k=k, hops=hops, cap=cap, write=write
+            )
+        return self._pipelines[key].ask(question, list(topics) if topics is not None else None)
 
-                self._pipelines[key] = AskPipeline(self.graph, self.settings, retriever=default_retriever(retriever, "auto"),
-                                                   checkpoint=checkpoint, reasoner=reasoner, fmt=fmt or "triples", k=k, hops=hops, cap=cap,
-                                                   write=write)
-        return self._pipelines[key].ask(question, topics)
+    def explain(self, *, retriever: str | None = None, checkpoint: str | None = None, reasoner: str | Reasoner = "auto",
+                fmt: str | None = None):
+        """The `AnsweringPlan` `ask` would follow with these arguments: what answers, and why
+        (`.lines()`, `.to_json()`)."""
+        from kgdb.qa.ask import plan_for
+
+        _check_answering_options(retriever=retriever, reasoner=reasoner, fmt=fmt)
+        _check_optional_text("checkpoint", checkpoint)
+        return plan_for(
+            self.graph, self.settings, retriever=retriever, checkpoint=checkpoint, reasoner=reasoner, fmt=fmt
+        )
 
     # ---- training ----------------------------------------------------------------------------
-    def train(self, retriever: str, questions: str | Path, **options: Any):
-        """Train a registered retriever on a question file's train split; returns the `Checkpoint`.
+    def train(self, kind: str, questions: str | Path | list[str | Path], events: Any = None, **options: Any):
+        """Train a model of a registered trainable kind (`kgdb train --help` lists them: the trainable
+        retrievers, `rrp-planner`, `rrp-ranker`, `rrp`) on the question file's (or files') train split,
+        select it on val, save its checkpoint; returns `(Checkpoint, result)`.
 
-        Options are those of `kgdb train` (`name`, `hops`, `cap`, `max_epochs`, `patience`, `lr`,
-        `seed`, `settings` (hyper-parameters), `max_train`, `max_val`, `resume`, callbacks).
+        `options` are that kind's options, named as `kgdb train KIND --help` spells them with `_` for
+        `-` (`max_epochs=5`, `hops=2`, `resume=True`); `--set KEY=VALUE` is `model_settings={"hidden": 512}`.
+        An option the kind does not take, or a value out of its range, raises `InputError` naming it.
+        `events`: a `kgdb.training.events.TrainEvents` whose methods hear the run's progress.
         """
-        from kgdb.pipeline import train_retriever
+        from kgdb.pipeline.trainables import TrainJob, trainable
+        from kgdb.training.events import TrainEvents
 
-        return train_retriever(self.graph, self.settings, retriever, Path(questions), **options)
+        found = trainable(kind)
+        files = [Path(q) for q in questions] if isinstance(questions, (list, tuple)) else [Path(questions)]
+        settings = self.settings
+        job = TrainJob(self.graph, settings, files, found.make_options(options), events or TrainEvents(),
+                       connect=lambda uri: Graph.connect(settings.with_overrides(neo4j_uri=uri)))
+        outcome = found.train(job)
+        return outcome.checkpoint, outcome.result
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -167,3 +201,50 @@ def connect(
         return Kgdb(Graph(settings, driver=driver))
     return Kgdb(Graph.connect(settings))
 
+
+# ---- inputs: checked here, so a wrong type is one clear InputError naming the parameter ------------------
+def _check_question(question: Any, topics: Any) -> None:
+    if not isinstance(question, str) or not question.strip():
+        raise InputError(f"must be a non-empty string, got {question!r}", path="question")
+    if topics is None:
+        return
+    if isinstance(topics, str) or not isinstance(topics, (list, tuple)):
+        raise InputError(f"must be a list of entity names or ids (strings), got {topics!r}", path="topics")
+    for i, topic in enumerate(topics):
+        if not isinstance(topic, str) or not topic.strip():
+            raise InputError(f"must be a non-empty string (an entity name or id), got {topic!r}", path=f"topics[{i}]")
+
+
+def _check_optional_text(name: str, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise InputError(f"must be a non-empty string or None, got {value!r}", path=name)
+
+
+def _check_count(name: str, value: Any, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"must be a positive integer{' or None' if optional else ''}, got {value!r}", path=name)
+
+
+def _check_retrieval_options(
+    *, name: Any = "subgraphrag", checkpoint: Any, k: Any, hops: Any, cap: Any, write: Any
+) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"must be a retriever name (a string), got {name!r}", path="retriever")
+    _check_optional_text("checkpoint", checkpoint)
+    _check_count("k", k, optional=False)
+    _check_count("hops", hops, optional=True)
+    _check_count("cap", cap, optional=True)
+    if not isinstance(write, bool):
+        raise InputError(f"must be True or False, got {write!r}", path="write")
+
+
+def _check_answering_options(*, retriever: Any, reasoner: Any, fmt: Any) -> None:
+    _check_optional_text("retriever", retriever)
+    _check_optional_text("fmt", fmt)
+    if not isinstance(reasoner, (str, Reasoner)):
+        raise InputError(
+            f"must be a reasoner name or an object with name, uses_llm, reason() and settings(), got {reasoner!r}",
+            path="reasoner",
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import tomllib
 import types
@@ -126,8 +127,18 @@ class Settings:
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
-    llm_timeout: float = 60.0
+    # None: 600 s for a server on this machine (a CPU reads a long prompt slowly), 60 s otherwise.
+    llm_timeout: float | None = None
     llm_max_retries: int = 3
+    # None: learnt from the endpoint (vLLM's /v1/models, llama.cpp's /props); set it for servers that do not say.
+    llm_context: int | None = None
+    # Requests in flight at once per endpoint; None: the server's slots (one for a local llama-cpp-python server).
+    llm_concurrency: int | None = None
+    # None: what the answer needs (a JSON list of names, or a short reply), within what the context leaves.
+    llm_max_tokens: int | None = None
+    # auto: answers as JSON constrained to the evidence's names where the endpoint supports it; text: prose,
+    # read tolerantly (SmolLM2-135M answers an empty list under the schema); json: always the schema
+    llm_reply_format: str = "auto"
 
     cache_dir: Path = dataclasses.field(default_factory=lambda: Path(user_cache_dir("kgdb")))
     runs_dir: Path = dataclasses.field(default_factory=lambda: Path("runs"))
@@ -137,10 +148,10 @@ class Settings:
         fields = {f.name: f for f in dataclasses.fields(self)}
         if unknown := sorted(set(explicit) - set(fields)):
             raise TypeError(f"unknown setting(s): {', '.join(unknown)}")
-        toml = _read_toml()
         for name, hint in _RETIRED.items():
             if f"KGDB_{name.upper()}" in os.environ:
                 raise InputError(f"environment variable KGDB_{name.upper()} is no longer read: {hint}")
+        toml = _read_toml()
         if unknown := sorted(set(toml) - set(fields)):
             hints = "; ".join(_RETIRED[k] for k in unknown if k in _RETIRED)
             raise InputError(f"unknown key(s) {', '.join(unknown)}" + (f" ({hints})" if hints else ""), path=_toml_path())
@@ -158,7 +169,7 @@ class Settings:
                 setattr(self, name, value)
                 continue
             given.add(name)
-            setattr(self, name, _coerce(value, _FIELD_TYPES[name], source))
+            setattr(self, name, _setting(name, value, source))
         # Setting only the Bolt port (for `kgdb neo4j start`) must also move where kgdb connects;
         # an explicit URI always wins.
         if "neo4j_bolt_port" in given and "neo4j_uri" not in given:
@@ -174,7 +185,7 @@ class Settings:
                 continue
             if name not in _FIELD_TYPES:
                 raise TypeError(f"unknown setting: {name}")
-            setattr(out, name, _coerce(value, _FIELD_TYPES[name], f"setting {name}"))
+            setattr(out, name, _setting(name, value, f"setting {name}"))
         return out
 
     @property
@@ -205,14 +216,50 @@ _RETIRED = {
 
 
 def _read_toml() -> dict[str, Any]:
+    """The keys of kgdb.toml, or of the file KGDB_CONFIG names (which must then exist: a typo there
+    would otherwise run every command on the defaults without a word)."""
+    named = os.environ.get("KGDB_CONFIG")
+    if named is not None and not named.strip():
+        raise InputError(f"is set but empty: name a config file, or unset it ({os.devnull} reads none)", path="KGDB_CONFIG")
     path = _toml_path()
-    if not path.is_file():
+    if named is None and not path.is_file():
         return {}
+    if not path.exists():
+        raise InputError("config file not found (named by KGDB_CONFIG)", path=path)
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        data = path.read_bytes()
+    except OSError as err:
+        raise InputError(f"cannot read the config file ({err.strerror})", path=path) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 (invalid byte at offset {err.start}); save it as UTF-8", path=path) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"not valid TOML ({err})", path=path) from None
+    except RecursionError:
+        raise InputError("not valid TOML (nested too deep)", path=path) from None
+
+
+# The smallest value a number setting takes (ports also have a largest): below it a setting is a typo,
+# and `neo4j_bolt_port = -1` would only fail later as an unreadable URI.
+_LEAST = {
+    "neo4j_bolt_port": 1, "neo4j_http_port": 1, "neo4j_dense_threshold": 1, "fetch_chunk": 1, "fetch_max_triples": 1,
+    "fetch_hub_scan": 1, "rrp_prefixes": 1, "rrp_step_scan": 1, "embedding_batch_size": 1, "llm_timeout": 0,
+    "llm_max_retries": 0, "llm_context": 1, "llm_concurrency": 1, "llm_max_tokens": 1,
+}
+_MOST = {"neo4j_bolt_port": 65535, "neo4j_http_port": 65535}
+
+
+def _setting(name: str, value: Any, source: str) -> Any:
+    """`value` as setting `name`'s type, inside its range."""
+    out = _coerce(value, _FIELD_TYPES[name], source)
+    least, most = _LEAST.get(name), _MOST.get(name)
+    if out is not None and ((least is not None and out < least) or (most is not None and out > most)):
+        span = f"between {least} and {most}" if most is not None else f"at least {least}"
+        raise InputError(f"{source} must be {span}, got {value!r}")
+    return out
 
 
 def _coerce(value: Any, kind: Any, source: str) -> Any:
@@ -221,17 +268,31 @@ def _coerce(value: Any, kind: Any, source: str) -> Any:
         if value is None:
             return None
         kind = next(k for k in kind.__args__ if k is not type(None))
+    if kind in (int, float):
+        return _number(value, kind, source)
     if isinstance(value, kind):
         return value
-    if kind in (int, float) and not isinstance(value, bool):
-        try:
-            return kind(value)
-        except (TypeError, ValueError):
-            pass
-        raise InputError(f"{source} must be {'an integer' if kind is int else 'a number'}, got {value!r}")
     if kind in (str, Path, SecretStr) and isinstance(value, (str, Path)):
         return kind(str(value)) if kind is not str else str(value)
     raise InputError(f"{source} must be {kind.__name__}, got {value!r}")
+
+
+def _number(value: Any, kind: type, source: str) -> int | float:
+    """An int or a finite float; `true` is not 1 and 7687.5 is not a port."""
+    want = "an integer" if kind is int else "a number"
+    out: int | float | None = None
+    if not isinstance(value, bool) and isinstance(value, (int, float, str)):
+        try:
+            out = kind(value)
+        except (TypeError, ValueError, OverflowError):
+            out = None
+        if kind is int and isinstance(value, float):
+            out = int(value) if math.isfinite(value) and value.is_integer() else None
+    if out is None:
+        raise InputError(f"{source} must be {want}, got {value!r}")
+    if isinstance(out, float) and not math.isfinite(out):
+        raise InputError(f"{source} must be a finite number, got {value!r}")
+    return out
 
 
 def load_settings(**overrides: Any) -> Settings:

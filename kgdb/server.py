@@ -8,6 +8,7 @@ command, and waits until Bolt answers. This module never imports torch.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import ipaddress
 import os
@@ -17,7 +18,8 @@ import socket
 import subprocess
 import time
 import urllib.request
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,6 +102,45 @@ def is_loopback(address: str) -> bool:
         return False
 
 
+def url_host(host: str) -> str:
+    """A host as a URI spells it: an IPv6 address in brackets (`bolt://[::1]:7687`)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+HOME_MARKER = ".kgdb-neo4j-home"
+
+
+def is_kgdb_home(folder: Path) -> bool:
+    """A folder kgdb made a Neo4j home (the marker), or one from before the marker (its conf)."""
+    return (folder / HOME_MARKER).is_file() or (folder / "conf" / "neo4j.conf").is_file() or (
+        folder / "lib" / ".kgdb-complete"
+    ).is_file()
+
+
+def check_home(home: Path | str) -> None:
+    """Refuse a home kgdb must not take over: it chmods the home to 0700 and fills it with a store.
+
+    A symlink would hand that to its target, a non-empty folder that is not a kgdb home (a shared
+    1777 folder, a project) would be taken over, and another user's folder cannot be made private.
+    """
+    if not str(home).strip():
+        raise KgdbError("KGDB_NEO4J_HOME / --home is empty: name the folder for the Neo4j server (or unset it "
+                        "for the default)")
+    path = Path(home).expanduser()
+    if path.is_symlink():
+        raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} is a symbolic link: name the real folder "
+                        f"({path.resolve()}) or a new one")
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} is not a folder")
+    if path.stat().st_uid != os.getuid():
+        raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} belongs to another user: name a folder of your own")
+    if not is_kgdb_home(path) and any(path.iterdir()):
+        raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} is a non-empty folder that is not a kgdb Neo4j home: "
+                        "name a new or empty folder (kgdb makes it private and puts the database in it)")
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -113,6 +154,7 @@ def browser_link(host: str, http_port: int, bolt_port: int) -> str:
     """
     from urllib.parse import quote
 
+    host = url_host(host)
     return f"http://{host}:{http_port}/browser/?connectURL={quote(f'bolt://{host}:{bolt_port}', safe='')}"
 
 
@@ -140,6 +182,8 @@ class LocalServer:
     extra_conf: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not str(self.home).strip():  # Path("") is the current directory
+            check_home("")
         # The JVM runs with the home as working directory: a relative --home-dir would point elsewhere.
         self.home = Path(self.home).expanduser().absolute()
 
@@ -161,11 +205,11 @@ class LocalServer:
 
     @property
     def bolt_uri(self) -> str:
-        return f"bolt://{self._client_host()}:{self.bolt_port}"
+        return f"bolt://{url_host(self._client_host())}:{self.bolt_port}"
 
     @property
     def browser_url(self) -> str:
-        return f"http://{self._client_host()}:{self.http_port}/browser/"
+        return f"http://{url_host(self._client_host())}:{self.http_port}/browser/"
 
     @property
     def browser_link(self) -> str:
@@ -189,10 +233,27 @@ class LocalServer:
         return marker.is_file() and marker.read_text().strip() == f"{NEO4J_VERSION} {BROWSER_VERSION}"
 
     def install_jars(self, log=print) -> None:
-        """Resolve the jars with Maven (reusing ~/.m2), unless this version is already there."""
+        """Resolve the jars with Maven (reusing ~/.m2), unless this version is already there.
+
+        Serialised by a lock file beside the jar folder: starters on a fresh machine share one jar
+        cache, and a second resolution would swap the folder out under the first one's JVM.
+        """
         if self.jars_installed():
             log(f"Neo4j {NEO4J_VERSION} jars already in {self.lib}")
             return
+        self.lib.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.lib.with_name(self.lib.name + ".lock"), "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log(f"another kgdb is installing the Neo4j jars into {self.lib}: waiting for it to finish ...")
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.jars_installed():
+                log(f"Neo4j {NEO4J_VERSION} jars installed in {self.lib}")
+                return
+            self._resolve_jars(log)
+
+    def _resolve_jars(self, log) -> None:
         mvn = require_tool("mvn", "install Maven (Debian: `apt-get install maven`)")
         require_tool("java", "install Java 17 or 21 (Debian: `apt-get install openjdk-17-jre-headless`)")
         build = self.lib.with_name(self.lib.name + ".maven")  # beside the lib: never inside a server's home
@@ -217,14 +278,17 @@ class LocalServer:
 
     def make_home(self) -> None:
         """The home with owner-only permissions: it holds the auth file, the store and the logs."""
+        check_home(self.home)
         self.home.mkdir(parents=True, exist_ok=True)
         os.chmod(self.home, 0o700)
+        (self.home / HOME_MARKER).touch()
 
     def write_conf(self) -> Path:
         if self.dense_threshold < 1:
             raise KgdbError(f"KGDB_NEO4J_DENSE_THRESHOLD must be at least 1, got {self.dense_threshold}")
         heap, pagecache = default_memory()
         host = self._client_host()
+        addr = url_host(host)
         conf = {
             "server.default_listen_address": self.listen_address,
             # Advertised addresses feed the discovery endpoint Browser reads: without them it
@@ -232,10 +296,10 @@ class LocalServer:
             "server.default_advertised_address": host,
             "server.bolt.enabled": "true",
             "server.bolt.listen_address": f":{self.bolt_port}",
-            "server.bolt.advertised_address": f"{host}:{self.bolt_port}",
+            "server.bolt.advertised_address": f"{addr}:{self.bolt_port}",
             "server.http.enabled": "true",
             "server.http.listen_address": f":{self.http_port}",
-            "server.http.advertised_address": f"{host}:{self.http_port}",
+            "server.http.advertised_address": f"{addr}:{self.http_port}",
             "server.https.enabled": "false",
             "dbms.security.auth_enabled": "true",
             "server.directories.data": "data",
@@ -311,15 +375,25 @@ class LocalServer:
     def install(self, log=print) -> None:
         """Jars, conf and the initial password; a running server's conf is left untouched."""
         self.install_jars(log)
-        if self.running():
-            log(f"Neo4j is running from {self.home}: left its neo4j.conf as it is "
-                "(`kgdb neo4j stop` first to apply new settings)")
-            return
-        conf = self.write_conf()
-        log(f"Wrote {conf}")
-        if not self.password_set():
-            self.set_initial_password()
-            log("Set the initial password for user 'neo4j'")
+        with self._home_lock():  # a concurrent start must not set the initial password a second time
+            if self.running():
+                log(f"Neo4j is running from {self.home}: left its neo4j.conf as it is "
+                    "(`kgdb neo4j stop` first to apply new settings)")
+                return
+            conf = self.write_conf()
+            log(f"Wrote {conf}")
+            if not self.password_set():
+                self.set_initial_password()
+                log("Set the initial password for user 'neo4j'")
+
+    @contextmanager
+    def _home_lock(self) -> Iterator[None]:
+        """One installer or starter per home at a time (the second waits, then finds the work done)."""
+        self.make_home()
+        (self.home / "run").mkdir(parents=True, exist_ok=True)
+        with open(self.home / "run" / "kgdb-start.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
 
     # -- run -----------------------------------------------------------------------------
     def pid(self) -> int | None:
@@ -350,10 +424,7 @@ class LocalServer:
         the server running and says so instead of launching a second JVM on the same store.
         """
         self.check_exposure(log)
-        self.make_home()
-        (self.home / "run").mkdir(parents=True, exist_ok=True)
-        with open(self.home / "run" / "kgdb-start.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self._home_lock():
             return self._start_locked(log, timeout)
 
     def check_exposure(self, log=print) -> None:
@@ -381,8 +452,10 @@ class LocalServer:
                     f"port {port} ({what}) is already in use by another program: stop it, or choose "
                     f"another port with KGDB_NEO4J_{what.upper()}_PORT / --{what.lower()}-port"
                 )
-        self.write_conf()
         fresh_password = not self.password_set()
+        if not fresh_password and not is_loopback(self.listen_address):
+            self._refuse_default_password(log, timeout)
+        self.write_conf()
         if fresh_password:
             self.set_initial_password()
         java = require_tool("java", "install Java 17 or 21")
@@ -413,13 +486,36 @@ class LocalServer:
             time.sleep(0.5)
         raise KgdbError(f"Neo4j did not answer within {timeout:.0f} s at {self._probe_host()}; see {self.console_log}")
 
-    def password_works(self) -> bool | None:
-        """Whether the configured password opens this server (None: could not tell)."""
+    def _refuse_default_password(self, log, timeout: float) -> None:
+        """Before this home listens beyond the machine: start it on loopback only and refuse when the
+        documented default password still opens it. The password a home has is the one set at its
+        first start (or changed in Neo4j since), not whatever KGDB_NEO4J_PASSWORD says today."""
+        probe = dataclasses.replace(self, listen_address="127.0.0.1")
+        log(f"checking the password this server really has before it listens on {self.listen_address} "
+            "(a start on 127.0.0.1 first) ...")
+        probe._start_locked(log=lambda _msg: None, timeout=timeout)
+        try:
+            default_opens = probe.password_works(DEFAULT_PASSWORD)
+        finally:
+            probe.stop(log=lambda _msg: None)
+        fix = ("Start it on 127.0.0.1, change the password (ALTER CURRENT USER SET PASSWORD FROM 'old' TO 'new'), "
+               "then start it here again")
+        refusing = f"refusing to listen on {self.listen_address} (beyond this machine)"
+        if default_opens:
+            raise KgdbError(f"{refusing}: the server in {self.home} still has the documented default password for "
+                            f"user 'neo4j', whatever KGDB_NEO4J_PASSWORD says. {fix}")
+        if default_opens is None:
+            raise KgdbError(f"{refusing}: could not check that the server in {self.home} no longer has the "
+                            f"documented default password. {fix}")
+
+    def password_works(self, password: str | None = None) -> bool | None:
+        """Whether the configured password (or `password`) opens this server (None: could not tell)."""
         from neo4j import GraphDatabase
         from neo4j.exceptions import AuthError
 
         try:
-            with GraphDatabase.driver(f"bolt://{self._probe_host()}:{self.bolt_port}", auth=("neo4j", self.password)) as d:
+            uri = f"bolt://{url_host(self._probe_host())}:{self.bolt_port}"
+            with GraphDatabase.driver(uri, auth=("neo4j", password if password is not None else self.password)) as d:
                 d.verify_connectivity()
             return True
         except AuthError:
@@ -467,6 +563,8 @@ class LocalServer:
 
 
 def server_from_settings(settings) -> LocalServer:
+    if str(settings.neo4j_home) in ("", ".") and not os.environ.get("KGDB_NEO4J_HOME", ".").strip():
+        check_home("")  # an empty value would otherwise mean the current directory
     home = Path(settings.neo4j_home).expanduser()
     # Homes installed before the shared jar cache keep using their own complete lib.
     own_lib = LocalServer(home=home, password="").jars_installed()

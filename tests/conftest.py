@@ -16,7 +16,8 @@ import pytest
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# The public datasets the slow tests read (see the guide's "Getting the data"); unset: those tests skip.
+DATA = Path(os.environ["KGDB_DATA"]) if os.environ.get("KGDB_DATA") else None
 TEST_PASSWORD = "kgdb-test-password"
 
 
@@ -94,9 +95,9 @@ def graph(neo4j_settings: Settings):
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data not found at {SHARED_DATA}")
-    return SHARED_DATA
+    if DATA is None or not DATA.is_dir():
+        pytest.skip(f"the datasets are not there (KGDB_DATA={os.environ.get('KGDB_DATA', '')!r})")
+    return DATA
 
 
 @pytest.fixture
@@ -112,7 +113,7 @@ def one_thread():
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tiers by what a test really needs: `db` (a real Neo4j: any fixture that depends on
-    `neo4j_settings`, or a module's own `local_server`) and `slow` (reads ../shared/data).
+    `neo4j_settings`, or a module's own `local_server`) and `slow` (reads the datasets under KGDB_DATA).
     `-m "not db"` is the fast unit tier."""
     for item in items:
         names = set(getattr(item, "fixturenames", ()))

@@ -10,6 +10,16 @@ scripted. Each scripted step is a dict:
 - `{"raw": "not json"}`: a body that is not a chat completion.
 When the script runs out, `responder(messages) -> str` answers (default: "ans: not available").
 
+What the server says about itself, like a local llama.cpp server (all optional):
+- `structured="json"`: honours `response_format` json_schema: the reply is `{"answers": [...]}` with
+  the names of the schema's enum that the responder's `ans:` lines give; `"reject"`: a 400 naming
+  response_format, as servers without structured output answer; `"ignore"` (default): prose anyway;
+- `structured="llama-cpp-python"`: that server's dialect: `{"type": "json_object", "schema": ...}` is
+  honoured, the `json_schema` type is refused with its 422, and `/extras/tokenize` counts tokens;
+- `context=N`: `/props` reports N tokens (and `slots`), `/tokenize` counts whitespace tokens, and a
+  request whose prompt plus max_tokens exceeds N gets llama-cpp-python's 400 ("exceed context window
+  of N"); `report_context=False` keeps N to itself (learnt from the 400 only).
+
     with OpenAIServer(script=[{"status": 429}, {"content": "ans: Paris"}]) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
 
@@ -23,8 +33,9 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
 
 MAX_BODY = 8 * 1024 * 1024
 MAX_THREADS = 16
@@ -35,7 +46,7 @@ def _count_tokens(text: str) -> int:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "_Server"
+    server: _Server
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args: Any) -> None:  # keep test output clean
@@ -54,7 +65,11 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
+        owner = self.server.owner
+        if self.path.rstrip("/") == "/props" and owner.context and owner.report_context:
+            body = {"default_generation_settings": {"n_ctx": owner.context}, "total_slots": owner.slots}
+            self._send(200, json.dumps(body).encode())
+        elif self.path.rstrip("/").endswith("/models"):
             body = {"object": "list", "data": [{"id": self.server.owner.model, "object": "model", "owned_by": "kgdb-test"}]}
             self._send(200, json.dumps(body).encode())
         else:
@@ -67,6 +82,20 @@ class _Handler(BaseHTTPRequestHandler):
             return
         raw = self.rfile.read(length)
         owner = self.server.owner
+        if self.path.rstrip("/") == "/extras/tokenize" and owner.structured == "llama-cpp-python":
+            try:
+                text = json.loads(raw).get("input", "")
+            except (json.JSONDecodeError, AttributeError):
+                text = ""
+            self._send(200, json.dumps({"tokens": list(range(_count_tokens(text)))}).encode())
+            return
+        if self.path.rstrip("/") == "/tokenize" and owner.context and owner.report_context:
+            try:
+                text = json.loads(raw).get("content", "")
+            except (json.JSONDecodeError, AttributeError):
+                text = ""
+            self._send(200, json.dumps({"tokens": list(range(_count_tokens(text)))}).encode())
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, json.dumps({"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}}).encode())
             return
@@ -75,6 +104,27 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send(400, b'{"error": {"message": "body is not JSON"}}')
             return
+        asked_format = request.get("response_format") or {}
+        wants_schema = asked_format.get("type") == "json_schema" or "schema" in asked_format
+        if owner.structured == "llama-cpp-python" and asked_format.get("type") == "json_schema":
+            detail = [{"loc": ["body", "response_format", "type"], "msg": "Input should be 'text' or 'json_object'"}]
+            with owner._lock:
+                owner.rejected.append(request)
+            self._send(422, json.dumps({"detail": detail}).encode())
+            return
+        if wants_schema and owner.structured == "reject":
+            with owner._lock:
+                owner.rejected.append(request)
+            self._send(400, json.dumps({"error": {"message": "response_format is not supported", "type": "invalid_request_error"}}).encode())
+            return
+        if owner.context:
+            asked = sum(_count_tokens(m.get("content") or "") + 8 for m in request.get("messages", [])) + int(request.get("max_tokens") or 0)
+            if asked > owner.context:
+                with owner._lock:
+                    owner.rejected.append(request)
+                message = f"Requested tokens ({asked}) exceed context window of {owner.context}"
+                self._send(400, json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode())
+                return
         step = owner._next_step(request)
         if step.get("delay"):
             time.sleep(float(step["delay"]))
@@ -89,6 +139,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(status, json.dumps(body).encode(), headers=retry)
             return
         content = step["content"]
+        if wants_schema and owner.structured in ("json", "llama-cpp-python") and not content.lstrip().startswith("{"):
+            content = _as_json(content, request["response_format"])
         prompt_tokens = sum(_count_tokens(m.get("content") or "") for m in request.get("messages", []))
         body = {
             "id": f"chatcmpl-{owner.calls}",
@@ -107,7 +159,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    owner: "OpenAIServer"
+    owner: OpenAIServer
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # Bound concurrency: at most MAX_THREADS requests are handled at once.
@@ -132,12 +184,18 @@ class OpenAIServer:
         responder: Callable[[list[dict[str, Any]]], str] | None = None,
         model: str = "kgdb-test-model",
         port: int = 0,
+        structured: str = "ignore",
+        context: int | None = None,
+        slots: int = 1,
+        report_context: bool = True,
     ):
         self.script: deque[dict[str, Any]] = deque(script)
         self.responder = responder or (lambda messages: "ans: not available")
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.rejected: list[dict[str, Any]] = []  # requests answered 400 (schema or context)
         self.calls = 0
+        self.structured, self.context, self.slots, self.report_context = structured, context, slots, report_context
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(MAX_THREADS)
         self._httpd = _Server(("127.0.0.1", port), _Handler)
@@ -161,7 +219,7 @@ class OpenAIServer:
         with self._lock:
             self.script.extend(steps)
 
-    def start(self) -> "OpenAIServer":
+    def start(self) -> OpenAIServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
@@ -172,11 +230,21 @@ class OpenAIServer:
         if self._thread:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "OpenAIServer":
+    def __enter__(self) -> OpenAIServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _as_json(content: str, response_format: dict[str, Any]) -> str:
+    """A prose reply as the JSON object a schema-constrained server would give: the `ans:` answers
+    that are among the schema's enum names (a grammar admits nothing else)."""
+    schema = response_format.get("json_schema", {}).get("schema") or response_format.get("schema") or {}
+    allowed = schema.get("properties", {}).get("answers", {}).get("items", {}).get("enum")
+    answers = [line.split(":", 1)[1].strip() for line in content.splitlines() if line.strip().lower().startswith("ans:")]
+    answers = [a for a in answers if allowed is None or a in allowed]
+    return json.dumps({"answers": answers})
 
 
 def echo_first_evidence(messages: list[dict[str, Any]]) -> str:

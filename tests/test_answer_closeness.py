@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from kgdb.pipeline.answer_closeness import ENDS_PER_PATH, WEIGHTS, weigh_by_answer_closeness, with_weight
-from kgdb.pipeline.planners import PlannedPath
-from kgdb.pipeline.relation_paths import RelationPathRetriever, _Candidate, relation_path_retriever
+from kgdb.pipeline.answer_closeness import WEIGHTS
+from kgdb.pipeline.answering_rules import ENDS_PER_PATH, Gathered, GroundedPath, weigh_by_answer_closeness, with_weight
+from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, names_of
+from kgdb.pipeline.relation_paths import RelationPathRetriever, relation_path_retriever
 from kgdb.protocol import ScoredPath
 from kgdb_graphs import load
 from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
@@ -25,10 +26,10 @@ from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-st
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _candidate(relations: tuple[str, ...], score: float, end: str) -> _Candidate:
+def _candidate(relations: tuple[str, ...], score: float, end: str) -> GroundedPath:
     nodes = ("topic",) + tuple(f"mid-{r}" for r in relations[:-1]) + (end,)
     path = ScoredPath(score, nodes, relations, (1,) * len(relations), source="rrp-ranker")
-    return _Candidate(path, [(f"{a}-{b}", a, r, b) for a, r, b in zip(nodes, relations, nodes[1:])], score)
+    return GroundedPath(path, [(f"{a}-{b}", a, r, b) for a, r, b in zip(nodes, relations, nodes[1:])], score)
 
 
 def _scores(planned) -> dict[tuple, float]:
@@ -79,8 +80,6 @@ def test_weighing_reads_the_first_answers_of_a_path_and_never_topics_or_cvt_node
 def test_with_weight_copies_a_gathering():
     from types import SimpleNamespace
 
-    from kgdb.pipeline.relation_paths import Gathered
-
     planned = [_candidate(("a",), 0.6, "x"), _candidate(("b",), 0.4, "y")]
     g = Gathered(SimpleNamespace(ids=["topic"]), {}, set(), planned, [], {}, {}, [], lambda ids: {"x": 0.0, "y": 0.5}, None)
     assert with_weight(g, 0.0) is g and with_weight(None, 6.0) is None
@@ -95,16 +94,16 @@ PERSON = [  # an invented person
 ]
 
 
-class _FixedPlanner:
+class _FixedPlanner(PathPlanner):
     """A planner whose relation paths and scores are given (the ranker would score them from the text)."""
 
     name = "fixed"
 
     def __init__(self, plans):
-        self.plans = plans
+        self.plans = tuple(plans)
 
-    def plan(self, graph, question, topics, topic_names):
-        return list(self.plans)
+    def plan(self, graph, question, topics, names) -> Plan:
+        return Plan(topics, names_of(topics, names), self.plans, question)
 
 
 def test_the_questions_type_word_picks_the_path_on_a_real_graph(graph, neo4j_settings):

@@ -193,3 +193,14 @@ def test_neo4j_admin_import_output_becomes_one_progress_bar_and_stage_lines():
     assert bar[-1] == ("import", 400, 400) and [d for _, d, _ in bar] == sorted(d for _, d, _ in bar)
     assert any("(2/4) Relationship import" in line for line in lines) and any("IMPORT DONE" in line for line in lines)
     assert not any("Estimated" in line or "..." in line for line in lines)
+
+
+def test_bulk_files_count_names_for_ids_no_triple_uses(tmp_path):
+    triples, names = tmp_path / "t.tsv", tmp_path / "n.tsv"
+    triples.write_text("/m/01\t/people/person/nationality\t/m/03\n", encoding="utf-8")
+    names.write_text("/m/00\tBefore\n/m/01\tObama\n/m/02\tBetween\n/m/02\tBetween again\n/m/03\tUSA\n/m/99\tAfter\n",
+                     encoding="utf-8")
+    stream = open_stream(triples, names=names)
+    write_import_files(tmp_path / "files", stream, None, LoadStats())
+    assert stream.names_unused == 3  # m.00, m.02 (two lines, one id) and m.99
+    assert open_source(triples, names=names).names_unused == 3  # the Bolt path counts the same

@@ -121,7 +121,7 @@ def test_cli_chains_runs_subgraph_paths(graph, neo4j_settings):
     assert result.exit_code == 0 and "1 shortest paths" in text
     result, _ = kgdb("subgraph", "q", "--topic", "Nobody Here")
     assert isinstance(result.exception, KgdbError) and "Nobody Here" in str(result.exception)
-    result, text = kgdb("runs", "prune", "--all")
+    result, text = kgdb("runs", "prune", "--all", "--yes")
     assert result.exit_code == 0 and "deleted 1 runs and 4 scored triples" in text
 
 

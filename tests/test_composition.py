@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kgdb.cli import app
-from kgdb.cypher.linking import strip_mentions
-from kgdb.cypher.path_candidates import CandidatePath
+from kgdb.cypher.linking import Topics, strip_mentions
+from kgdb.cypher.path_candidates import RelationPathCandidate
 from kgdb.data.composition import Composition, split_composition
 from kgdb.pipeline.path_ranker import COMPOSED_ENDS, RankedPathPlanner
 from kgdb.pipeline.planners import PlannedPath
@@ -39,7 +39,24 @@ EDITED = ("film.film.edited_by", 1)
      "where was {} born?"),
 ])
 def test_descriptions_around_the_mention_split_the_question(question, topic, phrase, outer):
-    assert split_composition(question, topic) == Composition(phrase, f"what is {phrase}?", outer)
+    composition = split_composition(question, topic)
+    before, after = outer.split("{}")
+    assert composition == Composition(phrase, f"what is {phrase}?", before, after)
+    assert composition.outer("james cameron") == outer.replace("{}", "james cameron")
+
+
+@pytest.mark.parametrize("question", [
+    "where was the director of avatar born }?",
+    "where was the director of avatar {born}?",
+    "where was the director of avatar born in {0}?",
+    'where was "the director of avatar" born {0}?',
+])
+def test_braces_and_quotes_in_a_question_are_words_not_a_template(question):
+    composition = split_composition(question, "Avatar")
+    assert composition is not None and composition.phrase == "the director of avatar"
+    # the inner answer's name takes the phrase's place; every other character stays as the user wrote it
+    asked = composition.outer("james cameron")
+    assert asked == " ".join(question.lower().split()).replace("the director of avatar", "james cameron")
 
 
 @pytest.mark.parametrize("question, topic", [
@@ -77,13 +94,13 @@ class _Graph:
 
 
 def _path(steps, ends, topics):
-    return CandidatePath(tuple(steps), set(ends), set(), len(ends), set(topics))
+    return RelationPathCandidate(tuple(steps), set(ends), set(), len(ends), set(topics))
 
 
-def _planner(rankings: dict[tuple[str, tuple[str, ...]], list[tuple[CandidatePath, float]]]):
+def _planner(rankings: dict[tuple[str, tuple[str, ...]], list[tuple[RelationPathCandidate, float]]]):
     """A ranker whose candidates and raw scores per (text read, topics) are given by hand."""
     planner = RankedPathPlanner(type("M", (), {"eval": lambda self: self})(), relations=None, embedder=_Embedder(), beam=5)
-    planner._raw_scores = lambda graph, text, emb, topics, reuse=False: (
+    planner._raw_scores = lambda graph, text, emb, topics, reuse=False, work=None: (
         [c for c, _ in rankings.get((text, tuple(topics)), [])], np.array([s for _, s in rankings.get((text, tuple(topics)), [])], np.float32))
     return planner
 
@@ -103,9 +120,14 @@ def _direct_and_inner(inner_ends=("james cameron",), inner_top=DIRECTED):
     }
 
 
+def _ranked(planner, graph, text, emb, topics):
+    """The whole question's planned paths before any composed reading."""
+    return planner.best_paths(planner.scored(graph, text, emb, topics))
+
+
 def _plans(planner, graph):
     text, emb = planner.encode(QUESTION, ["Avatar"])
-    return planner.plan_encoded(graph, text, emb, ["avatar"])
+    return _ranked(planner, graph, text, emb, ["avatar"])
 
 
 def test_the_composed_reading_replaces_a_best_path_that_answers_the_description():
@@ -124,9 +146,24 @@ def test_the_composed_reading_replaces_a_best_path_that_answers_the_description(
     # answers, whether they are values; the description's answer, its name
     assert graph.asked == [["2009", "james cameron", "kapuskasing"], ["2009", "james cameron"], ["james cameron"], ["canada", "kapuskasing"]]
     # plan() is the same rule; benchmarks/compositions.py turns it off to compare
-    assert _planner(_direct_and_inner()).plan(graph, QUESTION, ["avatar"], ["Avatar"]) == composed
+    plan = _planner(_direct_and_inner()).plan(graph, QUESTION, Topics(["avatar"], "given", [], []), {"avatar": "Avatar"})
+    assert list(plan.paths) == composed and plan.composed == note and plan.notes == (note,)
     planner.compositions = False
     assert planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans) == (plans, None)
+
+
+def test_a_question_with_braces_and_quotes_is_read_as_a_composition_without_formatting_it():
+    question = 'where was the director of avatar born {0} "}"?'
+    composition = split_composition(question, "Avatar")
+    rankings = {
+        (strip_mentions(question, ["Avatar"]), ("avatar",)): _direct_and_inner()[(strip_mentions(QUESTION, ["Avatar"]), ("avatar",))],
+        (strip_mentions(composition.inner, ["Avatar"]), ("avatar",)): [(_path([DIRECTED], ["james cameron"], ["avatar"]), 6.0)],
+        (strip_mentions(composition.outer("james cameron"), ["James Cameron"]), ("james cameron",)): [
+            (_path([BORN], ["kapuskasing"], ["james cameron"]), 3.0)],
+    }
+    plan = _planner(rankings).plan(_Graph(), question, Topics(["avatar"], "given", [], []), {"avatar": "Avatar"})
+    assert plan.paths[0].relations == (DIRECTED[0], BORN[0])
+    assert 'then \'where was … born {0} "}"?\' from there' in plan.composed
 
 
 def test_a_best_path_of_a_descriptions_shape_is_replaced_even_when_the_inner_question_reads_another():
@@ -184,7 +221,7 @@ def test_where_and_who_are_answered_with_entities_not_values(question, first):
     text, emb = _planner({}).encode(question, ["George Orwell"])
     ranking = [(_path([DIED_ON], ["1950-01-21"], ["orwell"]), 5.0), (_path([DIED_IN], ["london"], ["orwell"]), 4.0)]
     planner = _planner({(text, ("orwell",)): ranking})
-    plans = planner.plan_encoded(graph, text, emb, ["orwell"])
+    plans = _ranked(planner, graph, text, emb, ["orwell"])
     assert plans[0].relations == (first[0],)
     if first == DIED_IN:  # the value path is gone and the entity path takes its probability
         assert [p.relations for p in plans] == [(DIED_IN[0],)] and plans[0].score == pytest.approx(1.0)
@@ -193,7 +230,7 @@ def test_where_and_who_are_answered_with_entities_not_values(question, first):
         assert len(plans) == 2 and graph.asked == []
     # when every path the planner would ground answers with values, they stay: the graph has nothing else
     planner = _planner({(text, ("orwell",)): [(c, s) for c, s in ranking if c.steps == (DIED_ON,)]})
-    assert [p.relations for p in planner.plan_encoded(graph, text, emb, ["orwell"])] == [(DIED_ON[0],)]
+    assert [p.relations for p in _ranked(planner, graph, text, emb, ["orwell"])] == [(DIED_ON[0],)]
 
 
 def test_a_description_names_an_entity_even_when_its_best_path_ends_in_a_value():
@@ -211,7 +248,7 @@ def test_a_description_names_an_entity_even_when_its_best_path_ends_in_a_value()
     }
     planner = _planner(rankings)
     text, emb = planner.encode(question, ["War and Peace"])
-    plans = planner.plan_encoded(graph, text, emb, ["wp"])
+    plans = _ranked(planner, graph, text, emb, ["wp"])
     composed, note = planner.compose(graph, question, ["wp"], ["War and Peace"], plans)
     assert composed[0] == PlannedPath((written[0], BORN[0]), plans[0].score, (1, 1))
     assert note.startswith("read as a composition: 'the author of war and peace' is Leo Tolstoy (book.written_work.author)")
@@ -242,20 +279,19 @@ def test_ask_answers_a_compositional_question_with_the_shipped_ranker(graph, tmp
 
 
 def test_the_readings_of_one_question_enumerate_each_topic_once(graph, monkeypatch):
-    import kgdb.cypher.path_candidates as path_candidates
-    from kgdb.pipeline.path_ranker import shipped_ranker
+    import kgdb.pipeline.path_ranker as path_ranker
 
     load(graph, FILMS)
-    enumerated, around = [], path_candidates.relation_paths_around
-    monkeypatch.setattr(path_candidates, "relation_paths_around", lambda g, topics, **kw: enumerated.append(list(topics)) or around(g, topics, **kw))
-    ranker = shipped_ranker(graph, graph.settings)
-    plans = ranker.plan(graph, "where was the director of avatar born?", ["Avatar"], ["Avatar"])
-    assert plans[0].relations == ("film.film.directed_by", "people.person.place_of_birth")
+    enumerated, around = [], path_ranker.relation_paths_around
+    monkeypatch.setattr(path_ranker, "relation_paths_around", lambda g, topics, **kw: enumerated.append(list(topics)) or around(g, topics, **kw))
+    ranker = path_ranker.shipped_ranker(graph, graph.settings)
+    plan = ranker.plan(graph, "where was the director of avatar born?", Topics(["Avatar"], "given", [], []), {"Avatar": "Avatar"})
+    assert plan.paths[0].relations == ("film.film.directed_by", "people.person.place_of_birth")
     # the whole question, the description and the outer words asked of Avatar read one enumeration;
     # the outer question is read around James Cameron
     assert enumerated == [["Avatar"], ["James Cameron"]]
     enumerated.clear()
-    ranker.plan(graph, "where was the director of titanic born?", ["Titanic"], ["Titanic"])
+    ranker.plan(graph, "where was the director of titanic born?", Topics(["Titanic"], "given", [], []), {"Titanic": "Titanic"})
     assert enumerated == [["Titanic"], ["James Cameron"]]  # nothing carried over from the last question
 
 

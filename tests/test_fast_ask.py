@@ -209,8 +209,10 @@ TRIPLES = [
 def test_the_torch_free_facts_match_the_registry():
     from kgdb.models import registry
     from kgdb.models.builtin import TRAINABLE_BUILTINS
+    from kgdb.pipeline.model_choice import UNTRAINED_BUILTINS
 
     assert TRAINABLE_BUILTINS == {name for name in ("cosine", "cosine-dde", "subgraphrag", "rapl") if registry.get(name).trainable}
+    assert UNTRAINED_BUILTINS <= {name for name in registry.names() if not registry.get(name).trainable}
 
 
 @pytest.mark.parametrize("retriever", [["--retriever", "cosine", "--reasoner", "extractive"], ["--reasoner", "extractive"], []],

@@ -81,14 +81,14 @@ def test_rapl_learns_its_labelled_path_on_the_gpu():
 
 
 def test_planner_overfits_on_the_gpu():
-    from kgdb.models.planner import PathPlanner, PlannerConfig
+    from kgdb.models.planner import PathDecoder, PlannerConfig
     from kgdb.models.path_tokens import token_of
     from kgdb.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
 
     cfg = PlannerConfig(hidden=32, word_dim=16, buckets=1 << 10, max_hops=3, dropout=0.0)
     data = examples(cfg.buckets)
     torch.manual_seed(0)
-    model = PathPlanner(cfg, torch.randn(4, 8, generator=torch.Generator().manual_seed(0))).to(GPU)
+    model = PathDecoder(cfg, torch.randn(4, 8, generator=torch.Generator().manual_seed(0))).to(GPU)
     model, result = train_planner_model(model, data, data, PlannerTrainConfig(lr=1e-2, batch_size=4, max_epochs=80, patience=80, seed=1, beam=3))
     assert result.best_val_hit1 == 1.0 and evaluate_planner(model, data, beam=3) == (1.0, 1.0)
     top = model.beam_search(torch.from_numpy(data[3].q_emb).to(GPU), torch.tensor(data[3].words, device=GPU), beam=3)

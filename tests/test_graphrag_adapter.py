@@ -96,6 +96,15 @@ def test_search_without_write_back_and_custom_formatter(kg):
     assert kg.runs() == []  # nothing was written
 
 
+def test_the_readme_subgraphrag_retriever_works_on_a_graph_with_no_checkpoint(kg):
+    """`KgdbRetriever(kg, "subgraphrag")` as the README writes it: nothing trained on this graph, so the
+    checkpoint `kgdb ask` would use stands in, and the metadata says which and why."""
+    result = KgdbRetriever(kg, "subgraphrag", write=False).search(query_text="What is the capital of France?", top_k=5)
+    assert CAPITAL in [i.content for i in result.items]
+    assert result.metadata["retriever"] == "cosine-dde" and result.metadata["checkpoint"] == "cosine-dde-webqsp"
+    assert "no subgraphrag checkpoint" in result.metadata["notes"][0]
+
+
 def test_bad_search_inputs_raise_clear_errors(kg):
     retriever = KgdbRetriever(kg, "cosine")
     with pytest.raises(InputError, match=r"top_k: must be a positive integer, got 0"):

@@ -35,6 +35,7 @@ def movies(graph, tmp_path):
     load(graph, TRIPLES)
     env = {"KGDB_CACHE_DIR": str(tmp_path / "cache"), "KGDB_CHECKPOINTS_DIR": str(tmp_path / "ckpt"), "KGDB_RUNS_DIR": str(tmp_path / "runs"),
            "KGDB_CONFIG": str(tmp_path / "none.toml")}
+    (tmp_path / "none.toml").write_text("", encoding="utf-8")  # an empty config file: no LLM settings from the user's own
     base = ["--uri", graph.settings.neo4j_uri, "--password", graph.settings.neo4j_password.get_secret_value()]
     return graph, env, base
 

@@ -192,3 +192,51 @@ def test_every_relationship_type_kgdb_writes_is_reserved():
             written |= set(re.findall(r"\[\w*:([A-Z_]+)", clause))
     assert {"SCORED", "LABELLED", "STARTS_AT"} <= written  # the scan finds run and label types
     assert written <= RESERVED_TYPES, f"not reserved: {sorted(written - RESERVED_TYPES)}"
+
+
+def test_a_trailing_byte_order_mark_makes_no_separate_entity(tmp_path):
+    path = tmp_path / "bom.tsv"
+    path.write_text("Obama\ufeff\tpeople.person.nationality\tUSA\n"
+                    "Obama\tpeople.person.place_of_birth\tHonolulu\ufeff\n", encoding="utf-8")
+    src = open_source(path)
+    assert {h for h, _, _ in src.triples} == {"Obama"}
+    assert ("Obama", "people.person.place_of_birth", "Honolulu") in src.triples
+    assert src.bad.normalised == 2
+
+
+@pytest.mark.parametrize("value, code", [("a\x1b[2Jb", "U+001B"), ("bell\x07", "U+0007"), ("x\x9by", "U+009B")])
+def test_control_characters_in_an_entity_id_are_refused_with_file_and_line(tmp_path, value, code):
+    path = tmp_path / "ctl.tsv"
+    path.write_text(f"a\tr.x\tb\n{value}\tr.x\tc\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        open_source(path)
+    assert str(err.value).startswith(f"{path}:2: head contains the control character {code}")
+    assert open_source(path, skip_bad=True).bad.count == 1
+
+
+def test_a_nul_or_escape_in_an_ntriples_name_is_refused_with_file_and_line(tmp_path):
+    path = tmp_path / "names.nt"
+    path.write_text(
+        '<http://rdf.freebase.com/ns/m.01> <http://rdf.freebase.com/ns/people.person.nationality> '
+        '<http://rdf.freebase.com/ns/m.02> .\n'
+        '<http://rdf.freebase.com/ns/m.01> <http://rdf.freebase.com/ns/type.object.name> "Ob\\u0000ama"@en .\n',
+        encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        read_ntriples(path)
+    assert str(err.value).startswith(f"{path}:2: name contains the control character U+0000")
+    src = read_ntriples(path, bad=BadLines(skip=True))
+    assert src.names == {} and src.bad.count == 1
+
+
+def test_names_for_ids_absent_from_the_loaded_triples_are_counted(tmp_path):
+    triples, names = tmp_path / "t.tsv", tmp_path / "n.tsv"
+    triples.write_text("/m/01\t/people/person/nationality\t/m/02\n", encoding="utf-8")
+    names.write_text("/m/01\tObama\n/m/02\tUSA\n/m/99\tNobody\n/m/98\tNo one\n", encoding="utf-8")
+    src = open_source(triples, names=names)
+    assert src.names == {"m.01": "Obama", "m.02": "USA"} and src.names_unused == 2
+    nt = tmp_path / "n.nt"
+    ns = "http://rdf.freebase.com/ns/"
+    nt.write_text(f'<{ns}m.01> <{ns}people.person.nationality> <{ns}m.02> .\n'
+                  f'<{ns}m.01> <{ns}type.object.name> "Obama"@en .\n<{ns}m.77> <{ns}type.object.name> "Other"@en .\n',
+                  encoding="utf-8")
+    assert read_ntriples(nt).names_unused == 1

@@ -8,7 +8,7 @@ import pytest
 
 from kgdb.errors import InputError
 from kgdb.qa.answers import parse_answers
-from kgdb.qa.prompts import FORMATS, build_prompt, load_template, render_path, render_triple
+from kgdb.qa.prompts import FORMATS, build_prompt, load_template, path_line, render_path, render_triple, step_line
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -31,6 +31,36 @@ def test_headers_follow_the_papers():
     assert chains.startswith("Evidence Chains:\nChain 1. a → [r] → b\nChain 2. a → [s] → c\n")
     paths = build_prompt("paths", "q", ["a → r → b"]).messages
     assert paths[-1]["content"].startswith("Reasoning Paths:\na → r → b") and "order of importance" in paths[0]["content"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_version_2_has_no_worked_example_to_copy(fmt):
+    p = build_prompt(fmt, "what is the capital of France", ["(France,location.country.capital,Paris)"], version=2)
+    assert p.template == f"{fmt}_v2" and [m["role"] for m in p.messages] == ["system", "user"]
+    assert "exactly as they are written" in p.messages[0]["content"]
+    assert "Pritzker" not in p.text()
+
+
+def test_a_prompt_is_rebuilt_with_fewer_lines_or_without_its_example():
+    lines = ["(France,location.country.capital,Paris)", "(France,location.location.contains,Lyon)"]
+    p = build_prompt("triples", "what is the capital of France", lines)
+    cut = p.rebuilt(lines=1)
+    assert cut.evidence_lines == 1 and "Lyon" not in cut.messages[-1]["content"] and cut.has_example
+    bare = p.rebuilt(example=False)
+    assert [m["role"] for m in bare.messages] == ["system", "user"] and bare.messages[-1] == p.messages[-1]
+
+
+def test_a_reversed_relation_reads_against_its_arrow_without_stray_brackets():
+    line = "Barack Obama → [people.person.parents] (reversed) → Malia Obama → [people.person.gender] → Female"
+    assert path_line(line) == "Barack Obama ← people.person.parents ← Malia Obama → people.person.gender → Female"
+    assert step_line("France", [("location.country.capital", 1)], "Paris") == "France → location.country.capital → Paris"
+    assert step_line("A", [("r", -1), ("s", 1)], "C") == "A ← r ← … → s → C"
+
+
+def test_candidates_template_lists_candidates_without_an_example():
+    p = build_prompt("candidates", "what is the capital of France", ["1. Paris (via France → location.country.capital → Paris)"])
+    assert [m["role"] for m in p.messages] == ["system", "user"]
+    assert p.messages[-1]["content"].startswith("Candidates:\n1. Paris (via France")
 
 
 def test_empty_evidence_is_said_not_left_blank():

@@ -147,3 +147,20 @@ def test_vllm_reasoner_says_what_to_install():
         pass
     with pytest.raises(LLMError, match=r"kgdb\[vllm\]"):
         make_reasoner("vllm", Settings(llm_model="some/model"))
+
+
+def test_reasoners_are_chosen_by_registered_name():
+    from kgdb.qa.reasoners import ReasonerKind, UnknownReasonerError, reasoner_choices, reasoner_help, register_reasoner
+
+    assert reasoner_choices()[0] == "auto" and {"extractive", "openai", "vllm", "rrp"} <= set(reasoner_choices())
+    with pytest.raises(UnknownReasonerError, match="unknown reasoner 'nope'; choose one of auto, ") as err:
+        make_reasoner("nope", Settings())
+    assert err.value.path == "--reasoner"
+    with pytest.raises(ValueError, match="other than 'auto'"):
+        register_reasoner(ReasonerKind("auto", lambda settings, **options: None, "shadows the policy"))
+    with pytest.raises(TypeError):
+        register_reasoner("echo")
+    register_reasoner(ReasonerKind("echo-test", lambda settings, **options: ("built", options), "echoes its options"))
+    assert make_reasoner("echo-test", Settings(), max_answers=3) == ("built", {"max_answers": 3})
+    assert make_reasoner("echo-test", Settings(), embedder="unused")[1] == {}  # only reasoners that read embeddings get it
+    assert "echo-test (echoes its options)" in reasoner_help("the policy's choice")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kgdb.cypher.writeback import show_run
-from kgdb.pipeline import PlannedPath, RelationPathRetriever
+from kgdb.pipeline import RelationPathRetriever
+from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, names_of
 from kgdb.protocol import QuestionRetriever
 from kgdb.qa.ask import AskPipeline
 from kgdb_graphs import load
@@ -15,16 +16,16 @@ from test_pipeline import TRIPLES
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-class FixedPlanner:
+class FixedPlanner(PathPlanner):
     """A planner that proposes given relation paths (the seam a trained RRP planner plugs into)."""
 
     name = "fixed"
 
     def __init__(self, *paths: tuple[str, ...]):
-        self.paths = [PlannedPath(p, 1.0 - 0.1 * i) for i, p in enumerate(paths)]
+        self.paths = tuple(PlannedPath(p, 1.0 - 0.1 * i) for i, p in enumerate(paths))
 
-    def plan(self, graph, question, topics, topic_names):
-        return self.paths
+    def plan(self, graph, question, topics, names) -> Plan:
+        return Plan(topics, names_of(topics, names), self.paths, question)
 
 
 def test_planned_relation_paths_are_grounded_scored_and_written(graph):

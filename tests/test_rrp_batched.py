@@ -18,7 +18,7 @@ from kgdb.cypher.paths import (
     why_empty,
 )
 from kgdb.errors import InputError
-from kgdb.models.planner import PathPlanner, PlannerConfig
+from kgdb.models.planner import PathDecoder, PlannerConfig
 from kgdb.pipeline.planners import TrainedPathPlanner
 from kgdb_graphs import load
 from test_rrp_ask import TRIPLES
@@ -107,7 +107,7 @@ def test_constrained_planner_makes_one_query_per_decoding_step(movies):
     relations = sorted({r for _, r, _ in TRIPLES})
     cfg = PlannerConfig(hidden=16, word_dim=8, buckets=1 << 8, max_hops=3, dropout=0.0)
     torch.manual_seed(0)
-    planner = TrainedPathPlanner(PathPlanner(cfg, torch.randn(len(relations), 8)), relations, embedder=None, beam=3)
+    planner = TrainedPathPlanner(PathDecoder(cfg, torch.randn(len(relations), 8)), relations, embedder=None, beam=3)
     movies.memory_log = []  # every read query is logged by name
     plans = planner.plan_encoded(movies, "who directed the films starring", torch.randn(8).numpy(), ["Lise Meitner"])
     log, movies.memory_log = movies.memory_log, None

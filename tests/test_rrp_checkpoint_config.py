@@ -9,11 +9,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kgdb.models.planner import PathPlanner, PlannerConfig
+from kgdb.cypher.linking import Topics
+from kgdb.models.planner import PathDecoder, PlannerConfig
 from kgdb.models.structural import StructuralConfig, StructuralReasoner
 from kgdb.pipeline import relation_path_retriever
 from kgdb.pipeline.planners import PLANNER, save_relation_model
-from kgdb.pipeline.structural import STRUCTURAL
+from kgdb.pipeline.structural_runner import STRUCTURAL
 from kgdb.pipeline.train import relation_vocabulary
 from kgdb_graphs import load
 from test_rrp_ask import TRIPLES
@@ -34,7 +35,7 @@ def rrp_checkpoints(graph, tmp_path):
     common = {"relation_names": vocab.relation_names, "embedding_model": vocab.model_name, "embedding_dim": vocab.tables.dim,
               "graph_fingerprint": vocab.fingerprint}
     torch.manual_seed(0)
-    save_relation_model(settings.checkpoints_dir / "planner", PathPlanner(PlannerConfig(hidden=32, word_dim=16, buckets=256), relation_emb),
+    save_relation_model(settings.checkpoints_dir / "planner", PathDecoder(PlannerConfig(hidden=32, word_dim=16, buckets=256), relation_emb),
                         PLANNER, common)
 
     def structural(rethinking: dict | None):
@@ -45,6 +46,9 @@ def rrp_checkpoints(graph, tmp_path):
     return graph, settings, structural
 
 
+FILM_A = Topics(["Film A"], "given", [], [])
+
+
 def test_beam_lambda_theta_and_mode_come_from_the_structural_checkpoint(rrp_checkpoints):
     graph, settings, structural = rrp_checkpoints
     ablation = {"planner": ABLATION, "structural": ABLATION, "union": ABLATION, "rethink": {**ABLATION, "hit1": 60.0}}
@@ -53,12 +57,12 @@ def test_beam_lambda_theta_and_mode_come_from_the_structural_checkpoint(rrp_chec
     assert retriever.planner.beam == 7 and retriever.lambda1 == 0.3 and retriever.theta == 0.2 and retriever.mode == "rethink"
     assert retriever.describe()["beam"] == 7 and retriever.describe()["rethinking"] == {"lambda1": 0.3, "lambda2": 0.7, "theta": 0.2}
     # the stored beam is the beam decoded: 7 relation paths leave Film A within 3 hops (3 already at 1 hop)
-    plans = retriever.planner.plan(graph, "who directed Film A", ["Film A"], ["Film A"])
+    plans = retriever.planner.plan(graph, "who directed Film A", FILM_A, {"Film A": "Film A"}).paths
     assert len(plans) == 7 and len(set((p.relations, p.directions) for p in plans)) == 7
     # explicit arguments override the stored settings
     chosen = relation_path_retriever(graph, settings, write=False, beam=2, lambda1=0.9, theta=0.5, mode="union")
     assert chosen.planner.beam == 2 and chosen.lambda1 == 0.9 and chosen.theta == 0.5 and chosen.mode == "union"
-    assert len(chosen.planner.plan(graph, "who directed Film A", ["Film A"], ["Film A"])) == 2
+    assert len(chosen.planner.plan(graph, "who directed Film A", FILM_A, {"Film A": "Film A"}).paths) == 2
     # the planner alone won on val: that is the mode answering
     structural({"beam": 5, "lambda1": 0.3, "theta": 0.2, "ablation_val": {**ablation, "planner": {**ABLATION, "hit1": 70.0}}})
     retriever = relation_path_retriever(graph, settings, write=False)

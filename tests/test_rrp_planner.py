@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from kgdb.models.planner import PathPlanner, PlannerConfig
+from kgdb.models.planner import PathDecoder, PlannerConfig
 from kgdb.models.path_tokens import step_of, text_features, token_of
 from kgdb.training.planner import PlannerExample, PlannerTrainConfig, evaluate_planner, train_planner_model
 
@@ -44,14 +44,14 @@ def test_planner_overfits_a_tiny_set_and_is_deterministic():
     rel = torch.randn(4, 8, generator=torch.Generator().manual_seed(0))
     train_cfg = PlannerTrainConfig(lr=1e-2, batch_size=4, max_epochs=80, patience=80, seed=1, beam=3)
     torch.manual_seed(0)
-    model, result = train_planner_model(PathPlanner(cfg, rel), data, data, train_cfg)
+    model, result = train_planner_model(PathDecoder(cfg, rel), data, data, train_cfg)
     assert result.best_val_hit1 == 1.0
     assert evaluate_planner(model, data, beam=3) == (1.0, 1.0)
     top = model.beam_search(torch.from_numpy(data[3].q_emb), torch.tensor(data[3].words), beam=3)
     assert top[0][0] == (token_of(1, -1), token_of(0, 1))
     assert all(1 <= len(p) <= 3 for p, _ in top)
     torch.manual_seed(0)
-    again, _ = train_planner_model(PathPlanner(cfg, rel), data, data, train_cfg)
+    again, _ = train_planner_model(PathDecoder(cfg, rel), data, data, train_cfg)
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
 
@@ -59,7 +59,7 @@ def test_planner_overfits_a_tiny_set_and_is_deterministic():
 def test_constrained_beam_search_only_takes_allowed_steps():
     cfg = PlannerConfig(hidden=16, word_dim=8, buckets=1 << 8, max_hops=3, dropout=0.0)
     torch.manual_seed(0)
-    model = PathPlanner(cfg, torch.randn(4, 8)).eval()
+    model = PathDecoder(cfg, torch.randn(4, 8)).eval()
     q, words = torch.randn(8), torch.tensor(text_features("who directed X", cfg.buckets))
     graph = {(): [token_of(2, 1)], (token_of(2, 1),): [token_of(0, -1)]}  # a two-step chain, then a dead end
     out = model.beam_search(q, words, beam=5, allowed=lambda prefixes: [graph.get(p, []) for p in prefixes])

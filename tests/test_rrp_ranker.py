@@ -22,6 +22,7 @@ import torch
 from typer.testing import CliRunner
 
 from kgdb.cli import app
+from kgdb.cypher.linking import Topics
 from kgdb.cypher.path_candidates import relation_paths_around, relation_steps
 from kgdb.cypher.paths import entity_names
 from kgdb.errors import InputError
@@ -286,17 +287,17 @@ def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     paths = retriever.retrieve(question, ["Lise Meitner"]).paths
     assert paths[0].relations == ("movie.starred_actors", "movie.directed_by") and paths[0].directions == (-1, 1)
     gold = _answers(TripleArrays.from_triples(MOVIE_TRIPLES), "Lise Meitner", (("movie.starred_actors", -1), ("movie.directed_by", 1)))
-    # rethinking's S1 of a traced path reads the ranking of the question this thread asked last,
-    # whatever other threads asked in between (eval qa --concurrency shares one ranker)
+    # rethinking's S1 of a traced path reads the ranking its own plan holds, whatever other threads
+    # planned in between (eval qa --concurrency shares one ranker): nothing is kept on the ranker
     ranker, wanted = retriever.planner, (("movie.starred_actors", "movie.directed_by"), (-1, 1))
-    text, emb = ranker.encode(question, ["Lise Meitner"])
-    ranker.plan_encoded(graph, text, emb, ["Lise Meitner"])
-    other = threading.Thread(target=lambda: ranker.plan_encoded(graph, *ranker.encode("who wrote Film C", ["Film C"]), ["Film C"]))
+    plan = ranker.plan(graph, question, Topics(["Lise Meitner"], "given", [], []), {"Lise Meitner": "Lise Meitner"})
+    other = threading.Thread(target=lambda: ranker.plan(graph, "who wrote Film C", Topics(["Film C"], "given", [], []), {}))
     other.start()
     other.join()
-    probability = ranker.path_probability(text, emb, [wanted])[0]
-    ranked = {(tuple(r for r, _ in c.steps), tuple(d for _, d in c.steps)): p for c, p in ranker.scored(graph, text, emb, ["Lise Meitner"])}
-    assert 0 < probability == ranked[wanted]
+    probability = ranker.path_probability(plan, [wanted])[0]
+    ranked = {(tuple(r for r, _ in c.steps), tuple(d for _, d in c.steps)): p
+              for c, p in ranker.scored(graph, plan.text, plan.text_emb, ["Lise Meitner"])}
+    assert 0 < probability == ranked[wanted] and plan.paths[0].relations == wanted[0]
     res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask(question, ["Lise Meitner"])
     assert sorted(a.answer for a in res.answers) == gold and not res.reasoning.llm_used
     # a planner checkpoint named explicitly keeps the beam planner
@@ -334,7 +335,7 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     out = runner.invoke(app, base + ["train", "rrp-ranker", *questions, "--on", settings.neo4j_uri, "--on", settings.neo4j_uri], env=env)
     assert out.exit_code == 1 and "--on needs --portable" in str(out.exception)
     out = runner.invoke(app, base + ["train", "rrp-planner", "--questions", str(files[0]), "--portable"], env=env)
-    assert out.exit_code == 1 and "apply to rrp-ranker" in str(out.exception)
+    assert out.exit_code == 2 and "No such option: --portable" in out.output
     out = runner.invoke(app, base + ["train", "rrp-ranker", "--portable", *questions, "--on", settings.neo4j_uri, "--on", settings.neo4j_uri,
                                      "--positive-margin", "-0.1"], env=env)
     assert out.exit_code == 1 and "margin must be 0 or more, got -0.1" in str(out.exception)

@@ -14,8 +14,7 @@ from kgdb.cli import app
 from kgdb.data.relation_paths import TripleArrays
 from kgdb.pipeline import relation_path_retriever
 from kgdb.pipeline.answer_closeness import WEIGHTS
-from kgdb.pipeline.relation_paths import select
-from kgdb.pipeline.structural import answers_of, chosen_mode
+from kgdb.pipeline.answering_rules import GroundedPath, answers_of, chosen_mode, select
 from kgdb.protocol import ScoredPath
 from kgdb.qa.reasoners.extractive import Evidence
 from kgdb.qa.reasoners.rrp import PathReasoner, other_readings
@@ -87,11 +86,8 @@ def test_structural_reasoner_and_rethinking_answer_by_default_without_an_llm(mov
 
 
 def _candidate(entities, relations, s1, s2_end, source="rrp-planner"):
-    from kgdb.pipeline.relation_paths import _Candidate
-    from kgdb.protocol import ScoredPath
-
     path = ScoredPath(s1 if source == "rrp-planner" else s2_end, tuple(entities), tuple(relations), (1,) * len(relations), source=source)
-    return _Candidate(path, [(f"{a}-{b}", a, r, b) for a, r, b in zip(entities, relations, entities[1:])], s1)
+    return GroundedPath(path, [(f"{a}-{b}", a, r, b) for a, r, b in zip(entities, relations, entities[1:])], s1)
 
 
 def test_rethinking_scores_filters_and_orders_paths_by_hand():

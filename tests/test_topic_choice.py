@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kgdb.cypher.linking import LinkedEntity, Topics
-from kgdb.cypher.path_candidates import CandidatePath
+from kgdb.cypher.path_candidates import RelationPathCandidate
 from kgdb.pipeline.path_ranker import TOPIC_PATH_WEIGHT, RankedPathPlanner, relation_wording
 
 
@@ -28,8 +28,8 @@ def _planner(best_logit: dict[str, float | None], best_path: dict[str, str] | No
     best_path = best_path or {}
     calls: list[tuple[str, tuple[str, ...]]] = []
 
-    def raw(graph, text, q_emb, topics):
-        memo = getattr(planner._last, "raw", None)
+    def raw(graph, text, q_emb, topics, *, reuse=False, work=None):
+        memo = work.raw if work is not None else None
         if memo is not None and memo[0] == (text, tuple(topics)):
             return memo[1], memo[2]
         calls.append((text, tuple(topics)))
@@ -37,7 +37,7 @@ def _planner(best_logit: dict[str, float | None], best_path: dict[str, str] | No
         if logit is None:
             return [], np.zeros(0, np.float32)
         relation = best_path.get(topics[0], f"test.topic.{topics[0].replace(' ', '_')}")
-        return [CandidatePath((("test.other.path", 1),)), CandidatePath(((relation, 1),))], np.array([logit - 1.0, logit], np.float32)
+        return [RelationPathCandidate((("test.other.path", 1),)), RelationPathCandidate(((relation, 1),))], np.array([logit - 1.0, logit], np.float32)
 
     planner._raw_scores = raw
     return planner, calls
@@ -50,15 +50,20 @@ def _linked(*cands: tuple[str, float, str | None]) -> Topics:
 
 def test_a_candidate_the_question_can_be_answered_from_beats_a_slightly_better_link():
     planner, calls = _planner({"time": 0.0, "new york knicks": 30.0, "knicks fan": 100.0})
+    question = "when was the last time the knicks won the championship?"
     found = _linked(("time", 1.46, "time"), ("new york knicks", 1.2, "knicks"), ("knicks fan", 0.5, "knicks fan"))
-    chosen = planner.choose_topic(None, "when was the last time the knicks won the championship?", found)
+    chosen = planner.choose_topic(None, question, found)
     # 1.2 + 0.05 * 30 beats 1.46 + 0; "knicks fan" is more than the margin below the best link score
     assert chosen.ids == ["new york knicks"] and chosen.linked == found.linked and chosen.source == "linked"
     assert [t for _, t in calls] == [("time",), ("new york knicks",)]
-    # the winner's ranking is kept for the plan that follows: nothing is ranked twice
-    text, emb = planner.encode("when was the last time the knicks won the championship?", ["New York Knicks"])
-    planner._raw_scores(None, text, emb, ["new york knicks"])
-    assert len(calls) == 2
+    # a plan starts from the chosen topic, and its ranking is kept for the paths: nothing is ranked twice
+    calls.clear()
+    kept = dict(vars(planner))
+    plan = planner.plan(None, question, found, {})
+    assert vars(planner) == kept  # nothing of the question stays on the planner: its plan carries it
+    assert plan.topics.ids == ["new york knicks"] and plan.topic_names == ("New York Knicks",)
+    assert [t for _, t in calls] == [("time",), ("new york knicks",)]
+    assert [p.relations for p in plan.paths] == [("test.topic.new_york_knicks",), ("test.other.path",)]
 
 
 def test_a_small_path_score_difference_leaves_the_linkers_order():

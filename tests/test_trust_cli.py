@@ -179,8 +179,8 @@ def test_benchmarks_fail_with_one_line_when_data_is_missing_from_any_working_dir
     assert out.returncode == 2 and len(lines) == 1 and "not found" in lines[0] and "Traceback" not in out.stderr, out.stderr
 
 
-def test_benchmark_default_data_is_beside_the_repository_not_the_working_directory():
+def test_benchmark_data_location_is_read_from_kgdb_data():
     for script in ("subgraph.py", "retrieve.py"):
         text = (BENCH / script).read_text()
-        assert 'Path(__file__).resolve().parents[1].parent / "shared" / "data"' in text
-        assert 'Path("../shared' not in text
+        assert 'os.environ.get("KGDB_DATA"' in text
+        assert "../shared" not in text

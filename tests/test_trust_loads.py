@@ -219,3 +219,77 @@ def test_bulk_refuses_to_stop_the_server_under_a_running_bolt_load(graph, local_
     with pytest.raises(LeaseHeld, match="build-host-7"):
         bulk_load(graph.settings, local_server, [("c", "r.x", "d")], replace=True, log=lambda *_: None)
     assert local_server.pid() == pid and counts(graph)["triples"] == 1
+
+
+# -- second round: faults a careless user or a race produces --------------------------------------
+def _wait_for_lease(graph, proc: subprocess.Popen, timeout: float = 240.0) -> str:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = _lease_nodes(graph)
+        if rows:
+            return rows[0]["holder"]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError("the first load never took the lease")
+
+
+def test_break_lease_refuses_to_remove_the_lease_of_a_load_still_running_on_this_host(graph, tmp_path):
+    big = tmp_path / "big.tsv"
+    big.write_text("".join(f"e{i}\trel.type.r{i % 5}\te{(i * 37) % 20000}\n" for i in range(60_000)))
+    small = tmp_path / "small.tsv"
+    small.write_text("".join(f"e{i}\trel.type.r{i % 5}\te{(i * 37) % 20000}\n" for i in range(500)))
+    first = subprocess.Popen([*KGDB, "load", "freebase-subset", str(big), "--no-embed", "--batch-size", "2000"],
+                             env=env_for(graph.settings), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        holder = _wait_for_lease(graph, first)
+        assert f"pid {first.pid} " in holder
+        second = kgdb(graph.settings, "load", "freebase-subset", str(small), "--no-embed", "--break-lease")
+        running = first.poll() is None
+    finally:
+        out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    if running:  # the first load was still writing when the lease break was asked for
+        _one_line_error(second, f"pid {first.pid}", "still running on this host")
+    assert counts(graph)["triples"] == 60_000  # was 60,000 + up to 500 duplicates CREATEd beside the first load's
+    assert graph.run_text("MATCH (h)-[r]->(t) WITH h, type(r) AS r, t, count(*) AS n WHERE n > 1 RETURN count(*) AS d"
+                          ) == [{"d": 0}]
+
+
+def test_more_relation_types_than_the_store_holds_are_refused_before_anything_is_written(graph):
+    from kgdb.loaders.writer import RESERVED_TYPES, relation_type_room
+
+    limit, existing, store = relation_type_room(graph)
+    assert store.startswith("record-aligned") and limit == 65_536  # Community's format: 16-bit type ids
+    triples = [(f"e{i}", f"rel.limit.r{i}", f"e{i + 1}") for i in range(8)]
+    room = len(existing | RESERVED_TYPES | {r for _, r, _ in triples})
+    with pytest.raises(InputError, match=f"more than the {room - 1:,}"):
+        write_graph(graph, triples, relation_type_limit=room - 1)
+    assert counts(graph)["triples"] == 0 and counts(graph)["entities"] == 0 and _lease_nodes(graph) == []
+    assert write_graph(graph, triples, relation_type_limit=room).triples_created == 8
+
+
+def test_bulk_without_replace_checks_a_stopped_servers_store_or_refuses(graph, local_server):
+    import socket as sockets
+
+    from kgdb.cypher import Graph
+    from kgdb.loaders.bulk import bulk_load
+
+    write_graph(graph, [("a", "r.x", "b"), ("b", "r.x", "c")])
+    graph.close()
+    local_server.stop(log=lambda *_: None)
+    try:
+        with sockets.socket() as blocker:  # the server cannot start, so nothing can count the store
+            blocker.setsockopt(sockets.SOL_SOCKET, sockets.SO_REUSEADDR, 1)
+            blocker.bind(("127.0.0.1", local_server.bolt_port))
+            blocker.listen()
+            with pytest.raises(KgdbError, match="cannot check whether 'neo4j' .* is empty"):
+                bulk_load(graph.settings, local_server, [("x", "r.x", "y")], log=lambda *_: None)
+        with pytest.raises(KgdbError, match="holds .* nodes: pass --replace"):  # started to look, found data
+            bulk_load(graph.settings, local_server, [("x", "r.x", "y")], log=lambda *_: None)
+    finally:
+        if not local_server.running():
+            local_server.start(log=lambda *_: None)
+    with Graph.connect(graph.settings) as again:
+        assert counts(again)["triples"] == 2  # was 1: the stopped server's database replaced, exit 0

@@ -1,10 +1,11 @@
-"""Issue 12's property: whatever bytes, encodings and line endings the readers are fed, there is
-no traceback; either the source loads cleanly (and a reload leaves identical counts) or it is
-refused with one `file:line` (or, for a source with nothing in it, `file:`) error."""
+"""Whatever bytes, encodings and line endings the readers are fed, there is no traceback; either the
+source loads cleanly (and a reload leaves identical counts) or it is refused with one `file:line`
+(or, for a source with nothing in it, `file:`) error. The same holds for question files and kgdb.toml."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
 
@@ -88,3 +89,29 @@ def test_readers_never_crash_and_reloads_are_identical(graph, tmp_path, case, sk
     again = write_graph(graph, src.triples, src.names, literals=src.literals)
     assert counts(graph) == after_first and again.triples_created == 0
     assert after_first["triples"] == first.triples_in == len(set(src.triples))
+
+
+# -- question files and kgdb.toml: the same property for the readers of `eval`, `train`, `load questions`
+# and every command's settings (benchmarks/fuzz_readers.py runs tens of thousands of these cases).
+from reader_cases import check_config_file, check_question_file, config_files, question_files  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=question_files())
+def test_question_readers_load_typed_records_or_refuse_with_file_and_line(tmp_path, case):
+    suffix, data = case
+    folder = tmp_path / "1-hop"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"qa{suffix}"
+    path.write_bytes(data)
+    event(check_question_file(path))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=config_files())
+def test_config_reader_loads_typed_settings_or_refuses_naming_file_and_key(tmp_path, monkeypatch, data):
+    for name in [n for n in os.environ if n.startswith("KGDB_")]:
+        monkeypatch.delenv(name)
+    path = tmp_path / "kgdb.toml"
+    path.write_bytes(data)
+    event(check_config_file(path))

@@ -166,8 +166,10 @@ def test_non_loopback_listen_with_the_default_password_is_refused(tmp_path):
     assert any("not encrypted" in line for line in logs)
 
 
-def test_setting_the_bolt_port_changes_the_uri_kgdb_connects_to():
-    out = kgdb("config", "show", env={"KGDB_NEO4J_BOLT_PORT": "7999", "KGDB_NEO4J_URI": None, "KGDB_CONFIG": "/nonexistent.toml"})
+def test_setting_the_bolt_port_changes_the_uri_kgdb_connects_to(tmp_path):
+    empty = tmp_path / "kgdb.toml"  # no kgdb.toml of the working directory decides the URI
+    empty.write_text("")
+    out = kgdb("config", "show", env={"KGDB_NEO4J_BOLT_PORT": "7999", "KGDB_NEO4J_URI": None, "KGDB_CONFIG": str(empty)})
     assert out.returncode == 0 and "bolt://localhost:7999" in out.stdout, out.stdout
     explicit = kgdb("config", "show", env={"KGDB_NEO4J_BOLT_PORT": "7999", "KGDB_NEO4J_URI": "bolt://db:7000"})
     assert "bolt://db:7000" in explicit.stdout
@@ -189,5 +191,93 @@ def test_install_jars_only_creates_no_server_home(tmp_path):
 def test_dense_threshold_reaches_the_conf_neo4j_admin_import_reads(tmp_path):
     server = server_from_settings(Settings(neo4j_home=tmp_path / "h", neo4j_dense_threshold=1234))
     assert "db.relationship_grouping_threshold=1234\n" in server.write_conf().read_text()
-    with pytest.raises(KgdbError, match="KGDB_NEO4J_DENSE_THRESHOLD must be at least 1, got 0"):
+    with pytest.raises(KgdbError, match="(neo4j_dense_threshold|KGDB_NEO4J_DENSE_THRESHOLD) must be at least 1, got 0"):
         server_from_settings(Settings(neo4j_home=tmp_path / "g", neo4j_dense_threshold=0)).write_conf()
+
+
+def test_ipv6_loopback_addresses_are_bracketed_in_every_uri_printed(tmp_path):
+    from neo4j import GraphDatabase
+
+    server = LocalServer(home=tmp_path / "h", password=PASSWORD, bolt_port=7822, http_port=7522, listen_address="::1")
+    assert server.bolt_uri == "bolt://[::1]:7822"
+    assert server.browser_url == "http://[::1]:7522/browser/"
+    assert server.browser_link == "http://[::1]:7522/browser/?connectURL=bolt%3A%2F%2F%5B%3A%3A1%5D%3A7822"
+    GraphDatabase.driver(server.bolt_uri, auth=("neo4j", "x")).close()  # the driver accepts it (no connection made)
+    conf = server.write_conf().read_text()
+    assert "server.bolt.advertised_address=[::1]:7822" in conf and "server.http.advertised_address=[::1]:7522" in conf
+
+
+def test_a_home_that_is_not_a_kgdb_home_is_refused_and_left_untouched(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "someone-elses.txt").write_text("x")
+    os.chmod(shared, 0o1777)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "target")
+    (tmp_path / "target").mkdir()
+    for home, needle in ((shared, "not a kgdb Neo4j home"), (link, "symbolic link"), ("", "empty")):
+        with pytest.raises(KgdbError, match=needle):
+            LocalServer(home=home, password=PASSWORD).write_conf()
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+    assert sorted(p.name for p in shared.iterdir()) == ["someone-elses.txt"]
+    assert list((tmp_path / "target").iterdir()) == []
+    fresh = LocalServer(home=tmp_path / "new", password=PASSWORD)
+    fresh.write_conf()
+    LocalServer(home=tmp_path / "new", password=PASSWORD).write_conf()  # its own home: accepted again
+
+
+def test_an_empty_kgdb_neo4j_home_is_one_clear_error_not_the_current_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KGDB_NEO4J_HOME", "")
+    with pytest.raises(KgdbError, match="KGDB_NEO4J_HOME / --home is empty"):
+        server_from_settings(Settings()).install(log=lambda *_: None)
+    assert list(tmp_path.iterdir()) == []
+
+
+# Two processes that install the jars of a fresh machine at once, as two `kgdb neo4j start`s do.
+_INSTALL = """
+import sys
+from pathlib import Path
+from kgdb.server import LocalServer, jar_cache
+server = LocalServer(home=Path(sys.argv[2]), password="x", lib_dir=jar_cache(Path(sys.argv[1])))
+server.install_jars(log=print)
+"""
+
+
+def test_concurrent_fresh_jar_installs_wait_for_one_another(tmp_path):
+    procs = [subprocess.Popen([sys.executable, "-c", _INSTALL, str(tmp_path / "cache"), str(tmp_path / f"home{i}")],
+                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(2)]
+    outs = [(p.wait(timeout=600), *p.communicate()) for p in procs]
+    for rc, out, err in outs:
+        assert rc == 0 and "Traceback" not in err, out + err
+    assert any("waiting for it to finish" in out for _, out, _ in outs), outs
+    lib = tmp_path / "cache" / "neo4j-lib"
+    (installed,) = [p for p in lib.iterdir() if p.is_dir() and not p.name.endswith((".maven", ".partial"))]
+    assert (installed / ".kgdb-complete").is_file() and len(list(installed.glob("*.jar"))) > 100
+
+
+@pytest.mark.db
+@pytest.mark.slow  # five starts of a throw-away server (~2 min idle, ~10 min on a busy 2-core machine)
+def test_a_home_that_still_has_the_default_password_never_listens_beyond_loopback(tmp_path):
+    import dataclasses
+
+    from neo4j import GraphDatabase
+
+    first = LocalServer(home=tmp_path / "home", password=DEFAULT_PASSWORD, bolt_port=free_port(), http_port=free_port(),
+                        heap="512m", pagecache="128m", lib_dir=_lib())
+    later = dataclasses.replace(first, password="a-new-password", listen_address="0.0.0.0")
+    try:
+        first.start(log=lambda *_: None, timeout=240)
+        first.stop(log=lambda *_: None)
+        with pytest.raises(KgdbError, match="still has the documented default password"):
+            later.start(log=lambda *_: None, timeout=240)  # KGDB_NEO4J_PASSWORD says otherwise; the server does not
+        assert not later.running()
+        first.start(log=lambda *_: None, timeout=240)
+        with GraphDatabase.driver(first.bolt_uri, auth=("neo4j", DEFAULT_PASSWORD)) as driver:
+            driver.execute_query("ALTER CURRENT USER SET PASSWORD FROM $old TO $new", old=DEFAULT_PASSWORD,
+                                 new="a-new-password", database_="system")
+        first.stop(log=lambda *_: None)
+        assert later.start(log=lambda *_: None, timeout=240) is True  # changed: it may listen beyond loopback
+        assert later.password_works() is True and later.password_works(DEFAULT_PASSWORD) is False
+    finally:
+        later.stop(log=lambda *_: None)

@@ -98,3 +98,15 @@ def test_browser_queries_run_on_written_runs(graph):
     assert sorted(r["kept_by"] for r in compared) == ["both", "only bad", "only good"]
     missed = graph.run("browser/missed_answers", retriever=None)
     assert [r["run"] for r in missed] == [run_b]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_scores_are_never_written(graph, bad):
+    load(graph, LOU_SEAL)
+    sg = fetch_subgraph(graph, ["Lou Seal"], None, hops=2, question="q?", qid="Q1")
+    scores = np.linspace(0.1, 0.9, sg.num_triples)
+    scores[1] = bad
+    with pytest.raises(KgdbError, match="non-finite"):
+        write_scores(graph, sg, scores, "cosine", k=3)
+    assert list_runs(graph) == []
+    assert graph.run_text("MATCH ()-[s:SCORED]->() RETURN count(s) AS n")[0]["n"] == 0

@@ -21,6 +21,15 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    # An eager option's callback runs while the options are parsed, before typer asks for a command.
+    if value:
+        from kgdb import __version__
+
+        typer.echo(f"kgdb {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     ctx: typer.Context,
@@ -29,6 +38,7 @@ def _global_options(
     password: Optional[str] = typer.Option(None, "--password", help="Neo4j password \\[env KGDB_NEO4J_PASSWORD]."),
     database: Optional[str] = typer.Option(None, "--database", help="Neo4j database \\[env KGDB_NEO4J_DATABASE]."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every Cypher query (name and parameters) and model step to stderr."),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version, help="Print kgdb's version and exit."),
 ) -> None:
     if verbose:
         import logging
@@ -43,7 +53,7 @@ def _global_options(
 
 def _register() -> None:
     # Each module adds its commands to `app` (or to the shared eval/runs sub-apps).
-    from kgdb.cli import admin, ask, embed, label, load, retrieval, retrievers, train  # noqa: F401
+    from kgdb.cli import admin, ask, embed, label, llm, load, retrieval, retrievers, train  # noqa: F401
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(runs_app, name="runs")

@@ -18,20 +18,19 @@ from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import InputError
 from kgdb.qa.llm_planner import PLANNERS, require_planner_llm
 from kgdb.qa.prompts import FORMATS
-from kgdb.qa.reasoners import REASONERS
+from kgdb.qa.reasoners import reasoner_choices, reasoner_help
 
 RETRIEVER_HELP = ("A registered retriever (`kgdb retrievers`; a trainable one without a checkpoint for this graph falls back to the "
-                  "shipped cosine-dde checkpoint, and says so), or relation-paths (the trained RRP planner, `kgdb train rrp-planner`). Default: relation-paths with "
-                  "--reasoner rrp, else subgraphrag.")
+                  "shipped cosine-dde checkpoint, and says so), or relation-paths (RRP: the planner or ranker trained for this graph, "
+                  "else the portable ranker shipped with kgdb). Default: the answering policy's choice (--explain shows it).")
 PLANNER_HELP = ("Who plans the relation paths of --retriever relation-paths: trained (the trained ranker or planner for this graph) or "
                 "llm (the OpenAI-compatible LLM of KGDB_LLM_BASE_URL / KGDB_LLM_MODEL, prompt plan_paths_v1; the trained ranker or planner, else the shipped portable ranker, is its fallback).")
-REASONER_HELP = "auto (an LLM when KGDB_LLM_MODEL is set, else extractive), extractive (no LLM), openai, vllm, rrp (no LLM: answers from grounded relation paths)."
-ASK_REASONER_HELP = ("auto (an LLM when KGDB_LLM_MODEL is set; else rrp, with the RRP model trained for this graph or the portable ranker "
-                     "shipped with kgdb, and extractive where neither fits), extractive (no LLM), openai, vllm, rrp (no LLM: answers from "
-                     "grounded relation paths).")
+REASONER_HELP = reasoner_help("an LLM when KGDB_LLM_MODEL is set, else extractive; rrp with relation paths")
+ASK_REASONER_HELP = reasoner_help("an LLM when KGDB_LLM_MODEL is set; else rrp, with the RRP model trained for this graph or the "
+                                  "portable ranker shipped with kgdb, and extractive where neither fits")
 
 
-def _check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
+def _check_choice(value: str, choices: tuple[str, ...] | list[str], option: str) -> str:
     if value not in choices:
         raise InputError(f"{value!r} is not one of {', '.join(choices)}", path=option)
     return value
@@ -52,27 +51,30 @@ def ask(
     cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
     chain_hops: int = typer.Option(2, "--chain-hops", help="Longest evidence chain (ReG's L)."),
     write: bool = typer.Option(True, "--write/--no-write", help="Write the scores back as a run (needed for chains, paths and the Browser query)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables (with the answering plan)."),
+    explain: bool = typer.Option(False, "--explain", help="Print which retriever, checkpoint, planner, reasoner and format would answer, and why; answer nothing."),
     timings: bool = typer.Option(False, "--timings", help="Print the time of each stage."),
     show_prompt: bool = typer.Option(False, "--show-prompt", help="Print the prompt sent to the reasoner."),
     only_browser_query: bool = typer.Option(False, "--browser-query", help="Print only the Neo4j Browser query of the run (to pipe or paste)."),
 ) -> None:
     """Answer a question from the graph, with the evidence each answer rests on."""
-    from kgdb.qa.ask import answering_pipeline
+    from kgdb.qa.ask import AskPipeline, plan_for
 
     if not question.strip():
         raise InputError("the question is empty: ask something, e.g. kgdb ask \"what is the capital of France?\"", path="QUESTION")
     if fmt is not None:
         _check_choice(fmt, FORMATS, "--format")
-    _check_choice(reasoner, REASONERS, "--reasoner")
+    _check_choice(reasoner, reasoner_choices(), "--reasoner")
     _check_choice(planner, PLANNERS, "--planner")
     settings = settings_from(ctx)
     if planner == "llm":
         require_planner_llm(settings)  # before the graph is opened: one clear line
-        retriever = retriever or "relation-paths"
     with open_graph(ctx) as graph:
-        pipe = answering_pipeline(graph, settings, retriever=retriever, reasoner=reasoner, checkpoint=checkpoint, fmt=fmt, k=k, hops=hops,
-                                  cap=cap, chain_hops=chain_hops, write=write, planner=planner)
+        plan = plan_for(graph, settings, retriever=retriever, reasoner=reasoner, checkpoint=checkpoint, fmt=fmt, planner=planner)
+        if explain:
+            _print_plan(plan, as_json)
+            return
+        pipe = AskPipeline(graph, settings, plan=plan, k=k, hops=hops, cap=cap, chain_hops=chain_hops, write=write)
         res = pipe.ask(question, topic or None)
     if only_browser_query:
         if not res.browser_query:
@@ -86,8 +88,46 @@ def ask(
         raise typer.Exit(1)
 
 
+def _print_plan(plan, as_json: bool) -> None:
+    """`kgdb ask --explain`: the answering plan, nothing answered."""
+    if as_json:
+        print(json.dumps(plan.to_json(), indent=2))
+        return
+    table = Table("part", "chosen", "why", title="Answering plan (nothing was answered)")
+    for d in plan.decisions:
+        table.add_row(d.part, Text(d.value), Text(d.why))
+    console.print(table)
+    for note in plan.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+
+
 def _print_result(res, timings: bool, show_prompt: bool) -> None:
-    r = res.reasoning
+    _print_header(res)
+    if show_prompt:
+        console.rule(f"prompt ({res.prompt.template})")
+        console.print(res.prompt.text(), highlight=False, markup=False)
+        console.rule()
+    if res.error:
+        console.print(f"[bold red]reasoner failed:[/] {escape(res.error)}", highlight=False)
+        console.print(f"The retrieval still worked; the top {min(10, len(res.evidence_lines))} evidence lines:")
+        for line in res.evidence_lines[:10]:
+            console.print(f"  {line}", highlight=False, markup=False)
+    elif res.reasoning is not None:
+        _print_reasoner(res)
+        _print_answers(res)
+        _print_alternatives(res.reasoning)
+    _print_run(res)
+    if timings:
+        table = Table(title="Timings (ms)")
+        table.add_column("stage")
+        table.add_column("ms", justify="right")
+        for stage, ms in res.timings.items():
+            table.add_row(stage, f"{ms:.1f}")
+        table.add_row("[bold]total[/]", f"{sum(res.timings.values()):.1f}")
+        console.print(table)
+
+
+def _print_header(res) -> None:
     topics = ", ".join(f"{escape(n)} [dim]({escape(i)})[/]" if n != i else escape(n) for n, i in zip(res.topic_names, res.topics))
     console.print(f"[bold]Question:[/] {escape(res.question)}", highlight=False)
     console.print(f"[bold]Topic entities:[/] {topics}", highlight=False)
@@ -99,71 +139,66 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
         u = res.planner_usage
         console.print(f"[bold]Planner:[/] LLM ({escape(u['template'])}), {u['calls']} call(s), {u['prompt_tokens']} prompt + "
                       f"{u['completion_tokens']} completion tokens", highlight=False)
-    if show_prompt:
-        console.rule(f"prompt ({res.prompt.template})")
-        console.print(res.prompt.text(), highlight=False, markup=False)
-        console.rule()
-    if res.error:
-        console.print(f"[bold red]reasoner failed:[/] {escape(res.error)}", highlight=False)
-        console.print(f"The retrieval still worked; the top {min(10, len(res.evidence_lines))} evidence lines:")
-        for line in res.evidence_lines[:10]:
-            console.print(f"  {line}", highlight=False, markup=False)
-    elif r is not None:
-        if r.llm_used:
-            console.print(
-                f"[bold]Reasoner:[/] {escape(r.reasoner)} ({r.calls} call(s), {r.prompt_tokens} prompt + "
-                f"{r.completion_tokens} completion tokens)",
-                highlight=False,
-            )
-        else:
-            parts = {"planner": "the path ranker or planner", "structural": "the structural reasoner",
-                     "union": "planner and structural reasoner", "rethink": "planner, structural reasoner, rethinking"}
-            mode = (res.retrieval or {}).get("rrp_mode") or "rethink"
-            how = (f"end entities of the relation paths RRP kept ({parts.get(mode, mode)})" if r.reasoner == "rrp"
-                   else "end points of the best relation path in the evidence")
-            console.print(f"[bold]Reasoner:[/] {r.reasoner}: [yellow]no LLM was used[/]; answers are {how}", highlight=False)
-        if not res.answers:
-            why = "it said the evidence does not hold the answer" if r.refused else "its reply had no `ans:` line"
-            console.print(f"[yellow]No answer[/]: {why}.", highlight=False)
-        else:
-            table = Table(title="Answers", show_lines=False)
-            table.add_column("#", justify="right")
-            table.add_column("answer")
-            table.add_column("grounded")
-            table.add_column("evidence")
-            for i, a in enumerate(res.answers, 1):
-                mark = "[green]yes[/]" if a.grounded else "[red]NO (not in the retrieved evidence)[/]"
-                # Text(): relation names in [brackets] must not be read as rich markup
-                table.add_row(str(i), Text(a.answer), mark, Text("\n".join(a.evidence[:2]) or "-"))
-            console.print(table)
-        if r.alternatives:
-            top = max(r.scores.values(), default=None)
-            table = Table(title="Other readings", caption="the next relation paths by score; not answers"
-                          + (f" (the answers' path scored {top:.3f})" if top is not None else ""))
-            table.add_column("score", justify="right")
-            table.add_column("relation path from the topic")
-            table.add_column("reaches")
-            for alt in r.alternatives:
-                more = f" (+{alt['count'] - len(alt['ends'])} more)" if alt["count"] > len(alt["ends"]) else ""
-                table.add_row(f"{alt['score']:.3f}", Text(alt["path"]), Text(", ".join(alt["ends"]) + more))
-            console.print(table)
-    if res.run:
-        console.print(f"[bold]Run:[/] {escape(res.run)}", highlight=False)
-        if res.browser_query:
-            console.print("[bold]Neo4j Browser[/] (paste to see the evidence; `--browser-query` prints only this):", highlight=False)
-            console.file.flush()
-            # Plain print: rich would wrap long lines at the terminal width, breaking `//` comments.
-            print(res.browser_query, flush=True)
-    else:
+
+
+RRP_PARTS = {"planner": "the path ranker or planner", "structural": "the structural reasoner",
+             "union": "planner and structural reasoner", "rethink": "planner, structural reasoner, rethinking"}
+
+
+def _print_reasoner(res) -> None:
+    r = res.reasoning
+    if r.llm_used:
+        console.print(f"[bold]Reasoner:[/] {escape(r.reasoner)} ({r.calls} call(s), {r.prompt_tokens} prompt + "
+                      f"{r.completion_tokens} completion tokens)", highlight=False)
+        return
+    mode = (res.retrieval or {}).get("rrp_mode") or "rethink"
+    how = (f"end entities of the relation paths RRP kept ({RRP_PARTS.get(mode, mode)})" if r.reasoner == "rrp"
+           else "end points of the best relation path in the evidence")
+    console.print(f"[bold]Reasoner:[/] {escape(r.reasoner)}: [yellow]no LLM was used[/]; answers are {how}", highlight=False)
+
+
+def _print_answers(res) -> None:
+    if not res.answers:
+        why = "it said the evidence does not hold the answer" if res.reasoning.refused else "no answer could be read from its reply"
+        console.print(f"[yellow]No answer[/]: {why}.", highlight=False)
+        return
+    table = Table(title="Answers", show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("answer")
+    table.add_column("grounded")
+    table.add_column("evidence")
+    for i, a in enumerate(res.answers, 1):
+        mark = "[green]yes[/]" if a.grounded else "[red]NO (not in the retrieved evidence)[/]"
+        # Text(): relation names in [brackets] must not be read as rich markup
+        table.add_row(str(i), Text(a.answer), mark, Text("\n".join(a.evidence[:2]) or "-"))
+    console.print(table)
+
+
+def _print_alternatives(r) -> None:
+    if not r.alternatives:
+        return
+    top = max(r.scores.values(), default=None)
+    table = Table(title="Other readings", caption="the next relation paths by score; not answers"
+                  + (f" (the answers' path scored {top:.3f})" if top is not None else ""))
+    table.add_column("score", justify="right")
+    table.add_column("relation path from the topic")
+    table.add_column("reaches")
+    for alt in r.alternatives:
+        more = f" (+{alt['count'] - len(alt['ends'])} more)" if alt["count"] > len(alt["ends"]) else ""
+        table.add_row(f"{alt['score']:.3f}", Text(alt["path"]), Text(", ".join(alt["ends"]) + more))
+    console.print(table)
+
+
+def _print_run(res) -> None:
+    if not res.run:
         console.print("[dim]no run written (--no-write)[/]")
-    if timings:
-        table = Table(title="Timings (ms)")
-        table.add_column("stage")
-        table.add_column("ms", justify="right")
-        for stage, ms in res.timings.items():
-            table.add_row(stage, f"{ms:.1f}")
-        table.add_row("[bold]total[/]", f"{sum(res.timings.values()):.1f}")
-        console.print(table)
+        return
+    console.print(f"[bold]Run:[/] {escape(res.run)}", highlight=False)
+    if res.browser_query:
+        console.print("[bold]Neo4j Browser[/] (paste to see the evidence; `--browser-query` prints only this):", highlight=False)
+        console.file.flush()
+        # Plain print: rich would wrap long lines at the terminal width, breaking `//` comments.
+        print(res.browser_query, flush=True)
 
 
 @eval_app.command("qa")
@@ -189,20 +224,21 @@ def eval_qa(
 ) -> None:
     """QA metrics (Hit, Hit@1, Macro/Micro-F1, answer recall, Score_h) on a question set; resumable.
 
-    The method asked for is the method evaluated: a retriever without a checkpoint for this graph
-    stops the run (no silent fallback); a checkpoint trained on another graph runs with a warning
-    that is recorded in settings.json.
+    The method asked for is the method evaluated: what answers is the answering policy's plan
+    (`kgdb ask --explain` shows it), except that a retriever without a checkpoint for this graph runs
+    only with its own checkpoint shipped with kgdb, with a warning, else stops the run (no other
+    method stands in); the plan and every warning are recorded in settings.json.
     """
     from kgdb.cypher.linking import existing_entities
     from kgdb.data.questions import default_split, file_tag, read_questions, subsample
-    from kgdb.qa.ask import AskPipeline, default_retriever
+    from kgdb.pipeline.model_choice import Fallback
+    from kgdb.qa.ask import AskPipeline, plan_for
     from kgdb.qa.evaluate import evaluate_qa, read_done
     from kgdb.qa.metrics import MatchRules
 
     _check_choice(fmt, FORMATS, "--format")
-    _check_choice(reasoner, REASONERS, "--reasoner")
+    _check_choice(reasoner, reasoner_choices(), "--reasoner")
     _check_choice(planner, PLANNERS, "--planner")
-    retriever = default_retriever(retriever, "rrp" if planner == "llm" else reasoner)
     try:
         rules = MatchRules.parse(match)
     except ValueError as exc:
@@ -217,14 +253,14 @@ def eval_qa(
         require_planner_llm(settings)
     write = fmt != "triples" if write is None else write
     with open_graph(ctx) as graph:
-        pipe = AskPipeline(
-            graph, settings, retriever=retriever, checkpoint=checkpoint, k=k, fmt=fmt, reasoner=reasoner,
-            hops=hops, cap=cap, chain_hops=chain_hops, write=write, chains=fmt != "triples", fallback=False, planner=planner,
-        )
+        # The method asked for is the method evaluated: only its own shipped checkpoint may stand in.
+        plan = plan_for(graph, settings, retriever=retriever, reasoner=reasoner, checkpoint=checkpoint, fmt=fmt, planner=planner,
+                        fallback=Fallback.SHIPPED)
+        pipe = AskPipeline(graph, settings, plan=plan, k=k, hops=hops, cap=cap, chain_hops=chain_hops, write=write, chains=fmt != "triples")
         planned = "-llm-planner" if planner == "llm" else ""  # never resumed into the trained planner's results
         name = f"{qs.dataset}-{file_tag(questions)}-{split}-{pipe.retrieval.name}{planned}-{pipe.reasoner.name.split(':')[0]}-{fmt}"
         out = out or settings.runs_dir / "qa" / name
-        for note in getattr(pipe.retrieval, "notes", []):
+        for note in [*plan.notes, *pipe.retrieval_settings().get("notes", [])]:
             console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)
         console.print(
             f"{len(selected)} {split} questions of {escape(qs.dataset)} ({escape(str(questions))}); retriever {pipe.retrieval.name}, "
@@ -283,7 +319,7 @@ def print_metrics(metrics: dict, title: str) -> None:
 def eval_rrp(
     ctx: typer.Context,
     questions: Annotated[Path, typer.Option("--questions", help=QUESTIONS_HELP)],
-    split: Annotated[str, typer.Option("--split", help="val (default) or test (once, with the final settings).")] = "val",
+    split: Annotated[Optional[str], typer.Option("--split", help="val (default) or test (once, with the final settings), train or all; a file whose ids are not in splits/ is evaluated whole.")] = None,
     limit: Annotated[Optional[int], typer.Option("--limit", help="First N questions of the split (a fixed prefix).")] = None,
     sample: Annotated[Optional[int], typer.Option("--sample", help=SAMPLE_HELP)] = None,
     checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="Planner or path-ranker checkpoint (default: the newest ranker for this graph, else the newest planner).")] = None,
@@ -292,12 +328,16 @@ def eval_rrp(
     out: Annotated[Optional[Path], typer.Option("--out", help="JSON results file.")] = None,
 ) -> None:
     """RRP's ablation (the paper's Table V without an LLM): planner only, structural only, both
-    without rethinking, both with rethinking, from one retrieval pass per question; Hit@1 and
-    Macro-F1 on answer entity ids, and the share of questions whose gold answer ends a candidate path."""
+    without rethinking, both with rethinking, from one retrieval pass per question; Hit, Hit@1 and
+    Macro-F1 on answer entity ids, the share of questions whose gold answer ends a candidate path, and
+    seconds per question of the retrieval pass."""
+    import time
+    from itertools import pairwise
+
     from kgdb.data.questions import file_tag
     from kgdb.pipeline import relation_path_retriever
-    from kgdb.pipeline.structural import ABLATIONS, gather_questions, score_mode
-
+    from kgdb.pipeline.rrp_report import choose_split, rrp_rows, summarise
+    from kgdb.pipeline.structural import ABLATIONS, gather_questions
     from kgdb.qa.llm_planner import PLANNERS, llm_planner, require_planner_llm
 
     if planner not in PLANNERS:
@@ -306,27 +346,45 @@ def eval_rrp(
     if planner == "llm":
         require_planner_llm(settings)
     qs = read_questions(questions)
+    split, split_note = choose_split(qs, split)
+    if split_note:
+        console.print(f"[yellow]note:[/] {escape(split_note)}", highlight=False)
     records = subsample(qs.split(split), limit=limit, sample=sample)
+    if not records:
+        raise InputError(f"no questions in split {split!r}", path=questions)
     with open_graph(ctx) as graph:
         chosen = llm_planner(graph, settings, checkpoint) if planner == "llm" else None
         # no structural reasoner for the graph (e.g. the portable ranker on a graph nothing was trained on): the planner row only
         retriever = relation_path_retriever(graph, settings, checkpoint=checkpoint, write=False, structural=structural, planner=chosen)
+        stamps = [time.perf_counter()]
+
+        def done(n: int) -> None:  # one call per question, right after its retrieval pass
+            stamps.append(time.perf_counter())
+            bar.advance(task, n)
+
         with progress() as bar:
             task = bar.add_task(f"rrp {split}", total=len(records))
-            items = gather_questions(retriever, records, lambda n: bar.advance(task, n))
+            items = gather_questions(retriever, records, done)
+    seconds = [b - a for a, b in pairwise(stamps)]
     usages = [g.usage for g in (item.gathered for item in items) if g is not None and g.usage]
     usage = {key: sum(u[key] for u in usages) for key in ("calls", "prompt_tokens", "completion_tokens")} if usages else None
     lam, theta = retriever.lambda1, retriever.theta
-    rows = {m: score_mode(items, m, lam, theta) for m in (ABLATIONS if retriever.structural is not None else ABLATIONS[:1])}
-    table = Table("mode", "n", "Hit@1", "Macro-F1", "reachable %", title=f"RRP ablation, {escape(qs.dataset)} {split} (λ1 {lam}, θ {theta})")
+    rows = {m: summarise(rrp_rows(items, m, lam, theta, seconds)) for m in (ABLATIONS if retriever.structural is not None else ABLATIONS[:1])}
+    table = Table("mode", "n", "Hit", "Hit@1", "Macro-F1", "reachable %", "s/question",
+                  title=f"RRP ablation, {escape(qs.dataset)} {split} (λ1 {lam}, θ {theta})")
     for mode, m in rows.items():
-        table.add_row(mode, str(m["n"]), f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}")
+        table.add_row(mode, str(m["n"]), f"{m['hit']:.2f}", f"{m['hit1']:.2f}", f"{m['macro_f1']:.2f}", f"{m['reachable']:.2f}",
+                      f"{m['seconds_mean']:.3f}")
     console.print(table)
+    first = next(iter(rows.values()))
+    console.print(f"seconds per question (one retrieval pass for every mode): mean {first['seconds_mean']:.3f}, p50 "
+                  f"{first['seconds_p50']:.3f}, p95 {first['seconds_p95']:.3f}; retrieval failed for {first['failed']}", highlight=False)
     for note in retriever.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if usage:
         console.print(f"LLM planner: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens")
     planned = "-llm-planner" if planner == "llm" else ""
     path = out or settings.runs_dir / "eval" / f"rrp-ablation-{qs.dataset}-{file_tag(questions)}{planned}-{split}.json"
-    dump_json({"dataset": qs.dataset, "split": split, "limit": limit, "sample": sample, **retriever.describe(), "rows": rows, "planner_usage": usage}, path)
+    dump_json({"dataset": qs.dataset, "split": split, "split_note": split_note, "limit": limit, "sample": sample, **retriever.describe(), "rows": rows,
+               "planner_usage": usage}, path)
     console.print(f"results {escape(str(path))}", highlight=False)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from kgdb.config import Settings, load_settings
@@ -36,8 +38,34 @@ def _width() -> int | None:
     return max(LOG_WIDTH, int(columns)) if columns.isdigit() else LOG_WIDTH
 
 
-console = Console(width=_width())
-err_console = Console(stderr=True, width=_width())
+# C0/C1 control characters but newline and tab, and the bidirectional overrides that reorder a line.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with each terminal control character written as its escape (ESC as `\\x1b`): data
+    and questions reach the terminal as text, never as commands that clear it or set its title."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
+
+
+class SafeConsole(Console):
+    """rich's Console that prints every control character it did not write itself as an escape.
+
+    Strings are made visible before layout (so table columns keep their widths); the segments of
+    anything else (a `Text` built elsewhere) are made visible on their way out. rich's own cursor
+    and style sequences are separate control segments and styles, and stay as they are. Machine
+    output (`--json`, queries to paste) is printed with `print`, exactly.
+    """
+
+    def render_str(self, text: str, **kwargs):
+        return super().render_str(visible(text), **kwargs)
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(seg if seg.control else Segment(visible(seg.text), seg.style) for seg in buffer)
+
+
+console = SafeConsole(width=_width())
+err_console = SafeConsole(stderr=True, width=_width())
 
 # The driver logs each retry of a lost connection as a raw WARNING line on stderr (through
 # logging's last-resort handler); kgdb says what happened in one line of its own instead.

@@ -115,6 +115,8 @@ def freebase_subset(
 
 
 def _report_bad(src) -> None:
+    if src.names_unused:
+        say("ignored {} name(s) given for ids that no loaded triple uses", f"{src.names_unused:,}")
     if src.bad.normalised:
         say("normalised {} value(s) (byte-order mark, surrounding whitespace, Unicode NFC)", f"{src.bad.normalised:,}")
     if src.bad.count:
@@ -187,6 +189,8 @@ def _summary(stats, src, db: dict, bulk: bool) -> None:
         table.add_row("bad lines skipped", f"{src.bad.count:,}", "")
     if src.filtered:
         table.add_row("triples filtered out", f"{src.filtered:,}", "")
+    if src.names_unused:
+        table.add_row("names for ids in no loaded triple (ignored)", f"{src.names_unused:,}", "")
     if src.bad.normalised:
         table.add_row("values normalised (BOM, whitespace, NFC)", f"{src.bad.normalised:,}", "")
     if stats.duplicates_removed:

@@ -179,7 +179,8 @@ def runs_prune(
     retriever: Optional[str] = typer.Option(None, "--retriever", help="Delete this retriever's runs."),
     qid: Optional[str] = typer.Option(None, "--qid", help="Delete this question's runs."),
     before: Optional[str] = typer.Option(None, "--before", help="Delete runs created before this ISO datetime."),
-    all_runs: bool = typer.Option(False, "--all", help="Delete every run."),
+    all_runs: bool = typer.Option(False, "--all", help="Delete every run (asks first on a terminal)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before --all (what scripts pass)."),
 ) -> None:
     """Delete runs (their Retrieval node and SCORED edges) by id or by filter."""
     from datetime import datetime
@@ -195,6 +196,8 @@ def runs_prune(
             raise InputError(f"{before!r} is not an ISO date or datetime (e.g. 2026-01-31 or 2026-01-31T12:00:00)",
                              path="--before") from None
     with open_graph(ctx) as graph:
+        if all_runs and not yes:
+            _confirm_prune_all(len(graph.run("runs_older_than", retriever=None, qid=None, before=None)))
         if run:
             known = {r["run"] for r in graph.run("runs_older_than", retriever=None, qid=None, before=None)}
             unknown = [r for r in run if r not in known]
@@ -203,3 +206,15 @@ def runs_prune(
                 raise InputError(f"no such run: {', '.join(unknown)} (see `kgdb runs list`); nothing deleted", path="RUN")
         runs, edges = prune_runs(graph, runs=list(run) if run else None, retriever=retriever, qid=qid, before=before)
     console.print(f"deleted {runs} runs and {edges} scored triples")
+
+
+def _confirm_prune_all(runs: int) -> None:
+    """--all cannot be undone: a person confirms it, a script says so with --yes."""
+    import sys
+
+    if not sys.stdin.isatty():
+        raise InputError(f"--all deletes every run ({runs:,}) and cannot be undone: pass --yes to confirm "
+                         "(no terminal to ask on)", path="kgdb runs prune")
+    if not typer.confirm(f"Delete all {runs:,} runs and their scored triples?", default=False):
+        console.print("nothing deleted")
+        raise typer.Exit(1)

@@ -16,7 +16,7 @@ from kgdb.cli import app
 from kgdb.cli.common import CAP_HELP, QUESTIONS_HELP, SAMPLE_HELP, console, eval_app, open_graph, parse_settings, progress, report_split, settings_from
 from kgdb.config import dump_json
 from kgdb.data.questions import read_questions, subsample
-from kgdb.errors import InputError, KgdbError
+from kgdb.errors import DatabaseError, InputError, KgdbError
 from kgdb.models.default import SHIPPED_FOLDER
 
 
@@ -51,14 +51,19 @@ def retrieve(
     limit: Optional[int] = typer.Option(None, "--limit", help="Batch mode: first N questions."),
     threads: int = typer.Option(1, "--threads", help="CPU threads for scoring (0: torch's default)."),
 ) -> None:
-    """Link (or take) topics, fetch the subgraph, score every triple, keep the top K, write back."""
-    from kgdb.pipeline import QuestionInput, RetrievePipeline
+    """Link (or take) topics, fetch the subgraph, score every triple, keep the top K, write back.
+
+    A trainable retriever without a checkpoint for this graph is served as `kgdb ask` serves it: by
+    a checkpoint shipped with kgdb (or the cosine baseline), and every result says so."""
+    from kgdb.pipeline import QuestionInput
+    from kgdb.pipeline.model_choice import Fallback
 
     settings = settings_from(ctx)
     if (question is None) == (questions is None):
         raise InputError("give either a QUESTION or --questions FILE")
     with open_graph(ctx) as graph:
-        pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, cap=cap, write=write, threads=threads or None)
+        pipe = chosen_pipeline(graph, settings, retriever, checkpoint, Fallback.STAND_IN, k=k, hops=hops, cap=cap, write=write,
+                               threads=threads or None)
         if question is not None:
             result = pipe.retrieve(question, topic or None)
             if as_json:
@@ -80,6 +85,16 @@ def retrieve(
                 if as_json:
                     print(json.dumps(res.to_json()))
         console.print(f"retrieved {done} questions ({failed} failed) with {retriever}, k={k}")
+
+
+def chosen_pipeline(graph, settings, retriever: str, checkpoint: Optional[str], fallback, **options):
+    """`RetrievePipeline` with the checkpoint the one rule chooses (`kgdb.pipeline.model_choice`):
+    `fallback` says what may stand in (an evaluation measures the method it names)."""
+    from kgdb.pipeline import RetrievePipeline
+    from kgdb.pipeline.model_choice import GraphFacts, choose_retriever_model
+
+    choice = choose_retriever_model(GraphFacts.of(graph), settings, retriever, checkpoint, fallback)
+    return RetrievePipeline(graph, settings, choice.retriever, choice.checkpoint, note=choice.note, **options)
 
 
 def _print_result(result, show: int, pipe) -> None:
@@ -121,7 +136,8 @@ def eval_retrieval(
 ) -> None:
     """Answer and shortest-path-triple recall@50/100/200, per hop, with the stage timings."""
     from kgdb.data.questions import default_split, file_tag
-    from kgdb.pipeline import RetrievePipeline
+    from kgdb.pipeline.model_choice import Fallback
+    from kgdb.qa.evaluate import kgdb_version
     from kgdb.training.evaluation import evaluate
 
     settings = settings_from(ctx)
@@ -130,8 +146,8 @@ def eval_retrieval(
     with open_graph(ctx) as graph:
         inference = parse_settings(setting or [])
         pipes = [
-            RetrievePipeline(graph, settings, name, checkpoint if name != "cosine" else None, hops=hops, cap=cap, write=write,
-                             threads=threads or None, inference=inference if name == retriever[-1] else None)
+            chosen_pipeline(graph, settings, name, checkpoint if name != "cosine" else None, Fallback.SHIPPED, hops=hops, cap=cap,
+                            write=write, threads=threads or None, inference=inference if name == retriever[-1] else None)
             for name in retriever
         ]
         # Every retriever is scored on the same subgraphs: the checkpoint's radius and serving cap unless given.
@@ -145,18 +161,82 @@ def eval_retrieval(
                 console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)
         qs, records, cached = load_split(graph, settings, questions, split, hops, cap, limit, sample)
         console.print(f"evaluating split {split}: {len(records)} questions of {escape(str(questions))}", highlight=False)
+        if cached.errors:
+            console.print(f"[yellow]warning:[/] {len(cached.errors)} subgraph fetches failed: those questions are not "
+                          "recorded and are evaluated when the same command runs again", highlight=False)
         for name, pipe in zip(retriever, pipes):
-            with progress() as bar:
-                task = bar.add_task(f"eval {name}", total=len(records))
-                report = evaluate(pipe, records, cached.items, dataset=qs.dataset, split=split, on_progress=lambda n: bar.advance(task, n))
             # Results go next to the checkpoint they measure, except a shipped one: the installed package is not ours to write.
             beside = pipe.checkpoint is not None and pipe.checkpoint.path.parent != SHIPPED_FOLDER
             folder = out or (pipe.checkpoint.path if beside else settings.runs_dir / "eval")
             path = folder / f"eval-{qs.dataset}-{file_tag(questions)}-{split}-{name}.json"
-            record = {**report.to_json(), **pipe.describe(), "questions_file": str(questions), "hops": hops, "cap": cap, "limit": limit, "sample": sample}
+            run_settings = {**pipe.describe(), "questions_file": str(questions), "split": split, "limit": limit, "sample": sample,
+                            "write": write}
+            report = _evaluate_resumably(graph, pipe, records, cached, run_settings, path, qs.dataset, split, evaluate)
+            record = {**report.to_json(), **run_settings, "hops": hops, "cap": cap, "kgdb_version": kgdb_version()}
             dump_json(record, path)
             reports.append((report, path))
     _print_reports(reports)
+
+
+# What must match for a rerun to resume a results log rather than mix two evaluations in it.
+RESUME_KEYS = ("retriever", "checkpoint", "graph", "hops", "cap", "k", "inference_settings", "split", "limit", "sample", "write")
+
+
+def _evaluate_resumably(graph, pipe, records, cached, run_settings: dict, path: Path, dataset: str, split: str, evaluate):
+    """`evaluate` with one JSON line per question in `<results>.jsonl` beside the results file: a rerun
+    after a crash or a lost server skips the questions already there, and each question's write-back
+    run is named after the log, so asking one again replaces its run instead of adding one."""
+    import hashlib
+
+    from kgdb.cypher.writeback import eval_run_id
+    from kgdb.qa.evaluate import database_error, open_results, read_done
+
+    log = path.with_suffix(".jsonl")
+    done = read_done(log, recompute=())
+    header = _log_header(log)
+    if done and header is not None:
+        changed = [k for k in RESUME_KEYS if header.get(k) != run_settings.get(k)]
+        if changed:
+            raise InputError(f"holds results of a different evaluation ({', '.join(changed)} differ); delete it or use "
+                             "another --out", path=log)
+    wanted = {q.id for q in records}
+    already = sum(1 for qid in done if qid in wanted)
+    if already:
+        console.print(f"resuming: {already} of {len(records)} questions already in {escape(str(log))}", highlight=False)
+    tag = hashlib.sha256(str(log.resolve()).encode()).hexdigest()[:8]
+    if not done:  # a fresh log starts with the settings it holds results of
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(json.dumps({"settings": run_settings}, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    with open_results(log) as fh, progress() as bar:
+        task = bar.add_task(f"eval {pipe.name}", total=len(records))
+
+        def keep(rec: dict) -> None:
+            fh.write(json.dumps(rec, sort_keys=True, default=float) + "\n")
+            fh.flush()
+
+        try:
+            return evaluate(pipe, records, cached.items, dataset=dataset, split=split, on_progress=lambda n: bar.advance(task, n),
+                            done=done, on_record=keep, run_id=lambda qid: eval_run_id(pipe.name, qid, tag),
+                            fetch_failed=bool(cached.errors))
+        except KgdbError as exc:
+            if (lost := database_error(graph, exc)) is None:
+                raise
+            fh.flush()
+            kept = len(read_done(log, recompute=()).keys() & wanted)
+            raise DatabaseError(f"{' '.join(str(lost).split())}; evaluation stopped: {kept} of {len(records)} questions are "
+                                f"kept in {log}; run the same command again to resume") from exc
+
+
+def _log_header(log: Path) -> dict | None:
+    """The settings a results log was started with (its first line), or None."""
+    if not log.is_file():
+        return None
+    with log.open(encoding="utf-8") as fh:
+        try:
+            first = json.loads(fh.readline() or "null")
+        except json.JSONDecodeError:
+            return None
+    return first.get("settings") if isinstance(first, dict) else None
 
 
 def _print_reports(reports) -> None:

@@ -25,6 +25,7 @@ from neo4j.exceptions import (
 )
 
 from kgdb.config import Settings, mask_uri
+from kgdb.cypher.connection_problems import DATABASE_NOT_FOUND, missing_database_reason, unreachable_reason
 from kgdb.errors import DatabaseError, KgdbError, TransactionMemoryError
 
 log = logging.getLogger(__name__)
@@ -63,20 +64,6 @@ def quote_identifier(name: str) -> str:
 def _first_line(message: str | None) -> str:
     """Neo4j messages can carry a whole Java stack trace; the first line says what failed."""
     return (message or "").strip().splitlines()[0][:500] if message and message.strip() else "(no message)"
-
-
-def _answers_http(uri: str) -> bool:
-    """Whether the URI's port answers plain HTTP (the usual mix-up: Browser's port given as Bolt)."""
-    import socket
-    from urllib.parse import urlparse
-
-    try:
-        parsed = urlparse(uri)
-        with socket.create_connection((parsed.hostname or "localhost", parsed.port or 7687), timeout=2) as s:
-            s.sendall(b"GET / HTTP/1.0\r\n\r\n")
-            return s.recv(8).startswith(b"HTTP/")
-    except (OSError, ValueError):
-        return False
 
 
 class Graph:
@@ -123,11 +110,8 @@ class Graph:
             ) from exc
         except (DriverError, Neo4jError, OSError, ValueError) as exc:
             graph.close()
-            if _answers_http(settings.neo4j_uri):
-                raise DatabaseError(
-                    f"{uri} answers HTTP, not Bolt: that is Neo4j's HTTP/Browser port; use the Bolt port "
-                    "(7687 unless configured otherwise, `kgdb neo4j status` prints it)"
-                ) from None
+            if reason := unreachable_reason(settings.neo4j_uri):
+                raise DatabaseError(reason) from None
             raise DatabaseError(
                 f"cannot reach Neo4j at {uri}: start it with `kgdb neo4j start` "
                 "or point KGDB_NEO4J_URI at a running server."
@@ -168,6 +152,8 @@ class Graph:
         except (ServiceUnavailable, SessionExpired) as exc:
             raise self._lost() from exc
         except Neo4jError as exc:  # ClientError, TransientError (memory limits), DatabaseError (e.g. index key too large)
+            if exc.code == DATABASE_NOT_FOUND:
+                raise DatabaseError(missing_database_reason(self.settings.neo4j_uri, self.database)) from exc
             if is_memory_error(exc):
                 raise TransactionMemoryError(f"query {_name!r} exceeded the server's transaction memory: {_first_line(exc.message)}") from exc
             raise DatabaseError(f"query {_name!r} failed: {_first_line(exc.message)}") from exc
@@ -197,6 +183,8 @@ class Graph:
             except (ServiceUnavailable, SessionExpired) as exc:
                 raise self._lost() from exc
             except Neo4jError as exc:
+                if exc.code == DATABASE_NOT_FOUND:
+                    raise DatabaseError(missing_database_reason(self.settings.neo4j_uri, self.database)) from exc
                 raise DatabaseError(f"query failed: {_first_line(exc.message)}") from exc
 
     def _lost(self) -> DatabaseError:

@@ -27,7 +27,10 @@ ARROW = " → "
 
 
 @dataclass(frozen=True)
-class ScoredTriple:
+class ChainEdge:
+    """A scored edge of a write-back run, as a chain reads it (`kgdb.protocol.ScoredTriple` is a
+    retriever's scored triple of a question)."""
+
     eid: str
     h: str
     h_name: str
@@ -53,7 +56,7 @@ class Chain:
     targets: list[str]  # entity ids at the far end
     target_names: list[str]
     score: float
-    triples: list[ScoredTriple] = field(default_factory=list)
+    triples: list[ChainEdge] = field(default_factory=list)
     group: int | None = None  # multi-entity merge group (chains placed together)
 
     @property
@@ -81,7 +84,7 @@ class Chains:
     question: str | None
     anchors: list[str]
     chains: list[Chain]
-    unreachable: list[ScoredTriple]
+    unreachable: list[ChainEdge]
 
     def render(self, unreachable: bool = True) -> str:
         lines = [f"Chain {i}. {c.render()}" for i, c in enumerate(self.chains, 1)]
@@ -98,7 +101,7 @@ def evidence_chains(graph: Graph, run: str, max_hops: int | None = 2) -> Chains:
     info = graph.single("chains_edges", run=run)
     if info is None:
         raise KgdbError(f"no retrieval run {run!r} (see `kgdb runs list`)")
-    edges = {e["eid"]: ScoredTriple(**e) for e in info["edges"]}
+    edges = {e["eid"]: ChainEdge(**e) for e in info["edges"]}
     anchors = sorted(info["anchors"])
     raw: list[dict] = []
     for direction in ("out", "in"):

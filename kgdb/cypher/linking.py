@@ -43,7 +43,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from kgdb.cypher import Graph
-from kgdb.errors import InputError, KgdbError
+from kgdb.errors import DatabaseError, InputError, KgdbError
 from kgdb.ids import normalise_mid
 
 MAX_NGRAM = 6
@@ -185,12 +185,16 @@ def resolve_each(graph: Graph, keys: list[str]) -> dict[str, str]:
         return {}
     try:
         return dict(zip(keys, _resolve(graph, keys)))
+    except DatabaseError:
+        raise  # a lost server is an error, never "this entity is not in the graph"
     except KgdbError:
         pass  # at least one key is missing: resolve one by one to keep the others
     found = {}
     for key in keys:
         try:
             found[key] = _resolve(graph, [key])[0]
+        except DatabaseError:
+            raise
         except KgdbError:
             continue
     return found

@@ -26,8 +26,9 @@ Step = tuple[str, int]  # (relation, +1 head -> tail | -1 against)
 
 
 @dataclass
-class CandidatePath:
-    """One relation path and what it reaches from the topics (a union over the topics it leaves)."""
+class RelationPathCandidate:
+    """One relation path the ranker may choose and what it reaches from the topics (a union over the
+    topics it leaves)."""
 
     steps: tuple[Step, ...]
     ends: set[str] = field(default_factory=set)  # reached entity ids (each topic's first `cap`)
@@ -107,7 +108,7 @@ def candidate_hops(graph: Graph) -> tuple[int, int]:
 def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2, cvt_hops: int = 3, cap: int = 200,
                           hub_scan: int | None = None, prefixes: int | None = None,
                           prefix_score: Callable[[tuple[Step, ...]], float] | None = None,
-                          step_scan: int | None = RRP_STEP_SCAN) -> list[CandidatePath]:
+                          step_scan: int | None = RRP_STEP_SCAN) -> list[RelationPathCandidate]:
     """Every relation path of 1..`max_hops` steps from any of `topics`, plus those of up to
     `cvt_hops` steps continued only from the CVT nodes the previous hop reached; sorted by (length,
     steps). A topic that is not in the graph contributes nothing. `hub_scan`: beyond the first hop,
@@ -116,21 +117,14 @@ def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2,
     (`best_prefixes`); None: all. Every path is still a candidate; only its continuations are not
     enumerated. `step_scan`: a step with more relationships from one entity is read as a sample of its
     ends (`relation_steps`); None: every step whole."""
-    if max_hops < 1 or cvt_hops < max_hops:
-        raise InputError(f"need 1 <= max_hops <= cvt_hops, got max_hops={max_hops}, cvt_hops={cvt_hops}", path="max_hops")
-    if prefixes is not None and prefixes < 1:
-        raise InputError(f"relation paths continued per hop must be 1 or more, got {prefixes}", path="KGDB_RRP_PREFIXES")
-    check_step_scan(step_scan)
-    if prefixes is not None and prefix_score is None:
-        raise InputError("the prefix bound needs a score to choose the paths it continues", path="prefix_score")
+    _check_bounds(max_hops, cvt_hops, prefixes, prefix_score, step_scan)
     topics = list(dict.fromkeys(t for t in topics if t))
-    found: dict[tuple[Step, ...], CandidatePath] = {}
+    found: dict[tuple[Step, ...], RelationPathCandidate] = {}
     # frontier: (topic, steps so far, entities to continue from)
     frontier: list[tuple[str, tuple[Step, ...], list[str]]] = [(t, (), [t]) for t in topics]
     for hop in range(1, cvt_hops + 1):
         if not frontier:
             break
-        nxt = []
         if prefixes is not None and hop > 1:
             frontier = best_prefixes(frontier, prefixes, prefix_score)
         entity_sets = [ids for _, _, ids in frontier]
@@ -138,16 +132,35 @@ def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2,
             entity_sets = bound_hubs(graph, entity_sets, cap, hub_scan)
         # beyond the topics, bound_hubs has dropped every entity with more than hub_scan relationships
         scan = step_scan if hop == 1 or hub_scan is None or step_scan is None or hub_scan > step_scan else None
-        for (topic, steps, _), rows in zip(frontier, relation_steps(graph, entity_sets, cap, scan)):
-            for relation, direction, reached, ids, cvt in rows:
-                path = steps + ((relation, direction),)
-                c = found.setdefault(path, CandidatePath(path))
-                c.ends.update(ids)
-                c.cvt.update(cvt)
-                c.reached += reached
-                c.topics.add(topic)
-                go_on = ids if hop < max_hops else cvt  # past max_hops only through CVT nodes
-                if hop < cvt_hops and go_on:
-                    nxt.append((topic, path, go_on))
-        frontier = nxt
+        steps = relation_steps(graph, entity_sets, cap, scan)
+        frontier = _extend(found, frontier, steps, go_on=(lambda ids, cvt: ids) if hop < max_hops else (lambda ids, cvt: cvt),
+                           last=hop == cvt_hops)
     return sorted(found.values(), key=lambda c: (len(c.steps), c.steps))
+
+
+def _check_bounds(max_hops: int, cvt_hops: int, prefixes: int | None, prefix_score, step_scan: int | None) -> None:
+    if max_hops < 1 or cvt_hops < max_hops:
+        raise InputError(f"need 1 <= max_hops <= cvt_hops, got max_hops={max_hops}, cvt_hops={cvt_hops}", path="max_hops")
+    if prefixes is not None and prefixes < 1:
+        raise InputError(f"relation paths continued per hop must be 1 or more, got {prefixes}", path="KGDB_RRP_PREFIXES")
+    check_step_scan(step_scan)
+    if prefixes is not None and prefix_score is None:
+        raise InputError("the prefix bound needs a score to choose the paths it continues", path="prefix_score")
+
+
+def _extend(found: dict, frontier: list, steps: list, *, go_on: Callable[[list[str], list[str]], list[str]], last: bool) -> list:
+    """Record one hop's steps in `found` (one candidate per relation path) and return the next frontier:
+    the entities each new path continues from (`go_on`: all it reached, or past max_hops only its CVT
+    nodes), none after the `last` hop."""
+    nxt = []
+    for (topic, prefix, _), rows in zip(frontier, steps):
+        for relation, direction, reached, ids, cvt in rows:
+            path = prefix + ((relation, direction),)
+            c = found.setdefault(path, RelationPathCandidate(path))
+            c.ends.update(ids)
+            c.cvt.update(cvt)
+            c.reached += reached
+            c.topics.add(topic)
+            if not last and (more := go_on(ids, cvt)):
+                nxt.append((topic, path, more))
+    return nxt

@@ -73,29 +73,10 @@ def ground_relation_paths(
     query per hop for all of them. Per job its paths, [] when it grounds to nothing (no error here:
     `ground_relation_path` or `why_empty` says why)."""
     check_step_scan(step_scan)
-    todo: dict[int, tuple[list[str], list[int]]] = {}
-    for i, (_, relations, directions) in enumerate(jobs):
-        if not relations:
-            raise InputError("a relation path needs at least one relation", path="relations")
-        dirs = list(directions) if directions else [0] * len(relations)
-        if len(dirs) != len(relations) or any(d not in (-1, 0, 1) for d in dirs):
-            raise InputError(f"directions {dirs} do not fit relations {relations}: one of -1, 0, 1 per relation", path="directions")
-        todo[i] = (list(relations), dirs)
+    todo = {i: _checked(relations, directions) for i, (_, relations, directions) in enumerate(jobs)}
     paths: dict[int, list[dict]] = {i: [{"nodes": [topic], "triples": []}] for i, (topic, _, _) in enumerate(jobs)}
     hop = 0
-    while True:
-        # jobs that share their partial paths are expanded once (ground_step.cypher): those from one topic
-        # whose relation paths agree so far, since the same steps from the same entity give the same paths
-        groups: dict[tuple, dict] = {}
-        for i, (rels, dirs) in todo.items():
-            if hop < len(rels) and paths[i]:
-                shared = (jobs[i][0], tuple(rels[:hop]), tuple(dirs[:hop]))
-                group = groups.setdefault(shared, {"paths": paths[i], "relations": [], "jobs": []})
-                group["jobs"].append({"key": i, "relation": rels[hop], "direction": dirs[hop]})
-                if rels[hop] not in group["relations"]:
-                    group["relations"].append(rels[hop])
-        if not groups:
-            break
+    while groups := _shared_prefixes(jobs, todo, paths, hop):
         extended = {int(row["key"]): row["paths"]
                     for row in graph.run("ground_step", groups=list(groups.values()), cap=cap, walks=walks, per_end=per_end, scan=step_scan)}
         for group in groups.values():
@@ -104,6 +85,31 @@ def ground_relation_paths(
         hop += 1
     done = lambda i: bool(paths[i]) and len(paths[i][0]["triples"]) == len(todo[i][0])  # noqa: E731
     return [[[tuple(t) for t in p["triples"]] for p in paths[i]] if done(i) else [] for i in range(len(jobs))]
+
+
+def _checked(relations: list[str], directions: list[int] | None) -> tuple[list[str], list[int]]:
+    """A job's relations and directions (0: either way when none are given), refused when they do not fit."""
+    if not relations:
+        raise InputError("a relation path needs at least one relation", path="relations")
+    dirs = list(directions) if directions else [0] * len(relations)
+    if len(dirs) != len(relations) or any(d not in (-1, 0, 1) for d in dirs):
+        raise InputError(f"directions {dirs} do not fit relations {relations}: one of -1, 0, 1 per relation", path="directions")
+    return list(relations), dirs
+
+
+def _shared_prefixes(jobs: list, todo: dict[int, tuple[list[str], list[int]]], paths: dict[int, list[dict]], hop: int) -> dict[tuple, dict]:
+    """The `ground_step` groups of one hop: jobs that share their partial paths are expanded once, those
+    from one topic whose relation paths agree so far, since the same steps from the same entity give the
+    same paths. Empty when every job is done or grounded to nothing."""
+    groups: dict[tuple, dict] = {}
+    for i, (rels, dirs) in todo.items():
+        if hop < len(rels) and paths[i]:
+            shared = (jobs[i][0], tuple(rels[:hop]), tuple(dirs[:hop]))
+            group = groups.setdefault(shared, {"paths": paths[i], "relations": [], "jobs": []})
+            group["jobs"].append({"key": i, "relation": rels[hop], "direction": dirs[hop]})
+            if rels[hop] not in group["relations"]:
+                group["relations"].append(rels[hop])
+    return groups
 
 
 def why_empty(graph: Graph, topic_id: str, relations: list[str]) -> InputError | None:

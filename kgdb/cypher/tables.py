@@ -22,16 +22,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from kgdb.cypher import Graph
+from kgdb.data.cache import UNREADABLE, remove_quietly, without_cache
 from kgdb.errors import KgdbError
 
 PAGE = 5_000  # idx per tables_entities_by_idx query
 UNKNOWN, HAVE, NONE = 0, 1, 2  # state.npy values
+SPACE_MARGIN = 64 << 20  # free bytes kept beyond a table's unwritten rows before it is written in place
 
 
 @dataclass
@@ -143,7 +146,12 @@ def open_tables(graph: Graph, cache_dir: Path | str) -> EmbeddingTables:
 def _relation_table(graph: Graph, folder: Path, dim: int, info: dict) -> tuple[np.ndarray, list[str]]:
     path, names_path = folder / "relation.npy", folder / "relation_names.json"
     if path.is_file() and names_path.is_file():
-        return np.load(path), json.loads(names_path.read_text(encoding="utf-8"))
+        try:
+            relation, names = np.load(path, allow_pickle=False), json.loads(names_path.read_text(encoding="utf-8"))
+            if relation.ndim == 2 and relation.shape == (len(names), dim):
+                return relation, names
+        except UNREADABLE:
+            pass  # damaged: read it from the graph again, and rewrite it below
     rel_rows = graph.run("tables_relations")
     if any(r["idx"] is None for r in rel_rows):
         raise KgdbError("some relations have no idx: finish the load (run `kgdb load` again)")
@@ -155,34 +163,83 @@ def _relation_table(graph: Graph, folder: Path, dim: int, info: dict) -> tuple[n
             relation[r["idx"]] = r["embedding"]
     # Cached only when complete (relation vectors are written by every load except --no-embed).
     if rel_rows and all(r["embedding"] is not None for r in rel_rows):
-        folder.mkdir(parents=True, exist_ok=True)
-        _atomic(names_path, lambda tmp: tmp.write_text(json.dumps(names), encoding="utf-8"))
-        _atomic(path, lambda tmp: np.save(tmp, relation))
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            _atomic(names_path, lambda tmp: tmp.write_text(json.dumps(names), encoding="utf-8"))
+            _atomic(path, lambda tmp: np.save(tmp, relation))
+        except OSError as exc:
+            without_cache(folder, exc)
     return relation, names
 
 
 def _memmap(path: Path, shape: tuple[int, ...], dtype) -> np.ndarray:
     """Open a cached table read-write, or create it zero-filled (a sparse file: disk blocks only for
     rows written). Creation goes through a private file and a rename, so a concurrent process sees a
-    whole header or no file."""
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=shape).flush()
+    whole header or no file.
+
+    A cache folder that cannot hold the table never ends a command: a file that is not whole (a
+    truncated copy, another table) is replaced before it is mapped, since touching a row past its end
+    kills the process with SIGBUS; a read-only folder, one with less free space than the rows still to
+    be written (the same SIGBUS, when the kernel finds no block for a row), or one where the file cannot
+    be made gives a table in memory, filled from the graph as it is used. Said once (`without_cache`).
+    """
+    dtype = np.dtype(dtype)
+    try:
+        if path.is_file() and not _whole(path, shape, dtype):
+            path.unlink()
         if not path.is_file():
-            tmp.replace(path)
-        else:
-            tmp.unlink()
-    table = np.lib.format.open_memmap(path, mode="r+")
-    if table.shape != shape or table.dtype != np.dtype(dtype):
+            _create(path, shape, dtype)
+        st = path.stat()
+        to_write = max(0, st.st_size - st.st_blocks * 512)  # blocks a sparse file may still need
+        free = shutil.disk_usage(path.parent).free
+        if not os.access(path, os.W_OK) or free < to_write + SPACE_MARGIN:
+            # Not even copy-on-write: faulting in a hole of a file on a full tmpfs needs a block too.
+            why = "read-only" if not os.access(path, os.W_OK) else f"{free:,} bytes free, the table may need {to_write:,}"
+            without_cache(path.parent, f"{why}; rows read now are kept in memory only")
+            return np.zeros(shape, dtype)
+        table = np.lib.format.open_memmap(path, mode="r+")
+    except (OSError, ValueError) as exc:
+        without_cache(path.parent, exc)
+        return np.zeros(shape, dtype)  # pages are given on first touch: memory grows with the rows used
+    if table.shape != shape or table.dtype != dtype:  # replaced by another process meanwhile
         raise KgdbError(f"{path} holds a table of shape {table.shape}, expected {shape}: delete the folder {path.parent}")
     return table
 
 
+def _whole(path: Path, shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """Whether `path` is a complete .npy of this shape and dtype (header read, size checked), so
+    that mapping it can never fault."""
+    fmt = np.lib.format
+    try:
+        with path.open("rb") as fh:
+            version = fmt.read_magic(fh)
+            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            got_shape, fortran, got_dtype = read(fh)
+            offset = fh.tell()
+    except (OSError, ValueError, EOFError):
+        return False
+    size = offset + int(np.prod(shape)) * dtype.itemsize
+    return tuple(got_shape) == tuple(shape) and got_dtype == dtype and not fortran and path.stat().st_size == size
+
+
+def _create(path: Path, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=shape).flush()
+        if not path.is_file():
+            tmp.replace(path)
+    finally:
+        remove_quietly(tmp)
+
+
 def _atomic(path: Path, write) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
-    write(tmp)
-    tmp.replace(path)
+    try:
+        write(tmp)
+        tmp.replace(path)
+    finally:
+        remove_quietly(tmp)
 
 
 def write_missing_vectors(graph: Graph, idx: list[int], vectors: np.ndarray, batch_size: int = 2_000) -> list[int]:

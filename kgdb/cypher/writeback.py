@@ -27,6 +27,12 @@ def new_run_id(retriever: str, qid: str | None) -> str:
     return "-".join(parts)
 
 
+def eval_run_id(retriever: str, qid: str, evaluation: str) -> str:
+    """`<retriever>-<qid>-<evaluation>`: the same id each time one evaluation asks one question, so a
+    resumed evaluation replaces a run a crash left unrecorded rather than adding a second one."""
+    return "-".join([_UNSAFE.sub("_", retriever), _UNSAFE.sub("_", qid), _UNSAFE.sub("_", evaluation)])
+
+
 def write_scores(
     graph: Graph,
     sg: Subgraph,
@@ -45,6 +51,11 @@ def write_scores(
         raise KgdbError(f"got {scores.shape[0]} scores for a subgraph of {sg.num_triples} triples")
     if k < 1:
         raise KgdbError(f"k must be positive, got {k}")
+    if not np.isfinite(scores).all():
+        # a NaN has no rank: it would be stored as one and order nothing; the model (or its weights) is broken
+        bad = int((~np.isfinite(scores)).sum())
+        raise KgdbError(f"{retriever} gave {bad} non-finite score(s) (NaN or infinity) for {sg.qid or 'the question'}; "
+                        "nothing was written: check the checkpoint's weights")
     run = run or new_run_id(retriever, sg.qid)
     keep = top_k(scores, k)
     ids = np.asarray(sg.entity_ids, dtype=object)

@@ -9,13 +9,39 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 CACHE_VERSION = 1
+log = logging.getLogger("kgdb.cache")
+_warned: set[str] = set()
+# What a damaged cache file raises on reading (a truncated zip, a torn sidecar, arrays that do not fit).
+UNREADABLE = (OSError, ValueError, KeyError, IndexError, EOFError, zipfile.BadZipFile)
+
+
+def without_cache(where: Path | str, why: object) -> None:
+    """Say once per process that the cache at `where` cannot be used, and why; the caller goes on
+    without it (a cache only saves time: a full or read-only KGDB_CACHE_DIR must not stop a command)."""
+    reason = why.strerror if isinstance(why, OSError) and why.strerror else str(why)
+    if "cache" in _warned:
+        return
+    _warned.add("cache")
+    log.warning("warning: the cache at %s cannot be used (%s); going on without it (set KGDB_CACHE_DIR to a writable "
+                "folder with free space)", where, " ".join(str(reason).split())[:200])
+
+
+def remove_quietly(*paths: Path) -> None:
+    """Delete temporary files a failed write left behind."""
+    for p in paths:
+        try:
+            p.unlink(missing_ok=True)
+        except OSError:
+            pass
 _ARRAYS = ("head", "relation", "tail", "entity_idx", "is_cvt", "topic", "labels", "answers")
 _FEATURE = "feature:"  # npz array name prefix of per-node features
 
@@ -60,8 +86,9 @@ def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def save_cache(path: Path, items: list[CachedQuestion], meta: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def save_cache(path: Path, items: list[CachedQuestion], meta: dict) -> bool:
+    """Write the split's arrays and sidecar; False (with one warning, no file left behind) when the
+    cache folder is read-only or full."""
     arrays: dict[str, np.ndarray] = {}
     for name in _ARRAYS:
         parts = [getattr(it, name) for it in items]
@@ -87,20 +114,38 @@ def save_cache(path: Path, items: list[CachedQuestion], meta: dict) -> None:
         arrays["relation_targets_offsets"] = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
     # Per-process temporary names: two runs adding features to one shared cache never mix writes.
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, **arrays)
-    tmp.replace(path)
-    side = {**meta, "qids": [it.qid for it in items], "questions": [it.question for it in items]}
     tmp_side = path.with_name(f"{path.stem}.{os.getpid()}.tmp.json")
-    tmp_side.write_text(json.dumps(side, sort_keys=True) + "\n", encoding="utf-8")
-    tmp_side.replace(path.with_suffix(".json"))
+    side = {**meta, "qids": [it.qid for it in items], "questions": [it.question for it in items]}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(tmp, **arrays)
+        tmp_side.write_text(json.dumps(side, sort_keys=True) + "\n", encoding="utf-8")
+        # the sidecar goes last: a reader that finds it finds the arrays it describes
+        tmp.replace(path)
+        tmp_side.replace(path.with_suffix(".json"))
+    except OSError as exc:
+        remove_quietly(tmp, tmp_side)
+        without_cache(path.parent, exc)
+        return False
+    return True
 
 
 def load_cache(path: Path) -> list[CachedQuestion] | None:
+    """The cached split, or None when there is none or it cannot be read (a damaged file is a miss,
+    said once, and rebuilt from the database)."""
     side = path.with_suffix(".json")
     if not (path.is_file() and side.is_file()):
         return None
+    try:
+        return _read_cache(path, side)
+    except UNREADABLE as exc:
+        without_cache(path, f"unreadable cache file: {type(exc).__name__}: {exc}")
+        return None
+
+
+def _read_cache(path: Path, side: Path) -> list[CachedQuestion]:
     meta = json.loads(side.read_text(encoding="utf-8"))
-    data = np.load(path)
+    data = np.load(path, allow_pickle=False)
     feature_keys = [k[len(_FEATURE) :] for k in data.files if k.startswith(_FEATURE) and not k.endswith("_offsets")]
     features = {k: (data[_FEATURE + k], data[_FEATURE + k + "_offsets"]) for k in feature_keys}
     targets = (data["relation_targets"], data["relation_targets_offsets"]) if "relation_targets" in data.files else None
@@ -147,7 +192,10 @@ def add_features(path: Path, items: list[CachedQuestion]) -> None:
     side = path.with_suffix(".json")
     if not (path.is_file() and side.is_file()):
         return
-    meta = json.loads(side.read_text(encoding="utf-8"))
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+    except UNREADABLE:
+        return
     meta.pop("qids", None)
     meta.pop("questions", None)
     save_cache(path, items, meta)

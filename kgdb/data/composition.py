@@ -40,7 +40,13 @@ _WORD = r"[\w'’.&-]+"
 class Composition:
     phrase: str  # the description of the inner answer, as it stands in the question
     inner: str  # the inner question: "what is <phrase>?"
-    outer: str  # the question with the phrase replaced by "{}" (the inner answer's name goes there)
+    before: str  # the question's words before the phrase
+    after: str  # and after it
+
+    def outer(self, answer: str) -> str:
+        """The outer question: the question with `answer` (the inner answer's name) in the phrase's place.
+        Joined, never formatted: the question is the user's text, braces and all."""
+        return f"{self.before}{answer}{self.after}"
 
 
 def _patterns(m: str) -> list[re.Pattern]:
@@ -69,9 +75,9 @@ def split_composition(question: str, topic_name: str) -> Composition | None:
         phrase = found.group(1)
         if phrase.split()[1] in _FILLER:  # "the name of sonia gandhi": no description
             return None
-        outer = text[: found.start(1)] + "{}" + text[found.end(1) :]
-        rest = [w for w in re.findall(r"[\w'’-]+", outer.replace("{}", " ")) if w not in _FILLER and not w.isdigit()]
+        before, after = text[: found.start(1)], text[found.end(1) :]
+        rest = [w for w in re.findall(r"[\w'’-]+", f"{before} {after}") if w not in _FILLER and not w.isdigit()]
         if not rest:  # "what is the capital of france?": the description is the whole question
             return None
-        return Composition(phrase, f"what is {phrase}?", outer)
+        return Composition(phrase, f"what is {phrase}?", before, after)
     return None

@@ -14,6 +14,8 @@ Every function treats the graph as a multigraph: parallel relations are labelled
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
+from typing import Iterator
 
 import numpy as np
 
@@ -130,14 +132,16 @@ def _pair_labels(dist: _Distances, q: int, a: int, undirected: bool) -> np.ndarr
 
 
 @dataclass(frozen=True)
-class CandidatePath:
+class TopicAnswerPath:
+    """A path of triples inside a fetched subgraph between a topic and an answer (RAPL's stage-1 candidate)."""
+
     topic: int  # local node index
     answer: int
     direction: str  # "forward" or "backward"
     triples: tuple[int, ...]  # triple indices into the subgraph, in path order
 
 
-def candidate_paths(sg: Subgraph, answer_ids: list[str], slack: int = 2, cap: int = 50) -> list[CandidatePath]:
+def candidate_paths(sg: Subgraph, answer_ids: list[str], slack: int = 2, cap: int = 50) -> list[TopicAnswerPath]:
     """RAPL stage-1 candidates: simple directed paths of length d_min..d_min+slack per (topic, answer).
 
     d_min is the shortest length over both directions; paths are enumerated shortest first, then in
@@ -146,29 +150,22 @@ def candidate_paths(sg: Subgraph, answer_ids: list[str], slack: int = 2, cap: in
     dist = _Distances(sg)
     order = np.lexsort((sg.tail, sg.relation, sg.head))
     starts = np.searchsorted(sg.head[order], np.arange(sg.num_nodes + 1))
-    out: list[CandidatePath] = []
+    out: list[TopicAnswerPath] = []
     for q in sg.topic.tolist():
         for a in _local(sg, answer_ids):
-            if a == q:
-                continue
-            best = min(dist.get("out", q)[a], dist.get("out", a)[q])
-            if best >= INF:
-                continue
-            found: list[CandidatePath] = []
-            for length in range(int(best), int(best) + slack + 1):
-                for direction, s, e in (("forward", q, a), ("backward", a, q)):
-                    to_end = dist.get("into", e)
-                    for path in _walks(sg, order, starts, to_end, s, e, length):
-                        found.append(CandidatePath(q, a, direction, path))
-                        if len(found) >= cap:
-                            break
-                    if len(found) >= cap:
-                        break
-                if len(found) >= cap:
-                    break
-            out += found
+            best = min(dist.get("out", q)[a], dist.get("out", a)[q]) if a != q else INF
+            if best < INF:
+                out += islice(_pair_paths(sg, dist, order, starts, q, a, int(best), slack), max(cap, 1))
     return out
 
+
+def _pair_paths(sg: Subgraph, dist: "_Distances", order, starts, q: int, a: int, best: int, slack: int) -> Iterator[TopicAnswerPath]:
+    """The simple directed paths between topic `q` and answer `a` of length best..best+slack, shortest
+    first, forward before backward at each length."""
+    for length in range(best, best + slack + 1):
+        for direction, s, e in (("forward", q, a), ("backward", a, q)):
+            for path in _walks(sg, order, starts, dist.get("into", e), s, e, length):
+                yield TopicAnswerPath(q, a, direction, path)
 
 def _walks(sg: Subgraph, order, starts, to_end, s: int, e: int, length: int):
     """Simple paths s → e of exactly `length` triples (DFS pruned by the distance to e)."""

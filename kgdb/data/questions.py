@@ -12,11 +12,11 @@ Ids: WebQSP questions carry their own (`WebQTest-…`). MetaQA lines have none, 
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from kgdb.errors import InputError
 
@@ -119,21 +119,33 @@ def default_split(dataset: str, splits_dir: Path = Path("splits")) -> str:
 
 
 def _read_webqsp(path: Path) -> list[QuestionRecord]:
+    from kgdb.data.question_rows import QuestionRowError, parse_line
+
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                qid, text = str(row["id"]), str(row["question"])
-                topics = [str(t) for t in row.get("q_entity") or []]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise InputError(f"bad question record ({exc})", path=path, line=line_no) from exc
-            # `answer` is the list RoG/SubgraphRAG score against; `a_entity` adds the original WebQSP names.
-            answers = list(dict.fromkeys(str(a) for a in (row.get("answer") or []) + (row.get("a_entity") or [])))
-            out.append(QuestionRecord(qid, text, topics, answers))
+    for line_no, text in _lines(path):
+        try:
+            row = parse_line(text)
+        except QuestionRowError as exc:
+            raise InputError(str(exc), path=path, line=line_no) from None
+        # `answer` is the list RoG/SubgraphRAG score against; `a_entity` adds the original WebQSP names.
+        answers = list(dict.fromkeys(row.answer + row.a_entity))
+        out.append(QuestionRecord(row.id, row.question, row.q_entity, answers))
     return out
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) of each non-blank line, decoded as UTF-8 line by line so a bad
+    byte is reported where it is; a byte-order mark at the start is dropped."""
+    with path.open("rb") as fh:
+        for line_no, raw in enumerate(fh, 1):
+            try:
+                text = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"invalid UTF-8 at byte {exc.start}", path=path, line=line_no) from None
+            if line_no == 1:
+                text = text.removeprefix("\ufeff")
+            if text.strip():
+                yield line_no, text
 
 
 def _metaqa_hop(path: Path) -> int | None:
@@ -144,18 +156,14 @@ def _metaqa_hop(path: Path) -> int | None:
 def _read_metaqa(path: Path, hop: int | None) -> list[QuestionRecord]:
     out = []
     prefix = f"{hop}hop" if hop else "metaqa"
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            topic = _METAQA_TOPIC.search(parts[0])
-            if len(parts) != 2 or topic is None:
-                raise InputError("expected `question with [topic]<TAB>answer1|answer2`", path=path, line=line_no)
-            text = _METAQA_TOPIC.sub(lambda m: m.group(1), parts[0])
-            answers = [a for a in parts[1].split("|") if a]
-            out.append(QuestionRecord(f"{prefix}-{line_no}", text, [topic.group(1)], answers, hop))
+    for line_no, line in _lines(path):
+        parts = line.split("\t")
+        topic = _METAQA_TOPIC.search(parts[0])
+        if len(parts) != 2 or topic is None:
+            raise InputError("expected `question with [topic]<TAB>answer1|answer2`", path=path, line=line_no)
+        text = _METAQA_TOPIC.sub(lambda m: m.group(1), parts[0])
+        answers = [a for a in parts[1].split("|") if a]
+        out.append(QuestionRecord(f"{prefix}-{line_no}", text, [topic.group(1)], answers, hop))
     return out
 
 

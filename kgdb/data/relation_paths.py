@@ -119,22 +119,25 @@ def shortest_relation_paths(
         return []
     hops = exact_hops or max_hops
     levels = [reach(graph, t, hops, max_paths=max_paths) for t in t_idx]
-    for length in range(1, hops + 1):
-        if exact_hops and length != exact_hops:
-            continue
-        found = {
-            codes
-            for per_topic in levels
-            for codes, ends in per_topic[length - 1].items()
-            if np.isin(ends, targets, assume_unique=True).any()
-        }
+    for length in ([exact_hops] if exact_hops else range(1, hops + 1)):
+        found = _reaching(levels, length, targets)
         if found and best_f1:
-            f1 = {c: _f1(np.unique(np.concatenate([lv[length - 1].get(c, np.zeros(0, np.int64)) for lv in levels])), targets, t_idx) for c in found}
-            top = max(f1.values())
-            found = {c for c, v in f1.items() if v >= top - 1e-9}
+            found = _best_f1(levels, length, found, targets, t_idx)
         if found:
             return sorted(graph.decode(c) for c in found)
     return []
+
+
+def _reaching(levels: list, length: int, targets: np.ndarray) -> set[tuple]:
+    """The relation paths (codes) of `length` steps that reach an answer from some topic."""
+    return {codes for per_topic in levels for codes, ends in per_topic[length - 1].items() if np.isin(ends, targets, assume_unique=True).any()}
+
+
+def _best_f1(levels: list, length: int, found: set[tuple], targets: np.ndarray, topics: list[int]) -> set[tuple]:
+    """Those of `found` whose reached entities over all topics match the answers best (F1, ties kept)."""
+    f1 = {c: _f1(np.unique(np.concatenate([lv[length - 1].get(c, np.zeros(0, np.int64)) for lv in levels])), targets, topics) for c in found}
+    top = max(f1.values())
+    return {c for c, v in f1.items() if v >= top - 1e-9}
 
 
 def _f1(ends: np.ndarray, targets: np.ndarray, topics: list[int]) -> float:

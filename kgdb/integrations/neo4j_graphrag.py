@@ -3,7 +3,9 @@
 neo4j-graphrag's `GraphRAG` pairs any `Retriever` with any of its LLM wrappers and prompt
 templates. Its own retrievers search vector indexes or generate Cypher; this one answers with
 kgdb's scored triples (a registered retriever scores the question's subgraph and keeps the top K,
-written back as a run unless `write=False`), one result item per triple:
+written back as a run unless `write=False`), one result item per triple. The retriever's checkpoint
+is chosen as `kgdb ask` chooses it (`kgdb.pipeline.model_choice`, through `Kgdb.retriever`): on a
+graph with no checkpoint of its own a shipped one stands in, and the metadata's notes say so.
 
     import kgdb
     from neo4j_graphrag.generation import GraphRAG
@@ -46,7 +48,7 @@ class KgdbRetriever(Retriever):
     `search(query_text=..., top_k=5, topics=None)` returns one `RetrieverResultItem` per kept
     triple, best first: content `"(head, relation, tail)"` (readable names), metadata `score`,
     `rank`, `run`, `head_id`, `tail_id`, `relation`. The result's metadata carries the run id,
-    retriever, k, topic ids, notes and per-stage timings (ms). Bad input raises `kgdb.errors.InputError`.
+    retriever, its checkpoint, k, topic ids, notes and per-stage timings (ms). Bad input raises `kgdb.errors.InputError`.
     """
 
     # kgdb checks its own graph; the base check exists for neo4j-graphrag's vector-index queries.
@@ -83,6 +85,7 @@ class KgdbRetriever(Retriever):
         r = self.kg.retrieve(
             query_text, topics, retriever=self.retriever, checkpoint=self.checkpoint, k=top_k, write=self.write
         )
+        described = self.kg.retriever(self.retriever, checkpoint=self.checkpoint, k=top_k, write=self.write).describe()
         records = [
             neo4j.Record(
                 {
@@ -101,6 +104,7 @@ class KgdbRetriever(Retriever):
         metadata = {
             "run": r.run,
             "retriever": r.retriever,
+            "checkpoint": described["checkpoint"],
             "k": r.k,
             "topics": list(r.topics),
             "notes": list(r.notes),

@@ -16,17 +16,18 @@ BOM = "\ufeff"
 # without their relationships. Half the cap leaves room for Neo4j's own key overhead.
 MAX_KEY_BYTES = 4_000
 RELATIONS_CACHED = 100_000
+_WHITESPACE_CONTROLS = frozenset("\t\n\r")
 
 
 def normalise_text(value: str) -> str:
-    """The normalisation policy: no BOM, no surrounding whitespace, Unicode NFC.
+    """The normalisation policy: no BOM (leading or trailing), no surrounding whitespace, Unicode NFC.
 
-    Without it `\\ufeffBarack Obama`, ` Barack Obama ` and the NFD spelling of a name would be
-    separate entities beside `Barack Obama`.
+    Without it `\\ufeffBarack Obama`, `Barack Obama\\ufeff`, ` Barack Obama ` and the NFD spelling of
+    a name would be separate entities beside `Barack Obama`.
     """
     if value.isascii():  # no BOM, already NFC: the common case, kept cheap for 50M-line sources
         return value.strip()
-    out = value.strip().lstrip(BOM).strip()
+    out = value.strip().strip(BOM).strip()
     return out if out.isascii() else unicodedata.normalize("NFC", out)
 
 
@@ -65,12 +66,9 @@ class BadLines:
         if "\x00" in value:
             self(f"{what} contains a NUL character", path, line)
             return False
-        if value.isascii():
-            size = len(value)
-        elif not self.text_ok(value, what, path, line):
+        if not self.text_ok(value, what, path, line):
             return False
-        else:
-            size = len(value.encode("utf-8"))
+        size = len(value) if value.isascii() else len(value.encode("utf-8"))
         if size > MAX_KEY_BYTES:
             self(f"{what} is {size:,} bytes long; Neo4j cannot index values over {MAX_KEY_BYTES:,} bytes", path, line)
             return False
@@ -78,7 +76,16 @@ class BadLines:
 
 
     def text_ok(self, value: str, what: str, path: Path | str, line: int | None) -> bool:
-        """JSON and N-Triples escapes can spell unpaired surrogates, which no database can store."""
+        """No control characters but line breaks and tabs (ESC, BEL, NUL ... would reach terminals and
+        Browser raw; multi-line literal values are real data) and no unpaired surrogates (JSON and
+        N-Triples escapes can spell them; no database can store them)."""
+        if not value.isprintable():
+            bad = next((c for c in value if c not in _WHITESPACE_CONTROLS and unicodedata.category(c) == "Cc"), None)
+            if bad is not None:
+                self(f"{what} contains the control character U+{ord(bad):04X}", path, line)
+                return False
+        if value.isascii():
+            return True
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
@@ -93,7 +100,7 @@ class BadLines:
             return True
         if not self.key_ok(value, "relation name", path, line):
             return False
-        if any(unicodedata.category(c) == "Cc" for c in value):
+        if any(c in _WHITESPACE_CONTROLS for c in value):
             self("relation name contains a control character", path, line)
             return False
         if value in RESERVED_TYPES:

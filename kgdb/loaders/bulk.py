@@ -39,6 +39,12 @@ def check_local(settings: Settings, server: LocalServer) -> None:
         raise KgdbError(f"no Neo4j installed in {server.home}: run `kgdb neo4j install` first")
 
 
+def store_on_disk(server: LocalServer, database: str) -> bool:
+    """Whether the home holds store files of `database` (a stopped server's data is still there)."""
+    folder = server.home / "data" / "databases" / database
+    return folder.is_dir() and any(folder.iterdir())
+
+
 class ImportOutput:
     """neo4j-admin import's output as progress: each stage's name is logged as it starts (nodes,
     relationships, indexes, counts ...), its dotted progress lines move the `import` bar."""
@@ -97,6 +103,17 @@ def bulk_load(
     from kgdb.loaders.lease import acquire, release
 
     check_local(settings, server)
+    if not server.running() and not replace and store_on_disk(server, settings.neo4j_database):
+        # Only the server can count what the store holds: start it to look, or refuse unchecked.
+        log(f"Neo4j is stopped; starting it to check whether database {settings.neo4j_database!r} is empty ...")
+        try:
+            server.start(log=log)
+        except KgdbError as exc:
+            raise KgdbError(
+                f"--bulk replaces the whole database, and kgdb cannot check whether {settings.neo4j_database!r} in "
+                f"{server.home} is empty: the server did not start ({exc}). Start it with `kgdb neo4j start`, or "
+                "pass --replace to replace the database unchecked"
+            ) from None
     if server.running():
         with Graph.connect(settings) as graph:
             # Stopping the server under a running Bolt load would kill it: refuse while one holds the lease.

@@ -234,6 +234,8 @@ class _Sorted:
         self._with_value = with_value
         self.key: str | None = None
         self.value = ""
+        self.passed = 0  # distinct keys stepped over without being asked for
+        self._last_passed: str | None = None
         self._next()
 
     def _next(self) -> None:
@@ -248,8 +250,20 @@ class _Sorted:
     def at(self, key: str) -> bool:
         """Whether `key` is in the file (keys are asked in increasing order)."""
         while self.key is not None and self.key < key:
-            self._next()
+            self._pass()
         return self.key == key
+
+    def _pass(self) -> None:
+        if self.key != self._last_passed:
+            self.passed += 1
+            self._last_passed = self.key
+        self._next()
+
+    def pass_rest(self) -> int:
+        """Step over every key left; returns `passed`, now counting them too."""
+        while self.key is not None:
+            self._pass()
+        return self.passed
 
     def values(self, key: str) -> list[str]:
         """Every value stored for `key`, in file order."""
@@ -297,6 +311,7 @@ def entity_rows(folder: Path, stream: SourceStream) -> Iterator[tuple[str, str, 
             name = given[-1] if given else None
         literal = in_literals or (not is_head and bool(LITERAL.match(plain)))
         yield eid, name if name is not None else eid, entity_labels(plain, name is not None, literal)
+    stream.names_unused = names.pass_rest()  # names of ids that no triple uses: counted, as the Bolt path does
 
 
 def names_to_embed(folder: Path, stream: SourceStream) -> int:

@@ -34,32 +34,56 @@ def holder_string() -> str:
     return f"{socket.gethostname()} pid {os.getpid()} started {started} token {secrets.token_hex(4)}"
 
 
-def _holder_gone(holder: str) -> bool:
-    """Whether a holder string names a process on this host that no longer runs.
-
-    A pid reused by a process started after the lease was taken counts as gone.
-    """
+def _holder_state(holder: str) -> str:
+    """"gone" (a process of this host that no longer runs; a pid reused by a process started after
+    the lease was taken counts as gone), "running" (still runs on this host) or "unknown"."""
     parts = holder.split()
     if len(parts) < 5 or parts[0] != socket.gethostname() or parts[1] != "pid" or not parts[2].isdigit():
-        return False
+        return "unknown"
     try:
         started = datetime.fromisoformat(parts[4]).timestamp()
-        return psutil.Process(int(parts[2])).create_time() > started + 1
+        return "gone" if psutil.Process(int(parts[2])).create_time() > started + 1 else "running"
     except psutil.NoSuchProcess:
-        return True
+        return "gone"
     except (psutil.Error, ValueError):
-        return False
+        return "unknown"
+
+
+def _holder_gone(holder: str) -> bool:
+    return _holder_state(holder) == "gone"
+
+
+def remove_dead_lease(graph: Graph, key: str = LOAD_KEY, log=lambda _msg: None) -> None:
+    """`--break-lease`: remove the lease of a load that cannot release it, never a live one.
+
+    A holder still running on this host is a load in progress: removing its lease would let two
+    loads CREATE the same triples, so that is refused whatever the flag says. Only the holder that
+    was checked is removed, not one that took the lease in between.
+    """
+    row = graph.single("load_lease_holder", key=key)
+    if row is None:
+        return
+    holder = row["holder"]
+    if _holder_state(holder) == "running":
+        pid = holder.split()[2]
+        raise LeaseHeld(
+            f"the load lease of database {graph.database!r} is held by a load still running on this host "
+            f"(pid {pid}, {holder}, since {row['since']}); --break-lease only removes the lease of a load that "
+            "was killed: wait for it to finish, or stop it first"
+        )
+    for removed in graph.run("load_lease_break", key=key, holder=holder):
+        log(f"removed the load lease of {removed['holder']}")
 
 
 def acquire(graph: Graph, key: str = LOAD_KEY, break_lease: bool = False, log=lambda _msg: None) -> str:
     """Take the lease; returns our holder string.
 
     A lease whose holder provably died on this host (killed load) is removed, so rerunning the
-    same command resumes as before; `break_lease` removes any lease (a holder on another host).
+    same command resumes as before; `break_lease` also removes one whose holder cannot be checked (a
+    load killed on another host), never one still running here.
     """
     if break_lease:
-        for row in graph.run("load_lease_break", key=key, holder=None):
-            log(f"removed the load lease of {row['holder']}")
+        remove_dead_lease(graph, key, log)
     holder = holder_string()
     row = graph.single("load_lease_acquire", key=key, holder=holder)
     if row is not None and not row["ours"] and _holder_gone(row["holder"]):

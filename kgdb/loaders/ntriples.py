@@ -119,13 +119,14 @@ def stream_ntriples(
             yield s, p, tail, is_literal
 
     def names() -> Iterator[tuple[str, str]]:
-        for _, s, p, o in _statements(path, BadLines(skip=True), None):
+        # Malformed lines were reported by pass one; a name's own value is checked here, where it is read.
+        for line_no, s, p, o in _statements(path, BadLines(skip=True), None):
             if p != NAME_PREDICATE:
                 continue
             lit = _LITERAL.match(o)
             if lit and lit.group(2) and lit.group(2).split("-")[0].lower() == language:
                 name = stream.bad.clean(_unescape(lit.group(1)))
-                if name and BadLines(skip=True).text_ok(name, "name", path, None):
+                if name and stream.bad.text_ok(name, "name", path, line_no):
                     yield normalise_text(s), name
 
     stream.records, stream.names = records, names

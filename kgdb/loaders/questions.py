@@ -30,16 +30,9 @@ class QuestionStats:
         return self.topics - self.linked
 
 
-def _names(value: Any, field: str, path: Path, line: int, bad: BadLines) -> list[str] | None:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, (str, int, float)) for v in value):
-        bad(f"`{field}` must be a list of strings", path, line)
-        return None
+def _names(value: list[str], field: str, path: Path, line: int, bad: BadLines) -> list[str] | None:
     # The same policy as the triple readers, or topics would miss the entities they name.
-    out = [bad.clean(str(v)) for v in value]
+    out = [bad.clean(v) for v in value]
     if not all(bad.text_ok(v, f"`{field}`", path, line) for v in out):
         return None
     return [v for v in out if v]
@@ -58,27 +51,26 @@ def read_question_file(path: Path, bad: BadLines | None = None) -> list[dict[str
         ]
     if path.suffix.lower() not in QUESTION_SUFFIXES:
         raise InputError(f"unknown question format; expected one of {', '.join(QUESTION_SUFFIXES)}", path=path)
+    from kgdb.data.question_rows import QuestionRowError, validate_row
+
     rows: dict[str, dict[str, Any]] = {}
     for line_no, rec in rog_rows(path, bad):
-        qid, text = rec.get("id"), rec.get("question")
-        if qid is None or not str(qid).strip() or not isinstance(text, str) or not text.strip():
-            bad("record needs a non-empty `id` and `question`", path, line_no)
+        try:
+            row = validate_row(rec)
+        except QuestionRowError as exc:
+            bad(str(exc), path, line_no)
             continue
-        topics = _names(rec.get("q_entity"), "q_entity", path, line_no, bad)
-        answers = _names(rec.get("answer"), "answer", path, line_no, bad)
-        a_entity = _names(rec.get("a_entity"), "a_entity", path, line_no, bad)
+        topics = _names(row.q_entity, "q_entity", path, line_no, bad)
+        answers = _names(row.answer, "answer", path, line_no, bad)
+        a_entity = _names(row.a_entity, "a_entity", path, line_no, bad)
         if topics is None or answers is None or a_entity is None:
             continue
-        hop = rec.get("hop")
-        if hop is not None and not isinstance(hop, int):
-            bad("`hop` must be an integer", path, line_no)
-            continue
-        qid, text = bad.clean(str(qid)), bad.clean(text)
+        qid, text = bad.clean(row.id), bad.clean(row.question)
         if not (bad.key_ok(qid, "`id`", path, line_no) and bad.text_ok(text, "`question`", path, line_no)):
             continue
         rows[qid] = {
             "id": qid, "text": text, "answers": answers or a_entity, "answer_entities": a_entity or answers,
-            "topics": topics, "hop": hop,
+            "topics": topics, "hop": row.hop,
         }
     return [rows[k] for k in sorted(rows)]
 

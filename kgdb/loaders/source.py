@@ -28,6 +28,7 @@ class TripleSource:
     bad: BadLines = field(default_factory=BadLines)
     lines: int = 0  # input lines/rows read
     filtered: int = 0  # well-formed lines dropped by a filter (relation prefix, mid set, language)
+    names_unused: int = 0  # names given for ids that no kept triple uses (not loaded, but counted)
 
 
 @dataclass
@@ -47,6 +48,7 @@ class SourceStream:
     inline_names: bool = False
     lines: int = 0
     filtered: int = 0
+    names_unused: int = 0  # see TripleSource; the bulk path counts them as it writes the entities
 
 
 def collect(stream: SourceStream) -> TripleSource:
@@ -60,9 +62,14 @@ def collect(stream: SourceStream) -> TripleSource:
         if stream.inline_names:
             wanted = {h for h, _, _ in source.triples} | {t for _, _, t in source.triples if t not in source.literals}
             for entity, name in stream.names():
-                if entity in wanted and entity not in source.names:
+                if entity not in wanted:
+                    source.names_unused += 1  # a count, not a set: a filtered dump names millions of others
+                elif entity not in source.names:
                     source.names[entity] = name
         else:
-            source.names = dict(stream.names())
+            given = dict(stream.names())
+            used = {h for h, _, _ in source.triples} | {t for _, _, t in source.triples}
+            source.names = {entity: name for entity, name in given.items() if entity in used}
+            source.names_unused = len(given) - len(source.names)
     source.lines, source.filtered = stream.lines, stream.filtered
     return source

@@ -126,10 +126,47 @@ def entity_rows(
     return rows
 
 
-def check_relations(relations: Iterable[str]) -> None:
-    bad = sorted(set(relations) & RESERVED_TYPES)
+# Relationship types a store can hold, by format family: record formats keep a type id in 16 bits
+# ("Record id 65536 is out of range"), so Community's only format (aligned) stops at 65,536.
+STORE_TYPE_LIMITS = {"record-aligned": 2**16, "record-standard": 2**16, "record-high_limit": 2**24, "block": 2**30}
+NEW_STORE_TYPE_LIMIT = STORE_TYPE_LIMITS["record-aligned"]  # what neo4j-admin import creates on Community
+
+
+def check_relations(relations: Iterable[str], type_limit: int | None = NEW_STORE_TYPE_LIMIT,
+                    existing: AbstractSet[str] = frozenset(), store: str = "a new record-format") -> None:
+    """Refuse reserved names, and more relationship types than the store can hold.
+
+    The limit is checked before anything is written: Neo4j itself fails only when the type after
+    the last one is created, deep in a load, leaving it half done. `existing`: the types the
+    database already has tokens for; kgdb's own types count too.
+    """
+    names = set(relations)
+    bad = sorted(names & RESERVED_TYPES)
     if bad:
         raise InputError(f"relation name(s) {', '.join(bad)} are reserved for kgdb's own relationships; rename them")
+    needed = len(names | RESERVED_TYPES | existing)
+    if type_limit is not None and needed > type_limit:
+        raise InputError(
+            f"this load has {len(names):,} distinct relation names; with the {len(existing | RESERVED_TYPES):,} "
+            f"relationship types the database already has or kgdb adds that makes {needed:,}, more than the "
+            f"{type_limit:,} {store} store can hold: load fewer relations (--relation-prefix)"
+        )
+
+
+def relation_type_room(graph: Graph) -> tuple[int | None, set[str], str]:
+    """(the relationship-type limit of this database's store format or None when unknown, the types
+    it already has tokens for, the format's name), read from the server."""
+    try:
+        row = graph.single("load_relation_type_tokens")
+        existing = set(row["types"] if row else [])
+    except DatabaseError:  # db.stats.retrieve is for admins
+        existing = set((graph.single("load_relation_types_in_use") or {}).get("types") or [])
+    try:
+        store = (graph.single("load_store_format", database=graph.database) or {}).get("store") or ""
+    except DatabaseError:
+        store = ""
+    family = next((f for f in STORE_TYPE_LIMITS if store.startswith(f)), None)
+    return (STORE_TYPE_LIMITS[family] if family else None), existing, store or "unknown"
 
 
 def _noop(phase: str, done: int, total: int) -> None:
@@ -149,6 +186,7 @@ def write_graph(
     dedupe: bool = False,
     log: Callable[[str], None] = lambda _msg: None,
     embeddings: EmbeddingMode | str = EmbeddingMode.eager,
+    relation_type_limit: int | None = None,
 ) -> LoadStats:
     """Load `triples` (ids already normalised) with optional readable `names` for ids.
 
@@ -156,11 +194,14 @@ def write_graph(
     Safe to rerun after an interruption: the result equals one uninterrupted load. Holds the load
     lease throughout; `dedupe` first removes duplicate triples an earlier concurrent load left.
     `embeddings` says when entity names are embedded (`EmbeddingMode`; needs `embedder`).
+    `relation_type_limit` replaces the limit read from the server's store format (tests).
     """
     from kgdb.cypher.schema import init_schema
     from kgdb.loaders.lease import load_lease, remove_duplicate_triples
 
     embeddings = EmbeddingMode(embeddings)  # a bad value fails before the lease is taken
+    limit, existing, store = relation_type_room(graph)
+    check_relations({r for _, r, _ in triples}, relation_type_limit or limit, existing, f"the database's {store}")
 
     # Constraints first: MERGE on Entity.id is only fast with the uniqueness index behind it, and
     # the lease relies on the KgdbMeta.key constraint.
@@ -188,8 +229,7 @@ def _write_locked(
     names = names or {}
     unique = sorted(set(triples))
     stats.triples_in = len(unique)
-    relations = sorted({r for _, r, _ in unique})
-    check_relations(relations)
+    relations = sorted({r for _, r, _ in unique})  # checked by write_graph before anything was written
     stats.relation_types = len(relations)
 
     t0 = time.perf_counter()

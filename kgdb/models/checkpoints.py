@@ -8,6 +8,7 @@ next to it (`eval-<dataset>-<split>-<retriever>.json`).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgdb.config import dump_json
 from kgdb.errors import KgdbError
+from kgdb.models.weights import CheckpointError  # defined beside the torch-free weight reader, which raises it too
 
 if TYPE_CHECKING:
     from kgdb.models.base import Retriever
@@ -37,10 +39,6 @@ class Checkpoint:
         return self.path.name
 
 
-class CheckpointError(KgdbError):
-    """A checkpoint is missing, unreadable or does not fit the graph."""
-
-
 class NoCheckpointError(CheckpointError):
     """No checkpoint of a trainable retriever was found (by name, or for the connected graph)."""
 
@@ -59,6 +57,52 @@ def build_model(config: dict[str, Any]) -> Retriever:
     return registry.build(str(config.get("retriever")), model_cfg, dim)
 
 
+def check_config(config: Any, where: Path) -> None:
+    """Refuse a config.json whose fields have the wrong JSON types (a hand edit, another tool's file)
+    before any of it reaches a model constructor, which would fail with a traceback or, worse, not fail."""
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{where}: expected a JSON object, got {type(config).__name__}")
+    if not isinstance(config.get("retriever"), str):
+        raise CheckpointError(f"{where}: `retriever` must be a retriever name, got {config.get('retriever')!r}")
+    dim = config.get("embedding_dim")
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
+        raise CheckpointError(f"{where}: `embedding_dim` must be a whole number, got {dim!r}")
+    model = config.get("model")
+    if model is not None and not isinstance(model, dict):
+        raise CheckpointError(f"{where}: `model` must be a JSON object of settings, got {type(model).__name__}")
+    for key, value in (model or {}).items():
+        # the JSON scalars a model setting can be: a list or object here is an edit, never a setting
+        if value is not None and not isinstance(value, (bool, int, float, str)):
+            raise CheckpointError(f"{where}: model setting `{key}` must be a number, true/false or text, got {value!r}")
+
+
+def _check_settings_types(retriever: str, model: dict[str, Any], where: Path) -> None:
+    """Each model setting of the type its Config field declares (JSON has no int/float/bool distinction
+    Python would enforce: `true` is 1 and 8.5 reaches a layer size)."""
+    import dataclasses
+    import math
+    import typing
+
+    from kgdb.models import registry
+
+    try:
+        cls = registry.get(retriever)
+    except KgdbError as exc:
+        raise CheckpointError(f"{where}: {exc}") from None
+    hints = typing.get_type_hints(cls.Config)
+    fields = {f.name for f in dataclasses.fields(cls.Config)}
+    for key, value in model.items():
+        kind = hints.get(key) if key in fields else None
+        ok = {
+            int: isinstance(value, int) and not isinstance(value, bool),
+            float: isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
+            bool: isinstance(value, bool),
+            str: isinstance(value, str),
+        }.get(kind, True)  # type: ignore[call-overload]
+        if not ok:
+            raise CheckpointError(f"{where}: model setting `{key}` must be {getattr(kind, '__name__', kind)}, got {value!r}")
+
+
 def save_checkpoint(model: Retriever, directory: Path, config: dict[str, Any]) -> Path:
     """Write weights and config; `config` gets `retriever`, `model` and `created` filled in."""
     from safetensors.torch import save_file
@@ -71,17 +115,37 @@ def save_checkpoint(model: Retriever, directory: Path, config: dict[str, Any]) -
         "embedding_dim": model.embedding_dim or config.get("embedding_dim"),
     }
     full.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    full["kgdb_version"] = kgdb_version()  # the code that wrote it: a later load can say which one
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     save_file(tensors, str(directory / WEIGHTS), metadata={"retriever": model.name})
     dump_json(full, directory / CONFIG)
     return directory
 
 
+def read_config(path: Path) -> dict[str, Any]:
+    """A checkpoint's config.json as a dict, or CheckpointError naming the file."""
+    try:
+        config = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise CheckpointError(f"{path}: not valid JSON ({why}); restore the file or train the checkpoint again") from None
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot be read ({exc.strerror})") from None
+    check_config(config, path)
+    return config
+
+
+def kgdb_version() -> str:
+    """`kgdb.__version__`, read from the package already imported (an import of `kgdb` here would make
+    the model layer import the package's public API, for the import checker)."""
+    return str(getattr(sys.modules["kgdb"], "__version__", "unknown"))
+
+
 def find_checkpoint(name_or_path: str, checkpoints_dir: Path) -> Checkpoint:
     for candidate in (Path(name_or_path), checkpoints_dir / name_or_path):
         if (candidate / CONFIG).is_file():
             # resolved: a relative --checkpoint to a shipped model must still be recognised as shipped
-            return Checkpoint(candidate.resolve(), json.loads((candidate / CONFIG).read_text(encoding="utf-8")))
+            return Checkpoint(candidate.resolve(), read_config(candidate / CONFIG))
     known = ", ".join(c.name for c in list_checkpoints(checkpoints_dir)) or "none"
     raise NoCheckpointError(
         f"no checkpoint {name_or_path!r} in {checkpoints_dir} (known: {known}); train one with `kgdb train NAME`",
@@ -94,8 +158,8 @@ def list_checkpoints(checkpoints_dir: Path) -> list[Checkpoint]:
     if checkpoints_dir.is_dir():
         for cfg in sorted(checkpoints_dir.glob(f"*/{CONFIG}")):
             try:
-                out.append(Checkpoint(cfg.parent, json.loads(cfg.read_text(encoding="utf-8"))))
-            except json.JSONDecodeError:
+                out.append(Checkpoint(cfg.parent, read_config(cfg)))
+            except CheckpointError:  # a damaged one is no candidate; naming it by --checkpoint says why
                 continue
     return out
 
@@ -126,13 +190,38 @@ def read_weights(path: Path) -> dict:
 
 
 def load_model(ckpt: Checkpoint, device: str = "cpu") -> Retriever:
-    model = build_model(ckpt.config)
+    """The checkpoint's model with its weights, each checked against the model first: readable,
+    finite, of the model's names, shapes and dtypes (CheckpointError naming the file otherwise)."""
+    where = ckpt.path / CONFIG
+    check_config(ckpt.config, where)
+    _check_settings_types(ckpt.config["retriever"], ckpt.config.get("model") or {}, where)
+    try:
+        model = build_model(ckpt.config)
+    except (KgdbError, TypeError, ValueError, RuntimeError) as exc:  # settings a model cannot be built with
+        raise CheckpointError(f"{where}: {' '.join(str(exc).split())[:300]}") from None
     weights = ckpt.path / WEIGHTS
     if model.trainable:
         if not weights.is_file():
             raise CheckpointError(f"checkpoint {ckpt.path} has no {WEIGHTS}")
-        model.load_state_dict(read_weights(weights))
+        state = read_weights(weights)
+        check_state(state, model.state_dict(), weights)
+        model.load_state_dict(state)
     return model.to(device).eval()
+
+
+def check_state(state: dict, expected: dict, where: Path) -> None:
+    """The same tensor names, shapes and dtypes as the model's own (`load_state_dict` would cast a
+    float64 tensor silently and fail on the rest with a multi-line traceback)."""
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or unexpected:
+        parts = ([f"missing {', '.join(missing[:5])}"] if missing else []) + ([f"unexpected {', '.join(unexpected[:5])}"] if unexpected else [])
+        raise CheckpointError(f"{where}: tensors do not fit the model ({'; '.join(parts)}); was it written by another model?")
+    for key, want in expected.items():
+        got = state[key]
+        if tuple(got.shape) != tuple(want.shape):
+            raise CheckpointError(f"{where}: tensor {key} has shape {tuple(got.shape)}, the model needs {tuple(want.shape)}")
+        if got.dtype != want.dtype:
+            raise CheckpointError(f"{where}: tensor {key} has dtype {got.dtype}, the model needs {want.dtype}")
 
 
 def check_compatible(ckpt: Checkpoint, embedding_model: str | None, dim: int) -> None:

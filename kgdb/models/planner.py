@@ -33,7 +33,7 @@ class PlannerConfig:
         return asdict(self)
 
 
-class PathPlanner(nn.Module):
+class PathDecoder(nn.Module):
     """P(γ | q) for relation paths γ over a fixed relation vocabulary (`relation_emb`, [R, d])."""
 
     name = "rrp-planner"

@@ -5,15 +5,21 @@ through here; nothing below it imports it (import-linter contract).
 - `retrieve`: `RetrievePipeline`, a registered tensor retriever as a `QuestionRetriever`.
 - `splits`: `prepare_split`, the labelled subgraphs of a question split, cached on disk.
 - `train`: `train_retriever` (any registered retriever) and `train_planner` (RRP's planner).
+- `plan`: `PathPlanner`, the interface every relation-path planner implements, and the `Plan` it returns.
 - `planners`: relation-path planners (cosine baseline, RRP's trained planner).
 - `relation_paths`: Cypher grounding, rethinking and `RelationPathRetriever`.
+- `answering_rules`: how grounded paths become ranked answers (select, ties, closeness weighting).
 - `path_ranker`: RRP's path ranker serving (`RankedPathPlanner`); `path_ranker_training`: training it.
+- `structural`, `structural_runner`: RRP's structural reasoner, trained and served.
+- `trainables`, `trainable_kinds`: the registry of trainable kinds behind `kgdb train KIND` and `Kgdb.train`.
+- `model_choice`: which checkpoint serves a retriever on this graph (the answering policy's model half).
 - `vectors`: `EntityVectors`, the entity rows a use touches, missing vectors filled on use.
 """
 
 # Names are imported from their module on first use (PEP 562), not here: `train` imports torch, and
 # every module costs start-up time a cold `kgdb ask` with the numpy cosine path does not need.
 _MODULE_OF = {
+    **dict.fromkeys(("PathPlanner", "Plan"), "plan"),
     **dict.fromkeys(("PLANNER", "CosinePathPlanner", "PlannedPath", "TrainedPathPlanner", "load_planner"), "planners"),
     **dict.fromkeys(("RelationPathRetriever", "relation_path_retriever"), "relation_paths"),
     **dict.fromkeys(("STAGES", "QuestionInput", "RetrievePipeline"), "retrieve"),
@@ -41,6 +47,8 @@ def __dir__() -> list[str]:
 __all__ = [
     "PLANNER",
     "STAGES",
+    "PathPlanner",
+    "Plan",
     "CosinePathPlanner",
     "EntityVectors",
     "PlannedPath",

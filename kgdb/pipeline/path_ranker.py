@@ -1,6 +1,6 @@
 """RRP's path ranker on a graph: candidates enumerated in Cypher (`kgdb.cypher.path_candidates`),
 their features (the trained planner's log P(γ|q), question-relation cosines, reach), loading the
-checkpoint, and `RankedPathPlanner`, a planner (`plan_encoded`) that `RelationPathRetriever` uses
+checkpoint, and `RankedPathPlanner`, a `PathPlanner` that `RelationPathRetriever` uses
 in place of the GRU planner's beam when the checkpoint for the graph is a ranker
 (`relation_path_retriever` picks it; MetaQA, with no ranker trained, keeps the beam planner).
 
@@ -16,17 +16,29 @@ torch only to serve a graph's own ranker. Training it: `kgdb.pipeline.path_ranke
 from __future__ import annotations
 
 import re
-import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
+from kgdb.cypher.linking import LinkedEntity, Topics
+from kgdb.cypher.path_candidates import RelationPathCandidate, candidate_hops, relation_paths_around
+from kgdb.cypher.tables import graph_fingerprint
+from kgdb.data.composition import Composition, split_composition
+from kgdb.embeddings import get_embedder
 from kgdb.limits import RRP_STEP_SCAN
-from kgdb.models.checkpoints import Checkpoint, CheckpointError, NoCheckpointError, checkpoint_for_graph, find_checkpoint
+from kgdb.models.checkpoints import (
+    Checkpoint,
+    CheckpointError,
+    NoCheckpointError,
+    checkpoint_for_graph,
+    find_checkpoint,
+)
+from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, RelationPath, names_of
+from kgdb.pipeline.planners import encode_question, load_planner, load_relation_model
 from kgdb.protocol import relation_path_text
 
 RANKER = "rrp-ranker"
@@ -76,8 +88,11 @@ class RelationText:
 
     @classmethod
     def of(cls, names: list[str], table) -> "RelationText":
-        tensor = hasattr(table, "detach")  # told apart without importing torch
-        return cls(list(names), np.asarray(table.detach().cpu().numpy() if tensor else table, np.float32))
+        # a torch tensor (a graph's own planner's table) is told apart without importing torch
+        return cls(
+            list(names),
+            np.asarray(table if isinstance(table, np.ndarray) else table.detach().cpu().numpy(), np.float32),
+        )
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -100,9 +115,18 @@ def relation_wording(candidates, best_steps: dict) -> set[str]:
     Chosen on the WebQSP and MetaQA training splits (docs/answering.md, "Linking by answerability")."""
     from kgdb.embeddings import relation_text
 
-    read = {i: _singular(w for relation, _ in steps for w in relation_text(relation).lower().split()) for i, steps in best_steps.items()}
-    return {e.id for e in candidates for other in candidates
-            if other.id in read and not set(e.mention.split()) & set(other.mention.split()) and _singular(e.mention.split()) <= read[other.id]}
+    read = {
+        i: _singular(w for relation, _ in steps for w in relation_text(relation).lower().split())
+        for i, steps in best_steps.items()
+    }
+    return {
+        e.id
+        for e in candidates
+        for other in candidates
+        if other.id in read
+        and not set(e.mention.split()) & set(other.mention.split())
+        and _singular(e.mention.split()) <= read[other.id]
+    }
 
 
 def graph_relations(graph: Graph, settings: Settings) -> RelationText:
@@ -122,38 +146,59 @@ def prefix_score(relations: RelationText, q_emb: np.ndarray) -> Callable[[tuple]
     return lambda steps: max(float(cos[index[r]]) if r in index else -1.0 for r, _ in steps)
 
 
-def candidate_features(relations: RelationText, text: str, q_emb: np.ndarray, topics: list[str], candidates, *, max_hops: int,
-                       planner=None) -> tuple[list, np.ndarray, np.ndarray]:
+def candidate_features(
+    relations: RelationText, text: str, q_emb: np.ndarray, topics: list[str], candidates, *, max_hops: int, planner=None
+) -> tuple[list, np.ndarray, np.ndarray]:
     """(answer-bearing candidates of at most `max_hops` steps, tokens [N, H], dense [N, F]) of one
     question: `PORTABLE_FEATURES`, preceded by `PLANNER_FEATURES` (the log P(γ|q) of the trained
     `planner`, whose relation table `relations` then is) when a planner is given."""
     from kgdb.models.path_ranker_numpy import PLANNER_FEATURES, PORTABLE_FEATURES
-    from kgdb.models.path_tokens import text_features, token_of
 
     index, tset = relations.index, set(topics)
-    kept = [c for c in candidates if answer_ends(c, tset) and len(c.steps) <= max_hops and all(r in index for r, _ in c.steps)]
-    width = max((len(c.steps) for c in kept), default=1)
-    tokens = np.zeros((len(kept), width), np.int64)
+    kept = [
+        c
+        for c in candidates
+        if answer_ends(c, tset) and len(c.steps) <= max_hops and all(r in index for r, _ in c.steps)
+    ]
+    tokens = _step_tokens(kept, index)
+    if not kept:
+        width_f = len(PORTABLE_FEATURES) + (len(PLANNER_FEATURES) if planner is not None else 0)
+        return kept, tokens, np.zeros((0, width_f), np.float32)
+    columns = _planner_columns(planner, text, q_emb, kept, tokens) if planner is not None else []
+    return kept, tokens, np.stack(columns + _portable_columns(relations, q_emb, kept, tset), axis=1).astype(np.float32)
+
+
+def _step_tokens(kept: list, index: dict[str, int]) -> np.ndarray:
+    """[N, H] tokens of the candidates' (relation, direction) steps, 0-padded."""
+    from kgdb.models.path_tokens import token_of
+
+    tokens = np.zeros((len(kept), max((len(c.steps) for c in kept), default=1)), np.int64)
     for i, c in enumerate(kept):
         tokens[i, : len(c.steps)] = [token_of(index[r], d) for r, d in c.steps]
-    columns = []
-    if planner is not None and kept:
-        import torch
+    return tokens
 
-        from kgdb.models.planner import pack_questions
 
-        model = planner.model
-        with torch.no_grad():
-            stop = np.concatenate([tokens, np.zeros((len(kept), 1), np.int64)], axis=1)
-            stop[stop == 0] = -1
-            stop[np.arange(len(kept)), [len(c.steps) for c in kept]] = 0  # STOP after the last step, padding after it
-            q = torch.from_numpy(np.asarray(q_emb, np.float32))[None].expand(len(kept), -1)
-            words, offsets = pack_questions([text_features(text, model.cfg.buckets)] * len(kept))
-            logp = model.log_prob(q, words, offsets, torch.from_numpy(stop)).clamp(min=-50.0).numpy()
-        columns = [logp / 10, (logp - logp.max()) / 10]
-    width_f = len(PORTABLE_FEATURES) + (len(PLANNER_FEATURES) if planner is not None else 0)
-    if not kept:
-        return kept, tokens, np.zeros((0, width_f), np.float32)
+def _planner_columns(planner, text: str, q_emb: np.ndarray, kept: list, tokens: np.ndarray) -> list[np.ndarray]:
+    """`PLANNER_FEATURES`: the trained planner's log P(γ|q) of each candidate, scaled, and its gap to the best."""
+    import torch
+
+    from kgdb.models.path_tokens import text_features
+    from kgdb.models.planner import pack_questions
+
+    model = planner.model
+    with torch.no_grad():
+        stop = np.concatenate([tokens, np.zeros((len(kept), 1), np.int64)], axis=1)
+        stop[stop == 0] = -1
+        stop[np.arange(len(kept)), [len(c.steps) for c in kept]] = 0  # STOP after the last step, padding after it
+        q = torch.from_numpy(np.asarray(q_emb, np.float32))[None].expand(len(kept), -1)
+        words, offsets = pack_questions([text_features(text, model.cfg.buckets)] * len(kept))
+        logp = model.log_prob(q, words, offsets, torch.from_numpy(stop)).clamp(min=-50.0).numpy()
+    return [logp / 10, (logp - logp.max()) / 10]
+
+
+def _portable_columns(relations: RelationText, q_emb: np.ndarray, kept: list, tset: set[str]) -> list[np.ndarray]:
+    """`PORTABLE_FEATURES` of the candidates: question-relation cosines, length, answers, CVT share, topics, reach."""
+    index = relations.index
     qn = np.asarray(q_emb, np.float32) / (np.linalg.norm(q_emb) or 1.0)
     # one dot product per distinct relation, the same one per step as before (a matrix product
     # would change the last bits): thousands of candidates share a few hundred relations
@@ -162,123 +207,243 @@ def candidate_features(relations: RelationText, text: str, q_emb: np.ndarray, to
     n_ans = np.array([len(answer_ends(c, tset)) for c in kept], np.float32)
     hops = np.array([len(c.steps) for c in kept])
     cmax = np.array([max(x) for x in cos], np.float32)
-    dense = np.stack(columns + [
-        cmax, np.array([sum(x) / len(x) for x in cos], np.float32), np.array([x[-1] for x in cos], np.float32),
-        cmax - cmax.max(), hops == 1, hops == 2, hops == 3, np.log1p(n_ans) / 5, n_ans == 1,
+    return [
+        cmax,
+        np.array([sum(x) / len(x) for x in cos], np.float32),
+        np.array([x[-1] for x in cos], np.float32),
+        cmax - cmax.max(),
+        hops == 1,
+        hops == 2,
+        hops == 3,
+        np.log1p(n_ans) / 5,
+        n_ans == 1,
         np.array([len(c.cvt) / max(len(c.ends), 1) for c in kept], np.float32),
         np.array([len(c.topics) / max(len(tset), 1) for c in kept], np.float32),
         np.log1p(np.array([c.reached for c in kept], np.float32)) / 5,
-    ], axis=1).astype(np.float32)
-    return kept, tokens, dense
+    ]
 
 
-class RankedPathPlanner:
+@dataclass
+class _Question:
+    """What one `RankedPathPlanner.plan` call reuses between its steps, dropped when it returns: the
+    question's encodings per topic names (`choose_topic` makes them), its candidates enumerated per
+    topics (another reading ranks the same ones), and the raw scores of the topic `choose_topic` chose
+    (the paths are ranked from them next)."""
+
+    encoded: dict[tuple, tuple[str, np.ndarray]] = field(default_factory=dict)
+    enumerated: dict[tuple, list] = field(default_factory=dict)
+    raw: tuple | None = None  # ((text, topics), kept, raw scores)
+
+
+Ranked = list[tuple[RelationPathCandidate, float]]  # candidates with their probability, best first
+
+
+def _path_text(candidate: RelationPathCandidate) -> str:
+    return relation_path_text(*relations_directions(candidate.steps))
+
+
+def _competing(found: Topics) -> list[LinkedEntity]:
+    """The linked candidates that compete to be the topic (`RankedPathPlanner.choose_topic`)."""
+    candidates: list[LinkedEntity] = []
+    for e in (e for e in found.linked if e.mention):
+        # a word inside a longer mention ("stone" in "philip stone") stays below it, as the linker ranks it
+        if not any(len(c.mention) > len(e.mention) and f" {e.mention} " in f" {c.mention} " for c in candidates):
+            candidates.append(e)
+    return (
+        [e for e in candidates[:TOPIC_CANDIDATES] if e.score >= candidates[0].score - TOPIC_LINK_MARGIN]
+        if candidates
+        else []
+    )
+
+
+def _inner_answers(graph: Graph, inner: RelationPathCandidate, topics: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The entities a composition's description names (at most COMPOSED_ENDS) and their names; literal
+    values are dropped: a date or number has nothing to ask about."""
+    ends = sorted(answer_ends(inner, set(topics)))
+    rows = graph.run("entity_names", ids=ends) if len(ends) <= COMPOSED_ENDS else []
+    names = {r["id"]: r["name"] for r in rows if not r["literal"]}
+    return [e for e in ends if e in names], names
+
+
+class RankedPathPlanner(PathPlanner):
     """`plan()` by ranking every enumerated relation path: the top `beam` with their probability
     under the ranker (softmax over the question's candidates) as the score. `model`: the torch
     `PathRanker` of a graph's own ranker, or the `NumpyPathRanker` a portable one is served by (no
     torch); `planner`: the trained planner whose log P(γ|q) a graph's own ranker reads (None for a
-    portable ranker)."""
+    portable ranker). Its plan holds every candidate's probability (`Plan.scored`, rethinking's S1
+    of the structural reasoner's paths)."""
 
     name = RANKER
 
-    def __init__(self, model, relations: RelationText, embedder, *, planner=None, hops: tuple[int, int] = (2, 3), beam: int = 10,
-                 checkpoint: Checkpoint | None = None, frontier_cap: int = CAP, hub_scan: int | None = None, prefixes: int | None = None,
-                 step_scan: int | None = RRP_STEP_SCAN):
+    def __init__(
+        self,
+        model,
+        relations: RelationText,
+        embedder,
+        *,
+        planner=None,
+        hops: tuple[int, int] = (2, 3),
+        beam: int = 10,
+        checkpoint: Checkpoint | None = None,
+        frontier_cap: int = CAP,
+        hub_scan: int | None = None,
+        prefixes: int | None = None,
+        step_scan: int | None = RRP_STEP_SCAN,
+    ):
         self.model, self.relations, self.embedder, self.planner = model.eval(), relations, embedder, planner
         self.hops, self.beam, self.checkpoint, self.frontier_cap = hops, beam, checkpoint, frontier_cap
         self.hub_scan, self.prefixes, self.step_scan = hub_scan, prefixes, step_scan
-        self.compositions = True  # `compose` reads compositional questions in two steps (benchmarks/compositions.py turns it off to compare)
-        # this thread's last question (eval qa answers several at once with one ranker): its raw
-        # scores, for `plan_encoded` after `choose_topic` and for `path_probability`, the
-        # encodings `choose_topic` made, and its enumerations per topics (`_raw_scores`' reuse)
-        self._last = threading.local()
+        # `compose` reads compositional questions in two steps (benchmarks/compositions.py turns it off to compare)
+        self.compositions = True
 
     def describe(self) -> dict:
         """What enumerated the candidates, recorded next to results (`RelationPathRetriever.describe`)."""
-        return {"candidates": {"hops": list(self.hops), "frontier_cap": self.frontier_cap, "hub_scan": self.hub_scan,
-                               "prefixes": self.prefixes, "step_scan": self.step_scan}}
+        return {
+            "candidates": {
+                "hops": list(self.hops),
+                "frontier_cap": self.frontier_cap,
+                "hub_scan": self.hub_scan,
+                "prefixes": self.prefixes,
+                "step_scan": self.step_scan,
+            }
+        }
 
-    def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
-        from kgdb.pipeline.planners import encode_question
+    def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
+        """Choose the topic by answerability, rank the paths from it, then read a compositional question in
+        two steps."""
+        work = _Question()
+        chosen = self.choose_topic(graph, question, topics, work)
+        if chosen is not topics:
+            names = {e.id: e.name for e in chosen.linked if e.id in chosen.ids}
+        named = names_of(chosen, names)
+        text, emb = self.encode(question, list(named), work)
+        ranked = self.scored(graph, text, emb, chosen.ids, work=work)
+        work.raw, work.encoded = None, {}
+        paths, composed = self.compose(graph, question, chosen.ids, list(named), self.best_paths(ranked), work)
+        return Plan(
+            chosen,
+            named,
+            tuple(paths),
+            text,
+            emb,
+            notes=(composed,) if composed else (),
+            composed=composed,
+            scored=tuple(ranked),
+        )
 
-        made = getattr(self._last, "encoded", {}).get((question, tuple(topic_names)))
+    def best_paths(self, ranked: Ranked) -> list[PlannedPath]:
+        """The first `beam` ranked candidates as planned paths, their probability the score."""
+        out = []
+        for c, p in ranked[: self.beam]:
+            relations, directions = relations_directions(c.steps)
+            out.append(PlannedPath(relations, p, directions))
+        return out
+
+    def path_probability(self, plan: Plan, paths: list[RelationPath]) -> list[float]:
+        """The ranker's probability of given relation paths among the plan's candidates; 0 for a path not among them."""
+        seen = {relations_directions(c.steps): p for c, p in plan.scored}
+        return [seen.get(tuple(p), 0.0) for p in paths]
+
+    def encode(self, question: str, topic_names: list[str], work: _Question | None = None) -> tuple[str, np.ndarray]:
+        made = work.encoded.get((question, tuple(topic_names))) if work is not None else None
         return made if made is not None else encode_question(self.embedder, question, topic_names)
 
-    def choose_topic(self, graph: Graph, question: str, found):
-        """`found` (kgdb.cypher.linking.Topics linked from the text) with its topic chosen by
-        answerability: among the first TOPIC_CANDIDATES mentioned candidates (none of them a word
-        inside another's longer mention) within TOPIC_LINK_MARGIN of the best link score, the one
-        whose link score + TOPIC_PATH_WEIGHT x the best raw score the ranker gives a relation path
-        from it is highest (ties: link order). A namesake or a generic word ("Time" in "when was the
-        last time the knicks won") has no path the question asks for; the entity it is about has one.
-        A candidate linked from words that another's best path reads (`relation_wording`) does not
-        compete."""
-        if found.source != "linked":
-            return found
-        candidates: list = []
-        for e in (e for e in found.linked if e.mention):
-            # a word inside a longer mention ("stone" in "philip stone") stays below it, as the linker ranks it
-            if not any(len(c.mention) > len(e.mention) and f" {e.mention} " in f" {c.mention} " for c in candidates):
-                candidates.append(e)
-        candidates = [e for e in candidates[:TOPIC_CANDIDATES] if e.score >= candidates[0].score - TOPIC_LINK_MARGIN] if candidates else []
+    def choose_topic(self, graph: Graph, question: str, found: Topics, work: _Question | None = None) -> Topics:
+        """`found` (topics linked from the text) with its topic chosen by answerability: among the
+        first TOPIC_CANDIDATES mentioned candidates (none of them a word inside another's longer
+        mention) within TOPIC_LINK_MARGIN of the best link score, the one whose link score +
+        TOPIC_PATH_WEIGHT x the best raw score the ranker gives a relation path from it is highest
+        (ties: link order). A namesake or a generic word ("Time" in "when was the last time the knicks
+        won") has no path the question asks for; the entity it is about has one. A candidate linked
+        from words that another's best path reads (`relation_wording`) does not compete. `work` keeps
+        the encodings, enumerations and the chosen topic's raw scores for the rest of the plan."""
+        candidates = _competing(found) if found.source == "linked" else []
         if len(candidates) < 2:
             return found
-        self._last.encoded, self._last.enumerated, ranked = {}, {}, {}
+        work = _Question() if work is None else work
+        ranked = {}
         for e in candidates:
-            text, emb = self._last.encoded[(question, (e.name,))] = self.encode(question, [e.name])
-            ranked[e.id] = (text, *self._raw_scores(graph, text, emb, [e.id]))
+            text, emb = work.encoded[(question, (e.name,))] = self.encode(question, [e.name], work)
+            ranked[e.id] = (text, *self._raw_scores(graph, text, emb, [e.id], work=work))
 
         def total(e) -> float:
             scores = ranked[e.id][2]
             return e.score + (TOPIC_PATH_WEIGHT * float(scores.max()) if len(scores) else -1e9)  # no path: last
 
-        wording = relation_wording(candidates, {i: r[1][int(np.argmax(r[2]))].steps for i, r in ranked.items() if len(r[2])})
+        wording = relation_wording(
+            candidates, {i: r[1][int(np.argmax(r[2]))].steps for i, r in ranked.items() if len(r[2])}
+        )
         best = max([e for e in candidates if e.id not in wording] or candidates, key=total)
         text, kept, scores = ranked[best.id]
-        self._last.raw = ((text, (best.id,)), kept, scores)  # what plan_encoded will ask for next
+        work.raw = ((text, (best.id,)), kept, scores)  # what `plan` ranks next
         return replace(found, ids=[best.id])
 
-    def _raw_scores(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str], *, reuse: bool = False) -> tuple[list, np.ndarray]:
+    def _raw_scores(
+        self,
+        graph: Graph,
+        text: str,
+        q_emb: np.ndarray,
+        topics: list[str],
+        *,
+        reuse: bool = False,
+        work: _Question | None = None,
+    ) -> tuple[list, np.ndarray]:
         """The answer-bearing candidate paths around `topics` and the ranker's raw score of each.
         `reuse`: rank the candidates this question first enumerated around the same topics (for the
         whole question's text) instead of enumerating them again for another reading of it."""
-        from kgdb.cypher.path_candidates import relation_paths_around
         from kgdb.models.path_ranker_numpy import NumpyPathRanker
         from kgdb.models.path_tokens import text_features
 
-        last = getattr(self._last, "raw", None)
-        if last is not None and last[0] == (text, tuple(topics)):
-            return last[1], last[2]
-        enumerated = getattr(self._last, "enumerated", {})
-        if reuse and tuple(topics) in enumerated:
-            candidates = enumerated[tuple(topics)]
+        work = _Question() if work is None else work
+        if work.raw is not None and work.raw[0] == (text, tuple(topics)):
+            return work.raw[1], work.raw[2]
+        if reuse and tuple(topics) in work.enumerated:
+            candidates = work.enumerated[tuple(topics)]
         else:
-            candidates = relation_paths_around(graph, topics, max_hops=self.hops[0], cvt_hops=self.hops[1], cap=self.frontier_cap,
-                                               hub_scan=self.hub_scan, prefixes=self.prefixes, step_scan=self.step_scan,
-                                               prefix_score=prefix_score(self.relations, q_emb))
-            enumerated.setdefault(tuple(topics), candidates)
-        kept, tokens, dense = candidate_features(self.relations, text, q_emb, topics, candidates, max_hops=self.model.cfg.max_hops,
-                                                 planner=self.planner)
+            candidates = relation_paths_around(
+                graph,
+                topics,
+                max_hops=self.hops[0],
+                cvt_hops=self.hops[1],
+                cap=self.frontier_cap,
+                hub_scan=self.hub_scan,
+                prefixes=self.prefixes,
+                step_scan=self.step_scan,
+                prefix_score=prefix_score(self.relations, q_emb),
+            )
+            work.enumerated.setdefault(tuple(topics), candidates)
+        kept, tokens, dense = candidate_features(
+            self.relations, text, q_emb, topics, candidates, max_hops=self.model.cfg.max_hops, planner=self.planner
+        )
         if not kept:
             return [], np.zeros(0, np.float32)
         words = text_features(text, self.model.cfg.buckets)
         if isinstance(self.model, NumpyPathRanker):
             from kgdb.blas import blas_threads
 
-            with blas_threads(1):  # one question: latency-bound, where extra BLAS threads only spin-wait on a busy machine
+            with blas_threads(
+                1
+            ):  # one question: latency-bound, where extra BLAS threads only spin-wait on a busy machine
                 return kept, self.model.scores(q_emb, words, tokens, dense)
         from kgdb.training.path_ranker import RankerExample, rank_scores
 
         none = np.zeros(len(kept), np.float32)
-        return kept, rank_scores(self.model, RankerExample("", np.asarray(q_emb, np.float32), words, tokens, dense, none.astype(bool), none, none))
+        return kept, rank_scores(
+            self.model,
+            RankerExample("", np.asarray(q_emb, np.float32), words, tokens, dense, none.astype(bool), none, none),
+        )
 
-    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]):
-        plans = self.plan_encoded(graph, *self.encode(question, topic_names), topics)
-        return self.compose(graph, question, topics, topic_names, plans)[0]
-
-    def compose(self, graph: Graph, question: str, topics: list[str], topic_names: list[str], plans: list) -> tuple[list, str | None]:
-        """`plans` (this thread's last `plan_encoded`) read as a composition where the question describes
-        its answer's subject through the topic (`kgdb.data.composition`: "where was [the director of
+    def compose(
+        self,
+        graph: Graph,
+        question: str,
+        topics: list[str],
+        topic_names: list[str],
+        plans: list[PlannedPath],
+        work: _Question | None = None,
+    ) -> tuple[list[PlannedPath], str | None]:
+        """`plans` (the whole question's) read as a composition where the question describes its
+        answer's subject through the topic (`kgdb.data.composition`: "where was [the director of
         avatar] born?"), and a note saying so; else `plans` unchanged and None.
 
         The reading applies only when the whole question's best path has a description's shape (one
@@ -294,58 +459,96 @@ class RankedPathPlanner:
         WebQSP and MetaQA training splits and two hand-written compositional dev sets (the default data;
         the distractor graph for the shape rule); the apposition rule after a look at WebQSP test
         (docs/answering.md, "Compositional questions")."""
-        from kgdb.data.composition import split_composition
-        from kgdb.pipeline.planners import PlannedPath
-
-        composition = split_composition(question, topic_names[0]) if self.compositions and len(topics) == 1 and plans else None
+        composition = (
+            split_composition(question, topic_names[0]) if self.compositions and len(topics) == 1 and plans else None
+        )
         if composition is None:
             return plans, None
+        work = _Question() if work is None else work
+        inner, describes = self._descriptions(graph, composition, topics, topic_names, work)
+        best_steps = tuple(zip(plans[0].relations, plans[0].directions))
+        if (
+            not inner
+            or not describes(best_steps)
+            or self._apposition(graph, composition, topics, topic_names, best_steps, work)
+        ):
+            return plans, None
+        ends, names = _inner_answers(graph, inner[0], topics)
+        if not ends:
+            return plans, None
+        text, emb = self.encode(composition.outer(names[ends[0]].lower()), [names[e] for e in ends], work)
+        outer = self.scored(graph, text, emb, ends, work=work)
+        if not outer:
+            return plans, None
+        return self._composed(plans, composition, inner[0], outer[0], [names[e] for e in ends])
+
+    def _descriptions(
+        self, graph: Graph, composition: Composition, topics: list[str], topic_names: list[str], work: _Question
+    ) -> tuple[list, Callable[[tuple], bool]]:
+        """The inner question's ranked candidates that have a description's shape (one hop, or two
+        through a CVT node), and that shape as a test of steps."""
         # the description and the outer words asked of the topic are read over the whole question's
         # candidates: enumerating them again with each reading's own prefixes gave the same answers on
         # the training splits and dev sets, at a seventh more time per question on a 50M-triple graph
-        text, emb = self.encode(composition.inner, topic_names)
+        text, emb = self.encode(composition.inner, topic_names, work)
         # a description names an entity, never a value ("the author of war and peace" is not its date of publication)
-        inner = self._without_values(graph, self.scored(graph, text, emb, topics, reuse=True), topics)
+        inner = self._without_values(graph, self.scored(graph, text, emb, topics, reuse=True, work=work), topics)
         one_hop = {c.steps: c for c, _ in inner if len(c.steps) == 1}
 
-        def describes(steps) -> bool:  # a description's shape: one hop, or two through a CVT node
+        def describes(steps) -> bool:
             return len(steps) == 1 or (len(steps) == 2 and steps[:1] in one_hop and bool(one_hop[steps[:1]].cvt))
 
-        inner = [c for c, _ in inner if describes(c.steps)]
+        return [c for c, _ in inner if describes(c.steps)], describes
+
+    def _apposition(
+        self,
+        graph: Graph,
+        composition: Composition,
+        topics: list[str],
+        topic_names: list[str],
+        best_steps: tuple,
+        work: _Question,
+    ) -> bool:
+        """Whether the whole question's best path also answers the outer words asked of the topic itself:
+        then the description adds nothing ("what timezone is [the state of michigan]?" asks Michigan's)."""
+        text, emb = self.encode(composition.outer(topic_names[0].lower()), topic_names, work)
+        at_topic = self.scored(graph, text, emb, topics, reuse=True, work=work)
+        return bool(at_topic) and tuple(at_topic[0][0].steps) == best_steps
+
+    def _composed(
+        self,
+        plans: list[PlannedPath],
+        composition: Composition,
+        inner: RelationPathCandidate,
+        outer: tuple[RelationPathCandidate, float],
+        ends: list[str],
+    ) -> tuple[list[PlannedPath], str]:
+        """The composed path first with the best path's score, then the best path with score × (1 - the
+        outer path's probability) and the other plans; and the note saying so (`ends`: the inner answers' names)."""
+        last, p_outer = outer
         best = plans[0]
-        best_steps = tuple(zip(best.relations, best.directions))
-        if not inner or not describes(best_steps):
-            return plans, None
-        # the outer words asked of the topic itself: if the best path still answers them, the description
-        # adds nothing (an apposition: "what timezone is [the state of michigan]?" asks Michigan's)
-        text, emb = self.encode(composition.outer.format(topic_names[0].lower()), topic_names)
-        at_topic = self.scored(graph, text, emb, topics, reuse=True)
-        if at_topic and tuple(at_topic[0][0].steps) == best_steps:
-            return plans, None
-        ends = sorted(answer_ends(inner[0], set(topics)))
-        rows = graph.run("entity_names", ids=ends) if len(ends) <= COMPOSED_ENDS else []
-        names = {r["id"]: r["name"] for r in rows if not r["literal"]}  # a date or number has nothing to ask about
-        ends = [e for e in ends if e in names]
-        if not ends:
-            return plans, None
-        text, emb = self.encode(composition.outer.format(names[ends[0]].lower()), [names[e] for e in ends])
-        outer = self.scored(graph, text, emb, ends)
-        if not outer:
-            return plans, None
-        last, p_outer = outer[0]
-        steps = inner[0].steps + last.steps
-        relations, directions = relations_directions(steps)
-        composed = PlannedPath(relations, best.score, directions)
+        relations, directions = relations_directions(inner.steps + last.steps)
         others = [p for p in plans[1:] if (p.relations, p.directions) != (relations, directions)]
         rest = sorted([replace(best, score=best.score * (1.0 - p_outer))] + others, key=lambda p: -p.score)
-        shown = ", ".join(names[e] for e in ends[:3]) + (f" and {len(ends) - 3} more" if len(ends) > 3 else "")
-        note = (f"read as a composition: {composition.phrase!r} is {shown} ({relation_path_text(*relations_directions(inner[0].steps))}), "
-                f"then {composition.outer.format('…')!r} from there ({relation_path_text(*relations_directions(last.steps))}, {p_outer:.3g})")
-        return [composed] + rest[: self.beam - 1], note
+        shown = ", ".join(ends[:3]) + (f" and {len(ends) - 3} more" if len(ends) > 3 else "")
+        note = (
+            f"read as a composition: {composition.phrase!r} is {shown} ({_path_text(inner)}), "
+            f"then {composition.outer('…')!r} from there ({_path_text(last)}, {p_outer:.3g})"
+        )
+        return [PlannedPath(relations, best.score, directions)] + rest[: self.beam - 1], note
 
-    def scored(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str], *, reuse: bool = False) -> list[tuple[object, float]]:
+    def scored(
+        self,
+        graph: Graph,
+        text: str,
+        q_emb: np.ndarray,
+        topics: list[str],
+        *,
+        reuse: bool = False,
+        work: _Question | None = None,
+    ) -> Ranked:
         """Every answer-bearing candidate path with its probability, best first (`reuse`: `_raw_scores`)."""
-        kept, s = self._raw_scores(graph, text, q_emb, topics, reuse=reuse)
+        kept, s = self._raw_scores(graph, text, q_emb, topics, reuse=reuse, work=work)
         if not kept:
             return []
         p = np.exp(s - s.max())
@@ -354,7 +557,9 @@ class RankedPathPlanner:
         ranked = [(kept[i], float(p[i])) for i in order]
         return self._without_values(graph, ranked, topics) if asks_for_an_entity(text) else ranked
 
-    def _without_values(self, graph: Graph, ranked: list[tuple[object, float]], topics: list[str]) -> list[tuple[object, float]]:
+    def _without_values(
+        self, graph: Graph, ranked: list[tuple[object, float]], topics: list[str]
+    ) -> list[tuple[object, float]]:
         """`ranked` (a where / who question's, a description's) without the paths among its first `beam`
         whose answers are all literal values, the others' probabilities renormalised; unchanged when every
         one of the first `beam` answers with values (the graph has nothing else to say)."""
@@ -372,36 +577,14 @@ class RankedPathPlanner:
         total = sum(p for _, p in kept)
         return [(c, p / total) for c, p in kept]
 
-    def plan_encoded(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]):
-        from kgdb.pipeline.planners import PlannedPath
 
-        if getattr(self._last, "raw", None) is None:  # a question `choose_topic` did not start
-            self._last.enumerated = {}
-        ranked = self.scored(graph, text, q_emb, topics)
-        self._last.question, self._last.raw, self._last.encoded = (text, ranked), None, {}
-        plans = []
-        for c, p in ranked[: self.beam]:
-            relations, directions = relations_directions(c.steps)
-            plans.append(PlannedPath(relations, p, directions))
-        return plans
-
-    def path_probability(self, text: str, q_emb: np.ndarray, paths: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> list[float]:
-        """The ranker's probability of given relation paths among the last question's candidates (the
-        structural reasoner's traced paths, for rethinking's S1); 0 for a path not among them."""
-        last_text, ranked = getattr(self._last, "question", ("", []))
-        seen = {relations_directions(c.steps): p for c, p in ranked} if last_text == text else {}
-        return [seen.get(tuple(p), 0.0) for p in paths]
-
-
-def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int | None = None) -> RankedPathPlanner | None:
+def load_ranker(
+    graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int | None = None
+) -> RankedPathPlanner | None:
     """The ranker: the named checkpoint (a name or a folder) if it is one (None when it names another
     kind, e.g. a planner), else the newest ranker trained on this graph, else None. A portable
     ranker reads the connected graph's relation table; a graph's own ranker, its planner's."""
-    from kgdb.cypher.path_candidates import candidate_hops
-    from kgdb.cypher.tables import graph_fingerprint
-    from kgdb.embeddings import get_embedder
     from kgdb.models.path_ranker_numpy import NumpyPathRanker, RankerConfig
-    from kgdb.pipeline.planners import load_planner, load_relation_model
 
     if checkpoint:
         found = find_checkpoint(checkpoint, settings.checkpoints_dir)
@@ -427,14 +610,29 @@ def load_ranker(graph: Graph, settings: Settings, checkpoint: str | None = None,
     portable = bool((found.config.get("model") or {}).get("portable"))
     model, ckpt = load_relation_model(graph, settings, str(found.path), RANKER, build, "--checkpoint", arrays=portable)
     tuned = ckpt.config.get("rethinking") or {}
-    common = {"hops": candidate_hops(graph), "beam": beam or int(tuned.get("beam", 10)), "checkpoint": ckpt,
-              "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes, "step_scan": settings.rrp_step_scan}
+    common = {
+        "hops": candidate_hops(graph),
+        "beam": beam or int(tuned.get("beam", 10)),
+        "checkpoint": ckpt,
+        "hub_scan": settings.fetch_hub_scan,
+        "prefixes": settings.rrp_prefixes,
+        "step_scan": settings.rrp_step_scan,
+    }
     if model.cfg.portable:
-        embedder = get_embedder(ckpt.config.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
+        embedder = get_embedder(
+            ckpt.config.get("embedding_model") or settings.embedding_model,
+            settings.device,
+            settings.embedding_batch_size,
+        )
         return RankedPathPlanner(model, relations[0], embedder, **common)
     planner = load_planner(graph, settings, ckpt.config.get("planner"))
-    return RankedPathPlanner(model, RelationText.of(planner.relation_names, planner.model.relation_emb), planner.embedder, planner=planner,
-                             **common)
+    return RankedPathPlanner(
+        model,
+        RelationText.of(planner.relation_names, planner.model.relation_emb),
+        planner.embedder,
+        planner=planner,
+        **common,
+    )
 
 
 def shipped_ranker(graph: Graph, settings: Settings, *, beam: int | None = None) -> RankedPathPlanner | None:

@@ -1,32 +1,26 @@
 """Relation-path planners: what proposes the relation paths a question's answers lie at the end of,
 before Cypher grounds them. `CosinePathPlanner` is the untrained baseline (a beam over the question's
 cosine with relation texts), `TrainedPathPlanner` RRP's trained planner (`kgdb train rrp-planner`)
-with graph-constrained decoding; both answer `plan()`. The path ranker
-(`kgdb.pipeline.path_ranker.RankedPathPlanner`) answers it too."""
+with graph-constrained decoding; both are `kgdb.pipeline.plan.PathPlanner`s. The path ranker
+(`kgdb.pipeline.path_ranker.RankedPathPlanner`) and the LLM planner (`kgdb.qa.llm_planner`) are too."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
+from kgdb.cypher.linking import Topics, strip_mentions
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError
 from kgdb.limits import RRP_STEP_SCAN
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, check_compatible, checkpoint_for_graph, find_checkpoint
+from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, RelationPath, names_of
 
 if TYPE_CHECKING:
     import torch  # imported where a trained planner runs: answering with the portable ranker needs none
-
-
-@dataclass(frozen=True)
-class PlannedPath:
-    relations: tuple[str, ...]
-    score: float
-    directions: tuple[int, ...] = ()  # +1 / -1 per relation; empty = either direction
 
 
 def walk(anchor: str, triples) -> tuple[list[str], list[int]]:
@@ -39,17 +33,22 @@ def walk(anchor: str, triples) -> tuple[list[str], list[int]]:
     return nodes, dirs
 
 
-class CosinePathPlanner:
+class CosinePathPlanner(PathPlanner):
     """Beam search over relation sequences leaving the topic entities, scored by the cosine of the
     question (topic names removed) and the relation-path text. Untrained: the baseline a trained
-    planner (RRP) replaces through the same `plan()` call."""
+    planner (RRP) replaces through the same `plan()` call. Its plan reads the whole question (the
+    structural reasoner too)."""
 
     name = "cosine"
 
     def __init__(self, embedder, *, max_hops: int = 2, beam: int = 5, ground_cap: int = 200):
         self.embedder, self.max_hops, self.beam, self.ground_cap = embedder, max_hops, beam, ground_cap
 
-    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
+    def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
+        named = names_of(topics, names)
+        return Plan(topics, named, tuple(self.paths(graph, question, topics.ids, list(named))), question)
+
+    def paths(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
         from kgdb.cypher.paths import ground_relation_path, relations_around
         from kgdb.embeddings import relation_text
 
@@ -76,14 +75,12 @@ PLANNER = "rrp-planner"
 
 def encode_question(embedder, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
     """The question a planner or ranker reads: without the topic names, and its sentence embedding."""
-    from kgdb.cypher.linking import strip_mentions
-
     text = strip_mentions(question, topic_names)
     return text, embedder.encode([text])[0]
 
 
-class TrainedPathPlanner:
-    """`plan()` with a trained `kgdb.models.planner.PathPlanner`: beam search over (relation,
+class TrainedPathPlanner(PathPlanner):
+    """`plan()` with a trained `kgdb.models.planner.PathDecoder`: beam search over (relation,
     direction) steps given the question (topic names removed); scores are path probabilities."""
 
     name = PLANNER
@@ -139,11 +136,19 @@ class TrainedPathPlanner:
     def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
         return encode_question(self.embedder, question, topic_names)
 
-    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
-        return self.plan_encoded(graph, *self.encode(question, topic_names), topics)
+    def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
+        named = names_of(topics, names)
+        text, emb = self.encode(question, list(named))
+        return Plan(topics, named, tuple(self.plan_encoded(graph, text, emb, topics.ids)), text, emb)
 
-    def path_probability(self, text: str, q_emb: np.ndarray, paths: list[tuple[tuple[str, ...], tuple[int, ...]]]) -> list[float]:
+    def path_probability(self, plan: Plan, paths: list[RelationPath]) -> list[float]:
         """P(γ | q) of given relation paths (teacher-forced); 0 for a path naming an unknown relation."""
+        text = plan.text
+        q_emb = plan.text_emb if plan.text_emb is not None else self.embedder.encode([text])[0]
+        return self.probability(text, q_emb, paths)
+
+    def probability(self, text: str, q_emb: np.ndarray, paths: list[RelationPath]) -> list[float]:
+        """`path_probability` of the question read as `text` with vector `q_emb`."""
         import torch
 
         from kgdb.models.path_tokens import text_features, token_of
@@ -210,19 +215,19 @@ def save_relation_model(out, model, kind: str, config: dict) -> None:
     from safetensors.torch import save_file
 
     from kgdb.config import dump_json
-    from kgdb.models.checkpoints import CONFIG, WEIGHTS
+    from kgdb.models.checkpoints import CONFIG, WEIGHTS, kgdb_version
 
     out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS), metadata={"retriever": kind})
-    dump_json({"retriever": kind, "model": model.cfg.to_json(), **config}, out / CONFIG)
+    dump_json({"retriever": kind, "kgdb_version": kgdb_version(), "model": model.cfg.to_json(), **config}, out / CONFIG)
 
 
 def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int = 3, constrained: bool = True) -> TrainedPathPlanner:
     """The named planner checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
     def build(cfg: dict, state: dict):
-        from kgdb.models.planner import PathPlanner, PlannerConfig  # torch, once a checkpoint was found
+        from kgdb.models.planner import PathDecoder, PlannerConfig  # torch, once a checkpoint was found
 
-        return PathPlanner(PlannerConfig(**cfg), state["relation_emb"])
+        return PathDecoder(PlannerConfig(**cfg), state["relation_emb"])
 
     model, ckpt = load_relation_model(graph, settings, checkpoint, PLANNER, build, "--checkpoint")
     cfg = ckpt.config

@@ -21,15 +21,14 @@ from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.cypher import fetching
 from kgdb.cypher.linking import Topics, question_topics, resolve_each
-from kgdb.cypher.tables import graph_fingerprint
 from kgdb.cypher.writeback import write_scores
 from kgdb.errors import InputError, KgdbError
 from kgdb.limits import DEFAULT_CAP
-from kgdb.models.checkpoints import Checkpoint, check_compatible, checkpoint_for_graph, find_checkpoint, load_model
-from kgdb.models.builtin import TRAINABLE_BUILTINS
+from kgdb.models.checkpoints import Checkpoint, check_compatible, load_model
 from kgdb.models.default import SHIPPED_FOLDER
 from kgdb.models.numpy_scoring import numpy_scorer
-from kgdb.pipeline.vectors import EntityRowCache, EntityVectors, entity_vectors, with_local_entities
+from kgdb.pipeline.model_choice import GraphFacts, choose_retriever_model
+from kgdb.pipeline.vectors import EntityRowCache, EntityVectors, entity_vectors, trained_on_this_data, with_local_entities
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
 from kgdb.subgraph import Subgraph
@@ -57,8 +56,10 @@ class RetrievePipeline:
     subgraph's entity rows not cached yet (`kgdb.pipeline.vectors`: vectors a lazy load left out are
     filled on the way) and one write-back statement per question. `hops`/`cap` default to those the
     checkpoint was trained with, or to the cap chosen for it on validation (`fetch.inference_cap`),
-    else 2 hops and the fetch's default cap. A trainable retriever without a checkpoint
-    raises `kgdb.models.checkpoints.NoCheckpointError`.
+    else 2 hops and the fetch's default cap. `checkpoint`: a `Checkpoint` already chosen
+    (`kgdb.pipeline.model_choice`, as the answering policy and `kgdb retrieve` do), a name or
+    folder, or None for the newest trained on this graph; a trainable retriever without one raises
+    `kgdb.models.checkpoints.NoCheckpointError`.
     """
 
     def __init__(
@@ -66,7 +67,7 @@ class RetrievePipeline:
         graph: Graph,
         settings: Settings,
         retriever: str = "subgraphrag",
-        checkpoint: str | None = None,
+        checkpoint: str | Checkpoint | None = None,
         k: int = 100,
         hops: int | None = None,
         cap: int | None = None,
@@ -74,19 +75,20 @@ class RetrievePipeline:
         link_top: int = 1,
         threads: int | None = 1,
         inference: dict | None = None,
+        note: str | None = None,
     ):
         """`inference`: values of the model's `inference_settings` (e.g. RAPL's `max_triples`) that
-        replace the checkpoint's."""
+        replace the checkpoint's. `note`: told with every retrieval (why a stand-in model answers)."""
         if k < 1:
             raise InputError(f"must be positive, got {k}", path="--k")
         self.graph, self.settings = graph, settings
         self.k, self.write, self.link_top, self.threads = k, write, link_top, threads
-        self.notes: list[str] = []
-        ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else None
-        if ckpt is None and retriever in TRAINABLE_BUILTINS:
-            # The typed NoCheckpointError before torch is imported: a cold ask then falls back without torch.
-            ckpt = checkpoint_for_graph(settings.checkpoints_dir, retriever, graph_fingerprint(graph)[0])
-        self.checkpoint: Checkpoint | None = ckpt
+        self.notes: list[str] = [note] if note else []
+        self.note = note
+        if not isinstance(checkpoint, Checkpoint):  # the one checkpoint rule, before torch is imported
+            checkpoint = choose_retriever_model(GraphFacts.of(graph), settings, retriever, checkpoint).checkpoint
+        self.checkpoint: Checkpoint | None = checkpoint
+        ckpt = checkpoint
         # Featurise + score hold this: the entity row cache grows and the model's projections follow
         # it, so threads sharing a pipeline (`eval qa --concurrency`) take turns; fetches stay parallel.
         self._scoring = threading.Lock()
@@ -103,15 +105,12 @@ class RetrievePipeline:
         from kgdb.models import registry
         from kgdb.models.base import resolve_device
 
-        cls = registry.get(retriever)
         self.device = resolve_device(settings.device)
         if threads and self.device == "cpu":
             # Scoring one question is latency-bound small ops: extra intra-op threads only
             # spin-wait, which on a shared 2-core machine costs 10-100x at the p95.
             torch.set_num_threads(threads)
         self._open_vectors()
-        if self.checkpoint is None and cls.trainable:
-            self.checkpoint = checkpoint_for_graph(settings.checkpoints_dir, retriever, self.vectors.fingerprint)
         self.model: Retriever = registry.with_inference_settings(self._load_model(retriever), inference or {})
         self.inference = {k: getattr(self.model.cfg, k) for k in inference or {}}  # typed, for the results file
         self.rows = EntityRowCache(self.vectors, self.device)  # the entity rows questions touched, projected once
@@ -152,11 +151,11 @@ class RetrievePipeline:
                 f"checkpoint {self.checkpoint.name} holds a {cfg.get('retriever')} model, not {retriever}", path="--checkpoint"
             )
         check_compatible(self.checkpoint, self.embedding_model, self.vectors.dim)
-        trained_on = cfg.get("graph_fingerprint")
-        if trained_on and trained_on != self.vectors.fingerprint:
+        if trained_on_this_data(cfg, self.vectors.fingerprint, self.vectors.data_fingerprint) is False:
             note = (
                 f"checkpoint {self.checkpoint.name} was trained on another graph "
-                f"({cfg.get('dataset', '?')}, fingerprint {trained_on[:12]}), not this one ({self.vectors.fingerprint[:12]})"
+                f"({cfg.get('dataset', '?')}, fingerprint {cfg.get('graph_fingerprint', '?')[:12]}), "
+                f"not this one ({self.vectors.fingerprint[:12]})"
             )
             self.notes.append(note)
             if self.checkpoint.path.parent != SHIPPED_FOLDER:  # a shipped default is meant for other graphs
@@ -209,9 +208,11 @@ class RetrievePipeline:
         return list(dict.fromkeys(resolve_each(self.graph, keys).values()))
 
     def retrieve(
-        self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None
+        self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None,
+        run: str | None = None,
     ) -> Retrieval:
-        """One question: topics (given or linked), fetch, score, keep the top K, write back."""
+        """One question: topics (given or linked), fetch, score, keep the top K, write back (as run `run`,
+        replacing it when it exists: a resumed evaluation never leaves a second run of one question)."""
         fetched = self._fetch(question, topics, qid, q_emb)
         with self._scoring:
             t = time.perf_counter()
@@ -220,7 +221,7 @@ class RetrievePipeline:
             t = time.perf_counter()
             scores, fetched.paths = self._score_paths(x)
             fetched.timings["score"] = _ms(t)
-        return self._finish(fetched, scores[0])
+        return self._finish(fetched, scores[0], run)
 
     def run_batch(self, questions: list[QuestionInput], batch_size: int = 16) -> Iterator[Retrieval | KgdbError]:
         """Yield one result (or the KgdbError) per question, in order.
@@ -326,7 +327,7 @@ class RetrievePipeline:
         """Scores of every triple of one fetched subgraph (no write-back)."""
         return self._score(self._features([(sg, q_emb)]))[0]
 
-    def _finish(self, f: "_Fetched", scores: np.ndarray) -> Retrieval:
+    def _finish(self, f: "_Fetched", scores: np.ndarray, run_id: str | None = None) -> Retrieval:
         sg = f.subgraph
         # A path retriever passes the triples on its kept paths (an adaptive number), not K.
         k = self.k
@@ -338,14 +339,14 @@ class RetrievePipeline:
         t = time.perf_counter()
         run = None
         if self.write and sg.num_triples:
-            run = write_scores(self.graph, sg, scores, self.name, k)
+            run = write_scores(self.graph, sg, scores, self.name, k, run=run_id)
         f.timings["write"] = _ms(t)
         ids = sg.entity_ids
         top = [
             ScoredTriple(rank, *sg.triple(i), float(scores[i]), ids[sg.head[i]], ids[sg.tail[i]], int(i))
             for rank, i in enumerate(order.tolist(), start=1)
         ]
-        notes = [n for n in [f.topics.note()] if n]
+        notes = [n for n in [self.note, f.topics.note()] if n]
         return Retrieval(
             question=f.question,
             qid=f.qid,

@@ -1,12 +1,12 @@
-"""RRP's structural reasoner on a graph: training examples from the database's triples, training
-and the checkpoint, loading it, and running it over the triples a question's planned relation
-paths grounded to (`StructuralRunner`, used by `RelationPathRetriever`)."""
+"""RRP's structural reasoner on a graph: training examples from the database's triples, training and the
+checkpoint, and tuning rethinking (λ1, θ, the mode, the closeness weight) on val with the retriever that
+answers. Loading and running it: `kgdb.pipeline.structural_runner`; the rules tuned:
+`kgdb.pipeline.answering_rules`."""
 
 from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -17,8 +17,15 @@ from kgdb.cypher import Graph
 from kgdb.errors import InputError, KgdbError
 from kgdb.heap import freeze_loaded
 from kgdb.models.checkpoints import Checkpoint, find_checkpoint
+from kgdb.pipeline.answer_closeness import answering_config, weight_grid
+from kgdb.pipeline.answering_rules import ABLATIONS, QuestionPaths, answers_of, chosen_mode, score_mode
+from kgdb.pipeline.relation_paths import relation_path_retriever
+from kgdb.pipeline.structural_runner import STRUCTURAL
 
-STRUCTURAL = "rrp-structural"
+# imported from here by the CLI, benchmarks and reports: the rules live in `answering_rules`
+__all__ = ["ABLATIONS", "STRUCTURAL", "QuestionPaths", "answers_of", "chosen_mode", "gather_questions", "score_mode", "structural_examples",
+           "train_structural", "tune_and_store", "tune_answering", "tune_rethinking"]
+
 DISTRACTORS = 4  # near misses of the labelled relation paths grounded beside them (a planner beam's wrong paths)
 GROUND_CAP = 200  # frontier entities per hop, as `relation_path_retriever` grounds
 
@@ -116,6 +123,7 @@ def train_structural(
             "embedding_model": model_name,
             "embedding_dim": tables.dim,
             "graph_fingerprint": fingerprint,
+            "graph_data": vocab.graph_data,
             "dataset": datasets,
             "questions": [str(p) for p in questions],
             "train": {**cfg.__dict__, "threads": threads, "max_val": max_val},
@@ -130,82 +138,8 @@ def train_structural(
     return find_checkpoint(str(out), settings.checkpoints_dir), result
 
 
-@dataclass
-class StructuralOutput:
-    probability: dict[str, float]  # entity id -> P^n / max over non-topic entities
-    paths: list[tuple[list[str], list[str], list[int]]]  # traced back: entity ids, relation names, directions
-
-
-class StructuralRunner:
-    """A trained structural reasoner over the triples of one question's grounded relation paths."""
-
-    def __init__(self, model, relation_names: list[str], checkpoint: Checkpoint | None = None, top: int = 10):
-        self.model, self.relation_names, self.checkpoint, self.top = model.eval(), relation_names, checkpoint, top
-        self.relation_index = {r: i for i, r in enumerate(relation_names)}
-
-    def run(self, text: str, q_emb: np.ndarray, topics: list[str], triples: list[tuple], skip: set[str]) -> StructuralOutput:
-        """`triples`: (element id, head id, relation, tail id); `skip`: entities never answers (CVT)."""
-        import torch
-        from torch_geometric.data import Batch
-
-        from kgdb.models.path_tokens import text_features
-        from kgdb.models.structural import trace_paths
-        from kgdb.training.structural import StructuralExample, collate, to_data
-
-        triples = [t for t in triples if t[2] in self.relation_index]
-        ids = list(dict.fromkeys([*topics, *(x for _, h, _, t in triples for x in (h, t))]))
-        if not triples or not ids:
-            return StructuralOutput({}, [])
-        pos = {e: i for i, e in enumerate(ids)}
-        head = np.array([pos[h] for _, h, _, _ in triples], np.int64)
-        rel = np.array([self.relation_index[r] for _, _, r, _ in triples], np.int64)
-        tail = np.array([pos[t] for _, _, _, t in triples], np.int64)
-        topic = np.isin(np.arange(len(ids)), [pos[t] for t in topics if t in pos])
-        ex = StructuralExample("", np.asarray(q_emb, np.float32), text_features(text, self.model.cfg.buckets), head, rel, tail, topic,
-                               np.zeros(len(ids), bool))
-        batch: Batch = collate([to_data(ex)])
-        with torch.no_grad():
-            prop = self.model(batch)
-        p = prop.log_probs[-1].exp().numpy()
-        eligible = np.array([not topic[i] and ids[i] not in skip for i in range(len(ids))])
-        if not eligible.any():
-            return StructuralOutput({}, [])
-        top_p = float(p[eligible].max()) or 1.0
-        prob = {ids[i]: float(p[i]) / top_p for i in np.flatnonzero(eligible)}
-        ends = [int(i) for i in np.argsort(-np.where(eligible, p, -1.0), kind="stable")[: self.top] if eligible[i]]
-        traced = trace_paths(prop, torch.from_numpy(head), torch.from_numpy(rel), torch.from_numpy(tail), ends)
-        paths = [([ids[n] for n in nodes], [self.relation_names[r] for r in rels], dirs) for nodes, rels, dirs in traced
-                 if rels and topic[nodes[0]]]
-        return StructuralOutput(prob, paths)
-
-
-def load_structural(graph: Graph, settings: Settings, checkpoint: str | None = None) -> StructuralRunner:
-    """The named structural checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
-    from kgdb.pipeline.planners import load_relation_model
-
-    def build(cfg: dict, state: dict):
-        # torch-geometric is imported only once a checkpoint was found (1.6 s of a cold `kgdb ask`)
-        from kgdb.models.structural import StructuralConfig, StructuralReasoner
-
-        return StructuralReasoner(StructuralConfig(**cfg), state["relation_emb"])
-
-    model, ckpt = load_relation_model(graph, settings, checkpoint, STRUCTURAL, build, "--structural")
-    return StructuralRunner(model, list(ckpt.config["relation_names"]), ckpt)
-
-
-ABLATIONS = ("planner", "structural", "union", "rethink")
 LAMBDAS = tuple(round(x * 0.1, 1) for x in range(11))
 THETAS = tuple(round(x * 0.05, 2) for x in range(20))
-
-
-@dataclass
-class QuestionPaths:
-    """One question's candidate paths of both modules (`RelationPathRetriever.gather`), for scoring
-    rethinking settings offline: one database pass, any number of (mode, λ1, θ)."""
-
-    qid: str
-    gold: set[str]  # answer entity ids
-    gathered: object | None  # kgdb.pipeline.relation_paths.Gathered; None: retrieval failed
 
 
 def gather_questions(retriever, records, on_progress: Callable[[int], None] = lambda n: None) -> list[QuestionPaths]:
@@ -221,57 +155,6 @@ def gather_questions(retriever, records, on_progress: Callable[[int], None] = la
         freeze_loaded()
         on_progress(1)
     return out
-
-
-def answers_of(mode: str, g, lambda1: float, theta: float) -> list[str]:
-    """The entity ids `kgdb ask --reasoner rrp` answers with in `mode` (the `PathReasoner` rules, ties
-    in the retriever's order: those at the best score closest to the question first, then by name)."""
-    from kgdb.pipeline.relation_paths import best_per_answer, select, tied_at_best
-
-    topics, cvt = set(g.found.ids), g.cvt
-    if mode == "planner":
-        usable = [c for c in g.planned if c.path.answer not in topics and c.path.answer not in cvt]
-        if not usable:
-            return []
-        best = max(c.path.score for c in usable)
-        counts: dict[str, int] = {}
-        for c in usable:
-            if c.path.score == best:
-                counts[c.path.answer] = counts.get(c.path.answer, 0) + 1
-        close = g.closeness(sorted(counts))  # every one of them ends a best-scored path
-        return sorted(counts, key=lambda e: (-counts[e], -close.get(e, 0.0), g.names.get(e, e)))
-    kept = select(mode, g.planned, g.structural, g.s2, g.found.ids, cvt, lambda1, theta)
-    best_of = best_per_answer((c.path for c in kept), topics | cvt)
-    close = g.closeness(tied_at_best(best_of))
-    return sorted(best_of, key=lambda e: (-best_of[e], -close.get(e, 0.0), g.names.get(e, e)))
-
-
-def score_mode(items: list[QuestionPaths], mode: str, lambda1: float, theta: float) -> dict[str, float]:
-    """Hit@1 and Macro-F1 (answer entity ids against the gold ids, %), and the share of questions
-    with a gold answer at the end of some candidate path of either module (reachable)."""
-    hit = f1 = reach = 0.0
-    for it in items:
-        if it.gathered is None or not it.gold:
-            continue
-        pred = answers_of(mode, it.gathered, lambda1, theta)
-        hit += bool(pred) and pred[0] in it.gold
-        common = len(set(pred) & it.gold)
-        f1 += 2 * common / (len(set(pred)) + len(it.gold)) if common else 0.0
-        ends = {c.path.answer for c in it.gathered.planned + it.gathered.structural}
-        reach += bool(ends & it.gold)
-    n = max(len(items), 1)
-    return {"hit1": 100 * hit / n, "macro_f1": 100 * f1 / n, "reachable": 100 * reach / n, "n": len(items)}
-
-
-def chosen_mode(tuned: dict) -> str:
-    """The ablation mode `kgdb ask` answers with: the best on val by Hit@1, then Macro-F1 (ties:
-    rethinking first). On MetaQA val the planner alone beats rethinking (98.33 / 96.63 vs
-    98.00 / 95.13), on WebQSP val rethinking wins, so the mode is a tuned setting like λ1 and θ."""
-    scores = tuned.get("ablation_val") or {}
-    ranked = [m for m in ("rethink", "union", "planner", "structural") if scores.get(m)]
-    if not ranked:
-        return "rethink"
-    return max(ranked, key=lambda m: (scores[m]["hit1"], scores[m]["macro_f1"], -ranked.index(m)))
 
 
 def tune_rethinking(items: list[QuestionPaths]) -> dict:
@@ -295,7 +178,6 @@ def tune_answering(retriever, questions: list[Path], *, per_file: int, on_start:
     answers in (`rethinking`), then the weight of the answers' closeness to the question in that mode
     (`answering`, `kgdb.pipeline.answer_closeness`; one grid per file, chosen on their mean)."""
     from kgdb.data.questions import read_questions
-    from kgdb.pipeline.answer_closeness import answering_config, weight_grid
 
     by_file = {str(p): read_questions(p).split("val")[:per_file] for p in questions}
     records = [q for qs in by_file.values() for q in qs]
@@ -319,7 +201,6 @@ def tune_and_store(graph: Graph, settings: Settings, structural: Checkpoint, que
     are stored in the structural checkpoint's config.json, where `relation_path_retriever` reads them."""
     from kgdb.config import dump_json
     from kgdb.models.checkpoints import CONFIG
-    from kgdb.pipeline.relation_paths import relation_path_retriever
 
     retriever = relation_path_retriever(graph, settings, write=False, structural=structural.name, mode="rethink", closeness_weight=0.0)
     tuned, answering = tune_answering(retriever, questions, per_file=per_file, on_start=on_start, on_progress=on_progress)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -21,8 +20,10 @@ from kgdb.models import registry
 from kgdb.models.base import resolve_device
 from kgdb.models.checkpoints import find_checkpoint
 from kgdb.pipeline.planners import PLANNER, save_relation_model
-from kgdb.pipeline.vectors import entity_vectors, with_local_entities
 from kgdb.pipeline.splits import LABEL_SOURCES, SHORTEST, prepare_split
+from kgdb.pipeline.trainable_kinds import PlannerOptions, RetrieverOptions, parse_pairs
+from kgdb.pipeline.vectors import data_fingerprint, entity_vectors, with_local_entities
+from kgdb.training.events import TrainEvents
 
 
 @dataclass
@@ -32,151 +33,258 @@ class SplitReport:
     split_data: CachedSplit
 
 
-def train_retriever(
-    graph: Graph,
-    settings: Settings,
-    retriever: str,
-    questions: Path,
-    *,
-    name: str | None = None,
-    hops: int = 2,
-    cap: int | None = None,
-    max_epochs: int = 50,
-    patience: int = 10,
-    lr: float = 1e-3,
-    seed: int = 42,
-    settings_overrides: dict | None = None,
-    max_train: int | None = None,
-    max_val: int | None = None,
-    resume: bool = False,
-    threads: int | None = None,
-    labels: str = SHORTEST,
-    relation_targets: bool = False,
-    nproc: int = 1,
-    batch_size: int = 1,
-    on_split: Callable[[SplitReport], None] = lambda report: None,
-    on_fetch_start: Callable[[str, int], None] = lambda split, total: None,
-    on_fetch: Callable[[int], None] = lambda n: None,
-    on_start: Callable[[dict], None] = lambda info: None,
-    on_step: Callable[[float, int], None] = lambda loss, questions: None,
-    on_features: Callable[[int, int], None] = lambda computed, cached: None,
-    on_epoch: Callable[[object], None] = lambda log: None,
-):
-    """Train a registered retriever on `questions`' train split, select on its val split, and save
-    a checkpoint (config saved beside the weights). Returns `(Checkpoint, TrainResult)`.
+@dataclass
+class RetrieverData:
+    """A retriever's training data: the splits' labelled subgraphs (cached), their entity rows as one
+    compact table, and where they came from."""
 
-    `labels` picks the training split's positives: "shortest" or the `kgdb label` method whose
-    stored selections to use (questions without them keep shortest-path labels). Validation always
-    uses shortest-path labels, so val triple recall (the selection metric) means one thing.
-    `relation_targets`: carry the training split's stored R_* (`kgdb label --method rapl-relations`)
-    into the retriever's loss (RAPL's Eq. 8); only for retrievers with `uses_relation_targets`.
-    Per-node features the retriever declares (SubgraphRAG's DDE) are computed here for the subgraphs
-    whose cache file lacks them and added to it (`on_features(computed, from cache)`)."""
-    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
-    from kgdb.data.questions import read_questions
-    from kgdb.models.checkpoints import save_checkpoint
-    from kgdb.data.cache import add_features
-    from kgdb.training.trainer import ResumeMismatchError, TrainConfig, ensure_node_features, has_positive, prepare_cpu, seed_everything, train
+    dataset: str
+    fingerprint: str
+    graph_data: str  # kgdb.pipeline.vectors.data_fingerprint: the same data reloaded matches it
+    model_name: str
+    train: CachedSplit
+    val: CachedSplit
+    tables: object  # kgdb.models.base.TensorTables
+    train_items: list
+    val_items: list
+    seconds: float
 
-    cap = DEFAULT_CAP if cap is None else cap  # the config records the cap really fetched with, whatever the default becomes
-    cls = registry.get(retriever)
-    if labels not in LABEL_SOURCES:
-        raise InputError(f"unknown label source {labels!r}; choose one of {', '.join(LABEL_SOURCES)}", path="--labels")
-    if relation_targets and not cls.uses_relation_targets:
-        raise InputError(f"{retriever}'s loss has no use for relation targets (RAPL's Eq. 8); drop --relation-targets", path="--relation-targets")
-    if batch_size > 1 and not cls.batched_training:
+
+def _retriever_config(cls, retriever: str, opts: RetrieverOptions):
+    """The retriever's typed config, after refusing the options it has no use for."""
+    if opts.labels not in LABEL_SOURCES:
+        raise InputError(
+            f"unknown label source {opts.labels!r}; choose one of {', '.join(LABEL_SOURCES)}", path="--labels"
+        )
+    if opts.relation_targets and not cls.uses_relation_targets:
+        raise InputError(
+            f"{retriever}'s loss has no use for relation targets (RAPL's Eq. 8); drop --relation-targets",
+            path="--relation-targets",
+        )
+    if opts.batch_size > 1 and not cls.batched_training:
         raise InputError(f"{retriever} trains one question per step; drop --batch-size", path="--batch-size")
     if not cls.trainable:
-        raise InputError(f"{retriever} has nothing to train (no weights); use it directly with --retriever {retriever}", path="RETRIEVER")
-    model_cfg = registry.make_config(cls, settings_overrides or {})
-    prepare_cpu(settings.device, threads)
-    cfg = TrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed, batch_size=batch_size)
+        raise InputError(
+            f"{retriever} has nothing to train (no weights); use it directly with --retriever {retriever}",
+            path="RETRIEVER",
+        )
+    return registry.make_config(cls, parse_pairs(opts.model_settings))
+
+
+def _retriever_data(
+    graph: Graph, settings: Settings, questions: Path, opts: RetrieverOptions, events: TrainEvents
+) -> RetrieverData:
+    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
+    from kgdb.data.questions import read_questions
+
+    cap = (
+        DEFAULT_CAP if opts.cap is None else opts.cap
+    )  # the config records the cap really fetched with, whatever the default becomes
     qs = read_questions(questions)
     fingerprint, info = fingerprint_of(graph)
     model_name = info.get("model") or settings.embedding_model
     embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
     t0 = time.perf_counter()
     splits = {}
-    for split, limit in (("train", max_train), ("val", max_val)):
+    for split, limit in (("train", opts.max_train), ("val", opts.max_val)):
         records = qs.split(split)
         if limit is not None:
             records = records[:limit]  # splits are in file order, so a prefix is a fixed subsample
         splits[split] = prepare_split(
-            graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=questions, questions=records,
-            embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
-            on_start=lambda total, split=split: on_fetch_start(split, total), on_progress=on_fetch,
-            **settings.fetch_bounds, labels=labels if split == "train" else SHORTEST,
-            relation_targets=relation_targets and split == "train",
+            graph,
+            cache_dir=settings.cache_dir,
+            dataset=qs.dataset,
+            split=split,
+            source=questions,
+            questions=records,
+            embed=embedder.encode,
+            graph_fingerprint=fingerprint,
+            embedding_model=model_name,
+            hops=opts.hops or 2,
+            cap=cap,
+            on_start=lambda total, split=split: events.phase(f"fetch+label {split}", total),
+            on_progress=events.advance,
+            **settings.fetch_bounds,
+            labels=opts.labels if split == "train" else SHORTEST,
+            relation_targets=opts.relation_targets and split == "train",
         )
-        on_split(SplitReport(qs.dataset, split, splits[split]))
+        events.split(SplitReport(qs.dataset, split, splits[split]))
     tr, va = splits["train"], splits["val"]
     # One compact table of the entities the two splits touch (vectors a lazy load left out are
     # filled here); the items' entity_idx are renumbered into its rows.
     vectors, _ = entity_vectors(graph, settings, embedder)
-    tables, local = vectors.tensor_tables([it.entity_idx for it in tr.items + va.items], resolve_device(settings.device))
-    train_items = with_local_entities(tr.items, local[: len(tr.items)])
-    val_items = with_local_entities(va.items, local[len(tr.items) :])
-    data_seconds = time.perf_counter() - t0
-    usable = sum(1 for it in tr.items if has_positive(it, cls.label_kind))
-    if usable == 0 or not va.items:
-        raise KgdbError(f"nothing to train on: {usable} training questions with a {cls.label_kind} label, {len(va.items)} validation questions")
-    device = str(tables.device)
-    out = settings.checkpoints_dir / (name or f"{retriever}-{qs.dataset}")
-    seed_everything(seed)
-    model = cls(model_cfg, tables.dim).to(device)
+    tables, local = vectors.tensor_tables(
+        [it.entity_idx for it in tr.items + va.items], resolve_device(settings.device)
+    )
+    return RetrieverData(
+        qs.dataset,
+        fingerprint,
+        data_fingerprint(info),
+        model_name,
+        tr,
+        va,
+        tables,
+        with_local_entities(tr.items, local[: len(tr.items)]),
+        with_local_entities(va.items, local[len(tr.items) :]),
+        time.perf_counter() - t0,
+    )
+
+
+def _add_node_features(model, data: RetrieverData, events: TrainEvents) -> None:
+    """Per-node features the retriever declares, computed for the subgraphs whose cache lacks them
+    and stored beside the subgraphs: the next run reads them."""
+    from kgdb.data.cache import add_features
+    from kgdb.training.trainer import ensure_node_features
+
     computed = cached = 0
-    for part, local_items in ((tr, train_items), (va, val_items)):
-        c, h = ensure_node_features(model, local_items, tables)
+    for part, local_items in ((data.train, data.train_items), (data.val, data.val_items)):
+        c, h = ensure_node_features(model, local_items, data.tables)
         computed, cached = computed + c, cached + h
         for cached_item, local_item in zip(part.items, local_items):  # the cache keeps graph-wide entity rows
             cached_item.features.update(local_item.features)
-        if c and not part.errors:  # stored beside the subgraphs: the next run reads them
+        if c and not part.errors:
             add_features(part.path, part.items)
-    on_features(computed, cached)
-    on_start({"retriever": retriever, "usable": usable, "skipped": len(tr.items) - usable, "val": len(va.items),
-              "device": device, "label_kind": cls.label_kind, "out": out, "max_epochs": cfg.max_epochs})
-    try:
-        if nproc > 1:
-            # The workers train from this process's cache and tables; none of them opens the database.
-            from kgdb.training import distributed
+    if computed or cached:
+        events.message(
+            f"per-node features ({model.name}): computed for {computed} subgraphs and added to the cache, "
+            f"read from the cache for {cached}"
+        )
 
-            entity, relation = tables.entity.cpu().numpy(), tables.relation.cpu().numpy()
-            state, result = distributed.run(
-                distributed.train_worker,
-                (cls, model_cfg, tables.dim, train_items, val_items, entity, relation, tables.fingerprint, cfg, out, resume), nproc,
+
+def _fit_retriever(
+    cls, model_cfg, model, data: RetrieverData, cfg, out: Path, opts: RetrieverOptions, events: TrainEvents
+):
+    from kgdb.training.trainer import ResumeMismatchError, train
+
+    try:
+        if opts.nproc <= 1:
+            return train(
+                model,
+                data.train_items,
+                data.val_items,
+                data.tables,
+                cfg,
+                state_dir=out,
+                resume=opts.resume,
+                events=events,
             )
-            model.load_state_dict(state)
-            model.eval()
-        else:
-            model, result = train(model, train_items, val_items, tables, cfg, on_step=on_step, on_epoch=on_epoch, state_dir=out, resume=resume)
+        # The workers train from this process's cache and tables; none of them opens the database.
+        from kgdb.training import distributed
+
+        tables = data.tables
+        entity, relation = tables.entity.cpu().numpy(), tables.relation.cpu().numpy()
+        job = distributed.WorkerJob(
+            cls,
+            model_cfg,
+            tables.dim,
+            data.train_items,
+            data.val_items,
+            entity,
+            relation,
+            tables.fingerprint,
+            cfg,
+            out,
+            opts.resume,
+        )
+        state, result = distributed.run(distributed.train_worker, (job,), opts.nproc)
+        model.load_state_dict(state)
+        return model.eval(), result
     except ResumeMismatchError as exc:  # other ValueErrors are bugs and keep their traceback
         raise InputError(str(exc), path="--resume") from exc
-    epoch_seconds = [e.seconds for e in result.epochs]
-    save_checkpoint(
-        model,
-        out,
-        {
-            "embedding_model": model_name,
-            "embedding_dim": tables.dim,
-            "graph_fingerprint": fingerprint,
-            "dataset": qs.dataset,
-            "questions": str(questions),
-            "fetch": {"hops": hops, "cap": cap},
-            "labels": {"source": labels, **tr.label_counts} if labels != SHORTEST else {"source": SHORTEST},
-            "relation_targets": tr.relation_counts or None,
-            "train": {**cfg.__dict__, "max_train": max_train, "max_val": max_val, "device": device, "threads": threads, "nproc": nproc},
-            "data_cache": {"train": str(tr.path), "val": str(va.path), "train_from_disk": tr.from_disk},
-            "data_seconds": round(data_seconds, 2),
-            "result": result.to_json(),
-            "metrics": {
-                "best_epoch": result.best_epoch,
-                "val_triple_recall@100": result.best_val_triple_recall,
-                "val_answer_recall@100": next((e.val_answer_recall for e in result.epochs if e.epoch == result.best_epoch), None),
-                "epoch_seconds_mean": sum(epoch_seconds) / max(len(epoch_seconds), 1),
-                "epoch_cpu_seconds_mean": sum(e.cpu_seconds for e in result.epochs) / max(len(result.epochs), 1),
-            },
+
+
+def _retriever_checkpoint_config(
+    data: RetrieverData, questions: Path, cfg, opts: RetrieverOptions, device: str, result
+) -> dict:
+    seconds = [e.seconds for e in result.epochs]
+    tr = data.train
+    return {
+        "embedding_model": data.model_name,
+        "embedding_dim": data.tables.dim,
+        "graph_fingerprint": data.fingerprint,
+        "graph_data": data.graph_data,
+        "dataset": data.dataset,
+        "questions": str(questions),
+        "fetch": {"hops": opts.hops or 2, "cap": DEFAULT_CAP if opts.cap is None else opts.cap},
+        "labels": {"source": opts.labels, **tr.label_counts} if opts.labels != SHORTEST else {"source": SHORTEST},
+        "relation_targets": tr.relation_counts or None,
+        "train": {
+            **cfg.__dict__,
+            "max_train": opts.max_train,
+            "max_val": opts.max_val,
+            "device": device,
+            "threads": opts.thread_count(),
+            "nproc": opts.nproc,
         },
+        "data_cache": {"train": str(tr.path), "val": str(data.val.path), "train_from_disk": tr.from_disk},
+        "data_seconds": round(data.seconds, 2),
+        "result": result.to_json(),
+        "metrics": {
+            "best_epoch": result.best_epoch,
+            "val_triple_recall@100": result.best_val_triple_recall,
+            "val_answer_recall@100": next(
+                (e.val_answer_recall for e in result.epochs if e.epoch == result.best_epoch), None
+            ),
+            "epoch_seconds_mean": sum(seconds) / max(len(seconds), 1),
+            "epoch_cpu_seconds_mean": sum(e.cpu_seconds for e in result.epochs) / max(len(result.epochs), 1),
+        },
+    }
+
+
+def train_retriever(
+    graph: Graph,
+    settings: Settings,
+    retriever: str,
+    questions: Path,
+    options: RetrieverOptions | None = None,
+    events: TrainEvents | None = None,
+):
+    """Train a registered retriever on `questions`' train split, select on its val split, and save
+    a checkpoint (config saved beside the weights). Returns `(Checkpoint, TrainResult)`.
+
+    `options` are `kgdb train RETRIEVER`'s (`RetrieverOptions`; default: all defaults). `labels` picks
+    the training split's positives: "shortest" or the `kgdb label` method whose stored selections to
+    use (questions without them keep shortest-path labels). Validation always uses shortest-path
+    labels, so val triple recall (the selection metric) means one thing. `relation_targets`: carry
+    the training split's stored R_* (`kgdb label --method rapl-relations`) into the retriever's loss
+    (RAPL's Eq. 8). Per-node features the retriever declares (SubgraphRAG's DDE) are computed here
+    for the subgraphs whose cache file lacks them and added to it."""
+    from kgdb.models.checkpoints import save_checkpoint
+    from kgdb.training.trainer import (
+        TrainConfig,
+        has_positive,
+        prepare_cpu,
+        seed_everything,
     )
+
+    opts = options or RetrieverOptions()
+    events = events or TrainEvents()
+    cls = registry.get(retriever)
+    model_cfg = _retriever_config(cls, retriever, opts)
+    prepare_cpu(settings.device, opts.thread_count())
+    cfg = TrainConfig(
+        lr=opts.lr, max_epochs=opts.max_epochs, patience=opts.patience, seed=opts.seed, batch_size=opts.batch_size
+    )
+    data = _retriever_data(graph, settings, questions, opts, events)
+    usable = sum(1 for it in data.train.items if has_positive(it, cls.label_kind))
+    if usable == 0 or not data.val.items:
+        raise KgdbError(
+            f"nothing to train on: {usable} training questions with a {cls.label_kind} label, "
+            f"{len(data.val.items)} validation questions"
+        )
+    device = str(data.tables.device)
+    out = settings.checkpoints_dir / (opts.name or f"{retriever}-{data.dataset}")
+    seed_everything(opts.seed)
+    model = cls(model_cfg, data.tables.dim).to(device)
+    _add_node_features(model, data, events)
+    events.message(
+        f"training {retriever} on {usable} questions "
+        f"({len(data.train.items) - usable} without a {cls.label_kind} label "
+        f"skipped), validating on {len(data.val.items)}, device {device}, {opts.thread_count()} thread(s); "
+        f"state saved each epoch in {out}"
+    )
+    model, result = _fit_retriever(cls, model_cfg, model, data, cfg, out, opts, events)
+    save_checkpoint(model, out, _retriever_checkpoint_config(data, questions, cfg, opts, device, result))
     return find_checkpoint(str(out), settings.checkpoints_dir), result
 
 
@@ -187,6 +295,7 @@ class RelationVocabulary:
     graph, not a fetched subgraph) and the question encoder."""
 
     fingerprint: str
+    graph_data: str  # kgdb.pipeline.vectors.data_fingerprint
     tables: object  # kgdb.models.base.TensorTables: the relation table (no entity rows)
     model_name: str
     relation_names: list[str]
@@ -202,8 +311,14 @@ def relation_vocabulary(graph: Graph, settings: Settings) -> RelationVocabulary:
     vectors, model_name = entity_vectors(graph, settings)
     names = vectors.tables.relation_names
     return RelationVocabulary(
-        vectors.fingerprint, vectors.relation_tables(resolve_device(settings.device)), model_name, names,
-        {r: i for i, r in enumerate(names)}, TripleArrays.from_triples(graph_triples(graph), names), vectors.embedder,
+        vectors.fingerprint,
+        vectors.data_fingerprint,
+        vectors.relation_tables(resolve_device(settings.device)),
+        model_name,
+        names,
+        {r: i for i, r in enumerate(names)},
+        TripleArrays.from_triples(graph_triples(graph), names),
+        vectors.embedder,
     )
 
 
@@ -228,13 +343,25 @@ def labelled_questions(graph: Graph, records: list[QuestionRecord], arrays, embe
     texts, embs, _ = question_texts(graph, records, embed)
     for q, text, emb in zip(records, texts, embs):
         paths = shortest_relation_paths(
-            arrays, q.topics, q.answers, max_hops=max_hops, exact_hops=q.hop if q.hop and q.hop <= max_hops else None, best_f1=best_f1
+            arrays,
+            q.topics,
+            q.answers,
+            max_hops=max_hops,
+            exact_hops=q.hop if q.hop and q.hop <= max_hops else None,
+            best_f1=best_f1,
         )
         yield q, text, np.asarray(emb, np.float32), paths
 
 
 def planner_examples(
-    graph: Graph, records: list[QuestionRecord], arrays, embed, buckets: int, max_hops: int, relation_index: dict[str, int], best_f1: bool = True
+    graph: Graph,
+    records: list[QuestionRecord],
+    arrays,
+    embed,
+    buckets: int,
+    max_hops: int,
+    relation_index: dict[str, int],
+    best_f1: bool = True,
 ):
     """Labelled planner examples of a split (`labelled_questions`), as decoder tokens."""
     from kgdb.models.path_tokens import text_features, token_of
@@ -253,29 +380,24 @@ def train_planner(
     graph: Graph,
     settings: Settings,
     questions: list[Path],
-    *,
-    name: str | None = None,
-    max_hops: int = 3,
+    options: PlannerOptions | None = None,
+    events: TrainEvents | None = None,
     best_f1: bool = True,
-    max_epochs: int = 30,
-    patience: int = 4,
-    lr: float = 1e-3,
-    batch_size: int = 64,
-    seed: int = 42,
-    threads: int | None = None,
-    on_labels: Callable[[str, int, dict], None] = lambda split, n, counts: None,
-    on_epoch: Callable[[object], None] = lambda log: None,
 ):
     """Train the relation-path planner on the train split of every question file together, select on
-    their val splits, save `<checkpoints_dir>/<name>/model.safetensors` + `config.json`.
+    their val splits, save `<checkpoints_dir>/<name>/model.safetensors` + `config.json`. `options`
+    are `kgdb train rrp-planner`'s (`PlannerOptions`: `hops` is the longest path).
 
     Labels are computed in numpy on the whole graph's triples (one paged read), so they are not
     limited by a fetched subgraph's radius (MetaQA 3-hop). Returns `(Checkpoint, PlannerResult)`."""
     from kgdb.data.questions import read_questions
-    from kgdb.models.planner import PathPlanner, PlannerConfig
+    from kgdb.models.planner import PathDecoder, PlannerConfig
     from kgdb.training.planner import PlannerTrainConfig, train_planner_model
     from kgdb.training.trainer import prepare_cpu, seed_everything
 
+    opts = options or PlannerOptions()
+    events = events or TrainEvents()
+    name, max_hops, threads = opts.name, opts.hops, opts.thread_count()
     prepare_cpu(settings.device, threads)
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
@@ -286,29 +408,41 @@ def train_planner(
     examples = {}
     for split in ("train", "val"):
         records = [q for qs in sets for q in qs.split(split)]
-        examples[split], counts = planner_examples(graph, records, arrays, embedder.encode, model_cfg.buckets, max_hops, relation_index, best_f1)
-        on_labels(split, len(records), counts)
+        examples[split], counts = planner_examples(
+            graph, records, arrays, embedder.encode, model_cfg.buckets, max_hops, relation_index, best_f1
+        )
+        events.message(
+            f"{split}: {len(records)} questions labelled, "
+            f"{counts['no_path']} without a relation path (topic to answer), "
+            f"{counts['paths']} labelled paths"
+        )
     data_seconds = time.perf_counter() - t0
     if not any(ex.paths for ex in examples["train"]) or not examples["val"]:
         raise KgdbError("nothing to train on: no training question has a relation path from a topic to an answer")
-    cfg = PlannerTrainConfig(lr=lr, batch_size=batch_size, max_epochs=max_epochs, patience=patience, seed=seed)
-    seed_everything(seed)
-    model = PathPlanner(model_cfg, tables.relation.detach().cpu())
-    model, result = train_planner_model(model, examples["train"], examples["val"], cfg, on_epoch=on_epoch)
+    cfg = PlannerTrainConfig(lr=opts.lr, max_epochs=opts.max_epochs, patience=opts.patience, seed=opts.seed)
+    seed_everything(opts.seed)
+    model = PathDecoder(model_cfg, tables.relation.detach().cpu())
+    model, result = train_planner_model(model, examples["train"], examples["val"], cfg, events=events)
     datasets = "+".join(qs.dataset for qs in sets)
     out = settings.checkpoints_dir / (name or f"{PLANNER}-{datasets}")
     save_relation_model(
-        out, model, PLANNER,
+        out,
+        model,
+        PLANNER,
         {
             "relation_names": rel_names,
             "embedding_model": model_name,
             "embedding_dim": tables.dim,
             "graph_fingerprint": fingerprint,
+            "graph_data": vocab.graph_data,
             "dataset": datasets,
             "questions": [str(p) for p in questions],
             "train": {**cfg.__dict__, "threads": threads},
-            "labels": {"max_hops": max_hops, "best_f1": best_f1,
-                       "rule": "shortest relation paths topic->answer (exact hop count when the file states it)"},
+            "labels": {
+                "max_hops": max_hops,
+                "best_f1": best_f1,
+                "rule": "shortest relation paths topic->answer (exact hop count when the file states it)",
+            },
             "data_seconds": round(data_seconds, 2),
             "result": result.to_json(),
             "metrics": {"best_epoch": result.best_epoch, "val_path_hit@1": result.best_val_hit1},

@@ -16,6 +16,8 @@ question), so memory follows the questions, not the graph.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
 import threading
 from typing import TYPE_CHECKING, Sequence
@@ -47,6 +49,10 @@ class EntityVectors:
     @property
     def fingerprint(self) -> str:
         return self.tables.fingerprint
+
+    @property
+    def data_fingerprint(self) -> str:
+        return data_fingerprint(self.tables.info)
 
     @property
     def dim(self) -> int:
@@ -143,6 +149,26 @@ class EntityRowCache:
         from kgdb.models.base import TensorTables
 
         return TensorTables(self._buffer[: len(self.row_of)], self._relation, self.vectors.fingerprint)
+
+
+def data_fingerprint(info: dict) -> str:
+    """What a graph's fingerprint hashes (`kgdb.cypher.tables.graph_fingerprint`) except when its schema
+    was created: equal for two loads of the same file with the same embedding model. The full
+    fingerprint keys caches and finds a graph's own checkpoints; this one tells whether a checkpoint
+    was trained on other data (a shipped checkpoint on a fresh load of the file it was trained on was not)."""
+    text = json.dumps({k: v for k, v in info.items() if k != "created"}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def trained_on_this_data(config: dict, fingerprint: str, data: str) -> bool | None:
+    """Whether a checkpoint's config says it was trained on this graph's data: by the data fingerprint
+    it recorded (`graph_data`), else by the full fingerprint; None when it records neither (a model
+    of several graphs)."""
+    if config.get("graph_data"):
+        return config["graph_data"] == data
+    if config.get("graph_fingerprint"):
+        return config["graph_fingerprint"] == fingerprint
+    return None
 
 
 def entity_vectors(graph: Graph, settings: Settings, embedder=None) -> tuple[EntityVectors, str]:

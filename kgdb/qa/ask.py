@@ -3,16 +3,18 @@
 `AskPipeline.ask()` runs one question: link (or resolve the given topics) → topic-centred subgraph →
 retriever scores → write-back (a run id) → evidence chains (ReG reorganisation, from the run) →
 prompt in the chosen format → reasoner (OpenAI-compatible, vLLM, or extractive without an LLM) →
-answers, each marked grounded when it names an entity of the retrieved evidence.
+answers, each marked grounded when it names an entity of the retrieved evidence. Which retriever,
+checkpoint and reasoner answer is the answering policy's choice (`kgdb.qa.policy`), made before the
+pipeline is built.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -20,15 +22,17 @@ from kgdb.config import Settings
 from kgdb.cypher import Graph, query
 from kgdb.errors import InputError, KgdbError
 from kgdb.heap import freeze_loaded
-from kgdb.protocol import QuestionRetriever
 from kgdb.ids import is_mid
-from kgdb.qa.prompts import FORMATS, Prompt, build_prompt, render_triple
+from kgdb.pipeline.model_choice import Fallback
+from kgdb.protocol import QuestionRetriever, Retrieval
 from kgdb.qa.metrics import normalize
-from kgdb.qa.reasoners import LLMError, Reasoning, make_reasoner
-from kgdb.qa.reasoners.extractive import Evidence
+from kgdb.qa.policy import RELATION_PATHS, AnsweringPlan, AnswerRequest, choose_answering
+from kgdb.qa.prompts import Prompt, build_prompt, path_line, render_triple
+from kgdb.qa.reasoners import AUTO, Evidence, LLMError, Reasoner, Reasoning, make_reasoner
+
+__all__ = ["RELATION_PATHS", "AnswerEvidence", "AskPipeline", "AskResult", "answering_pipeline", "plan_for"]
 
 BROWSER_QUERY = "browser/evidence_chains"
-RELATION_PATHS = "relation-paths"  # not a tensor retriever: plans relation paths and grounds them in Cypher
 ASK_STAGES = ("embed", "link", "fetch", "featurise", "score", "write", "chains", "prompt", "reason")
 
 
@@ -63,6 +67,7 @@ class AskResult:
     missing_topics: list[str] = field(default_factory=list)  # given topics not in the graph (dropped)
     planner_usage: dict | None = None  # the LLM relation-path planner's calls and tokens (`--planner llm`)
     retrieval: dict = field(default_factory=dict)  # how the evidence was fetched: checkpoint, hops, cap, ...
+    plan: dict | None = None  # what answered and why (`kgdb.qa.policy.AnsweringPlan.to_json`)
 
     def to_json(self, show_prompt: bool = False) -> dict[str, Any]:
         r = self.reasoning
@@ -72,6 +77,7 @@ class AskResult:
             "retriever": self.retriever,
             "retriever_note": self.retriever_note,
             "retrieval": self.retrieval,
+            "plan": self.plan,
             "k": self.k,
             "run": self.run,
             "topics": self.topics,
@@ -97,93 +103,73 @@ class AskResult:
         return out
 
 
-def _fallback_retrieval(graph: Graph, settings: Settings, retriever: str, exc: Exception, **kw):
-    """No checkpoint of `retriever` for this graph: use the checkpoint shipped with the package for
-    that retriever if there is one (rapl, cosine-dde), else the shipped default retriever
-    (cosine-dde, which beats cosine on graphs it was not trained on), else cosine. A shipped
-    checkpoint that does not fit the graph's embedding model is skipped with the reason.
-    Returns the pipeline and the note saying which was used and why."""
-    from kgdb.models.checkpoints import CheckpointError
-    from kgdb.models.default import DEFAULT_RETRIEVER, shipped_checkpoint
-    from kgdb.pipeline import RetrievePipeline
-
-    why = ""
-    for name in dict.fromkeys([retriever, DEFAULT_RETRIEVER]):
-        shipped = shipped_checkpoint(name)
-        if shipped is None:
-            continue
-        try:
-            pipe = RetrievePipeline(graph, settings, name, str(shipped), **kw)
-        except CheckpointError as err:  # the graph was embedded with another model
-            why += f"; the shipped {name} checkpoint does not fit this graph: {err}"
-            continue
-        return pipe, (f"{exc}; meanwhile the {name} checkpoint shipped with kgdb was used "
-                      f"(trained on {pipe.checkpoint.config.get('dataset', '?')}){why}")
-    pipe = RetrievePipeline(graph, settings, "cosine", None, **kw)
-    return pipe, f"{exc}; meanwhile the cosine retriever was used{why}"
+def answering_pipeline(
+    graph: Graph,
+    settings: Settings,
+    *,
+    retriever: str | None = None,
+    reasoner: str | Reasoner = AUTO,
+    checkpoint: str | None = None,
+    fmt: str | None = None,
+    planner: str = "trained",
+    **options: Any,
+) -> "AskPipeline":
+    """The pipeline `kgdb ask` and `Kgdb.ask` answer with: what `kgdb.qa.policy.choose_answering`
+    plans for the request (`pipe.plan` says what and why), built as planned."""
+    plan = plan_for(
+        graph, settings, retriever=retriever, reasoner=reasoner, checkpoint=checkpoint, fmt=fmt, planner=planner
+    )
+    return AskPipeline(graph, settings, plan=plan, reasoner=reasoner, **options)
 
 
-def default_retriever(retriever: str | None, reasoner: str) -> str:
-    return retriever or (RELATION_PATHS if reasoner == "rrp" else "subgraphrag")
+def plan_for(
+    graph: Graph,
+    settings: Settings,
+    *,
+    retriever: str | QuestionRetriever | None = None,
+    reasoner: str | Reasoner = AUTO,
+    checkpoint: str | None = None,
+    fmt: str | None = None,
+    planner: str = "trained",
+    fallback: Fallback = Fallback.STAND_IN,
+) -> AnsweringPlan:
+    """`choose_answering` for `AskPipeline`'s arguments (a retriever or reasoner object is used as it is)."""
+    given_retriever = None if retriever is None or isinstance(retriever, str) else retriever.name
+    given_reasoner = None if isinstance(reasoner, str) else reasoner.name
+    request = AnswerRequest(
+        retriever=retriever if isinstance(retriever, str) else None,
+        checkpoint=checkpoint,
+        reasoner=reasoner if isinstance(reasoner, str) else AUTO,
+        planner=planner,
+        fmt=fmt,
+        fallback=fallback,
+        given_retriever=given_retriever,
+        given_reasoner=given_reasoner,
+    )
+    return choose_answering(graph, settings, request)
 
 
-def rrp_trained_for(graph: Graph, settings: Settings) -> bool:
-    """A relation-path planner checkpoint (`kgdb train rrp-planner`) trained on this graph exists:
-    read from the config files alone, so `kgdb ask` stays light when none does."""
-    from kgdb.cypher.tables import graph_fingerprint
+@dataclass
+class _Built:
+    """The retrieval `AskPipeline` built from a plan, with what it records about it."""
 
-    folder = Path(settings.checkpoints_dir)
-    configs = sorted(folder.glob("*/config.json")) if folder.is_dir() else []
-    if not configs:
-        return False
-    fingerprint = graph_fingerprint(graph)[0]
-    for path in configs:
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if config.get("retriever") == "rrp-planner" and config.get("graph_fingerprint") == fingerprint:
-            return True
-    return False
-
-
-def answering_pipeline(graph: Graph, settings: Settings, *, retriever: str | None = None, reasoner: str = "auto",
-                       checkpoint: str | None = None, fmt: str | None = None, **options: Any) -> "AskPipeline":
-    """The pipeline `kgdb ask` and `Kgdb.ask` answer with; what they pick when the retriever is not
-    named: RRP once trained for this graph (without an LLM its own reasoner, with one its rethought
-    paths in the `paths` prompt); without an LLM and nothing trained, RRP with the portable ranker
-    shipped with kgdb (docs/rrp.md, "RRP on any graph"); else, or where that ranker does not fit the
-    graph, the default retriever (subgraphrag, falling back to the shipped cosine-dde) and `reasoner`."""
-    from kgdb.models.checkpoints import NoCheckpointError
-    from kgdb.models.default import shipped_checkpoint
-
-    implicit = False
-    if retriever is None and reasoner in ("auto", "rrp") and rrp_trained_for(graph, settings):
-        retriever = RELATION_PATHS
-        reasoner = "rrp" if reasoner == "rrp" or not settings.llm_model else reasoner
-        fmt = fmt or ("paths" if reasoner != "rrp" else "triples")
-    elif retriever is None and checkpoint is None and reasoner == "auto" and not settings.llm_model and shipped_checkpoint("rrp-ranker"):
-        retriever, reasoner, implicit = RELATION_PATHS, "rrp", True
-    options.update(checkpoint=checkpoint, fmt=fmt or "triples")
-    try:
-        return AskPipeline(graph, settings, retriever=default_retriever(retriever, reasoner), reasoner=reasoner, **options)
-    except NoCheckpointError:
-        if not implicit:
-            raise
-        pipe = AskPipeline(graph, settings, retriever=default_retriever(None, "auto"), reasoner="auto", **options)
-        why = "the portable rrp-ranker shipped with kgdb does not fit this graph's embedding model, so RRP did not answer"
-        pipe.retriever_note = "; ".join(n for n in (why, pipe.retriever_note) if n)
-        return pipe
+    retrieval: QuestionRetriever
+    describe: Callable[[], dict[str, Any]]
+    notes: list[str]
+    embedder: Any = None
+    embedding_model: str | None = None
 
 
 class AskPipeline:
-    """Retriever + reasoner for one graph; `ask()` answers one question.
+    """Retriever + reasoner for one graph, as an `AnsweringPlan` names them; `ask()` answers one question.
 
-    `retriever` is a registered retriever's name (built through `kgdb.pipeline.RetrievePipeline`),
-    `relation-paths` (the trained relation-path planner + Cypher grounding) or any `QuestionRetriever`. With `fallback`, a trainable retriever that has no
-    checkpoint for this graph is replaced by a shipped checkpoint (`_fallback_retrieval`) or the
-    cosine baseline and the result says so (`retriever_note`); without it the typed
-    `NoCheckpointError` reaches the caller.
+    Without `plan`, the plan is chosen here (`kgdb.qa.policy.choose_answering`) from `retriever`
+    (a registered retriever's name, `relation-paths`, or any `QuestionRetriever` object),
+    `checkpoint`, `reasoner` (a registered name, `auto`, or a `Reasoner` object), `planner` and
+    `fmt`. With `fallback`, a trainable retriever that has no checkpoint for this graph is replaced by
+    a shipped checkpoint or the cosine baseline and the result says so (`retriever_note`); without
+    it only the same method's shipped checkpoint may stand in, else the typed `NoCheckpointError`
+    reaches the caller.
     """
 
     def __init__(
@@ -194,8 +180,8 @@ class AskPipeline:
         retriever: str | QuestionRetriever = "subgraphrag",
         checkpoint: str | None = None,
         k: int = 100,
-        fmt: str = "triples",
-        reasoner: str | Any = "auto",
+        fmt: str | None = "triples",
+        reasoner: str | Reasoner = AUTO,
         hops: int | None = None,
         cap: int | None = None,
         chain_hops: int = 2,
@@ -204,71 +190,71 @@ class AskPipeline:
         prompt_version: int = 1,
         fallback: bool = True,
         planner: str = "trained",
+        plan: AnsweringPlan | None = None,
     ):
-        if fmt not in FORMATS:
-            raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}", path="--format")
         for value, name in ((k, "--k"), (chain_hops, "--chain-hops")):
             if value < 1:  # every retriever, before anything is loaded (relation paths took k=0 as "no evidence")
                 raise InputError(f"must be positive, got {value}", path=name)
-        from kgdb.qa.llm_planner import PLANNERS
-
-        if planner not in PLANNERS:
-            raise InputError(f"{planner!r} is not one of {', '.join(PLANNERS)}", path="--planner")
-        if planner == "llm" and retriever != RELATION_PATHS:
-            raise InputError("the LLM planner plans relation paths: use it with --retriever relation-paths (or --reasoner rrp)", path="--planner")
-        if cap is not None and retriever == RELATION_PATHS:
-            raise InputError("relation paths are grounded hop by hop with their own frontier bound; --cap applies to subgraph retrievers",
-                             path="--cap")
-        if fmt in ("chains", "paths") and not write:
-            raise InputError("the chains and paths formats are built from the written-back run; drop --no-write", path="--format")
-        self.graph, self.settings = graph, settings
-        self.k, self.fmt, self.chain_hops, self.write, self.prompt_version = k, fmt, chain_hops, write, prompt_version
+        if plan is None:
+            plan = plan_for(
+                graph, settings, retriever=retriever, reasoner=reasoner, checkpoint=checkpoint, fmt=fmt, planner=planner,
+                fallback=Fallback.STAND_IN if fallback else Fallback.SHIPPED,
+            )
+        if cap is not None and plan.retriever == RELATION_PATHS:
+            raise InputError(
+                "relation paths are grounded hop by hop with their own frontier bound; --cap applies to subgraph retrievers",
+                path="--cap",
+            )
+        if plan.fmt in ("chains", "paths") and not write:
+            raise InputError(
+                "the chains and paths formats are built from the written-back run; drop --no-write", path="--format"
+            )
+        self.graph, self.settings, self.plan = graph, settings, plan
+        self.k, self.fmt, self.chain_hops, self.write = k, plan.fmt, chain_hops, write
+        self.prompt_version = prompt_version
         # Chains are needed for the chains/paths prompts; for triples they only decorate the output.
-        self.chains = (fmt != "triples" or write) if chains is None else (chains and write)
-        self.retriever_note: str | None = None
-        if retriever == RELATION_PATHS:
-            from kgdb.pipeline import relation_path_retriever
+        self.chains = (plan.fmt != "triples" or write) if chains is None else (chains and write)
+        built = self._build(plan, hops=hops, cap=cap) if isinstance(retriever, str) else given_retrieval(retriever)
+        self.retrieval, self._built = built.retrieval, built
+        self.retriever_note = "; ".join([*plan.notes, *built.notes]) or None
+        # The retriever's question encoder goes to a reasoner that reads embeddings: one model in memory.
+        if isinstance(reasoner, str):
+            self.reasoner: Reasoner = make_reasoner(plan.reasoner, settings, embedder=built.embedder)
+        else:
+            self.reasoner = reasoner
 
-            # the trained planner (RRP §IV-A) for this graph, or the named planner checkpoint; or an LLM plans
+    def _build(self, plan: AnsweringPlan, *, hops: int | None, cap: int | None) -> _Built:
+        """The retrieval the plan names; nothing is chosen here."""
+        graph, settings, ckpt = self.graph, self.settings, plan.checkpoint
+        if plan.retriever == RELATION_PATHS:
+            from kgdb.pipeline import relation_path_retriever
             from kgdb.qa.llm_planner import llm_planner
 
-            chosen = llm_planner(graph, settings, checkpoint) if planner == "llm" else None
-            self.retrieval = relation_path_retriever(graph, settings, checkpoint=checkpoint, k=k, write=write, planner=chosen)
-            self.retriever_note = "; ".join(self.retrieval.notes) or None  # e.g. the shipped ranker stood in for a trained one
-        elif isinstance(retriever, str):
-            from kgdb.models.checkpoints import NoCheckpointError
-            from kgdb.pipeline import RetrievePipeline  # torch: imported only when a pipeline is built
+            path = str(ckpt.path) if ckpt is not None else None
+            chosen = llm_planner(graph, settings, path) if plan.planner == "llm" else None
+            r = relation_path_retriever(graph, settings, checkpoint=path, k=self.k, write=self.write, planner=chosen)
+            return _Built(r, r.describe, list(r.notes), r.embedder, r.embedding_model)
+        from kgdb.pipeline import RetrievePipeline  # torch: imported only when a torch model scores
 
-            try:
-                self.retrieval = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, cap=cap, write=write)
-            except NoCheckpointError as exc:
-                if not fallback or checkpoint:
-                    raise
-                self.retrieval, self.retriever_note = _fallback_retrieval(graph, settings, retriever, exc, k=k, hops=hops, cap=cap, write=write)
-        else:
-            self.retrieval = retriever
-        self.reasoner = make_reasoner(reasoner, settings) if isinstance(reasoner, str) else reasoner
-        embedder = getattr(self.retrieval, "embedder", None)
-        if not self.reasoner.uses_llm and embedder is not None and hasattr(self.reasoner, "embedder"):
-            self.reasoner.embedder = embedder  # one model in memory
+        pipe = RetrievePipeline(graph, settings, plan.retriever, ckpt, k=self.k, hops=hops, cap=cap, write=self.write)
+        return _Built(pipe, pipe.describe, [], pipe.embedder, pipe.embedding_model)
 
     def retrieval_settings(self) -> dict[str, Any]:
         """How evidence is fetched: the retriever's own description (checkpoint, hops, cap, ...)."""
-        describe = getattr(self.retrieval, "describe", None)
-        return describe() if describe else {"retriever": self.retrieval.name}
+        return self._built.describe()
 
     def settings_json(self) -> dict[str, Any]:
-        r = self.reasoner
         return {
             **self.retrieval_settings(),
             "retriever_note": self.retriever_note,
+            "plan": self.plan.to_json(),
             "k": self.k,
             "format": self.fmt,
             "prompt_template": f"{self.fmt}_v{self.prompt_version}",
             "chain_hops": self.chain_hops,
             "write_back": self.write,
-            "reasoner": r.settings() if hasattr(r, "settings") else {"reasoner": r.name},
-            "embedding_model": getattr(self.retrieval, "embedding_model", None),
+            "reasoner": self.reasoner.settings(),
+            "embedding_model": self._built.embedding_model,
             "neo4j_uri": self.settings.neo4j_uri,
         }
 
@@ -277,47 +263,21 @@ class AskPipeline:
             raise InputError("the question is empty: ask something, e.g. kgdb ask \"what is the capital of France?\"", path="QUESTION")
         # The retriever applies the one linking policy: a question naming no entity is refused
         # (NoTopicError) before anything is written back.
-        if q_emb is not None:
-            res = self.retrieval.retrieve(question, topics or None, qid=qid, q_emb=q_emb)
-        else:
-            res = self.retrieval.retrieve(question, topics or None, qid=qid)
+        extra = {"q_emb": q_emb} if q_emb is not None else {}
+        res = self.retrieval.retrieve(question, topics or None, qid=qid, **extra)
         timings = dict(res.timings)
-        id_to_name = res.names
         top = res.triples
-
-        t = time.perf_counter()
-        chains = None
-        if self.chains and res.run:
-            from kgdb.cypher.chains import evidence_chains
-
-            chains = evidence_chains(self.graph, res.run, max_hops=self.chain_hops)
-        timings["chains"] = _ms(t)
-
-        t = time.perf_counter()
-        if self.fmt == "triples":
-            lines = [render_triple(x.head, x.relation, x.tail) for x in top]
-        elif self.fmt == "paths" and res.paths:  # the retriever ordered reasoning paths itself
-            lines = [_as_path(p.render()) for p in res.paths]
-        else:
-            rendered = [c.render() for c in chains.chains] if chains else []
-            lines = rendered if self.fmt == "chains" else [_as_path(line) for line in rendered]
-        prompt = build_prompt(self.fmt, question, lines, self.prompt_version)
-        timings["prompt"] = _ms(t)
-
-        t = time.perf_counter()
-        evidence = Evidence(question, top, list(res.topics), [id_to_name.get(x, x) for x in res.topics], res.cvt,
-                            paths=res.paths, from_paths=hasattr(self.retrieval, "planner"))
-        names = {i: n for i, n in id_to_name.items() if is_mid(i) and n != i}
-        reasoning, error = None, None
-        try:
-            reasoning = self.reasoner.reason(prompt, evidence, names)
-        except LLMError as exc:
-            error = str(exc)
-        timings["reason"] = _ms(t)
-
-        answers = ground_answers(reasoning.answers if reasoning else [], reasoning, top, chains, id_to_name)
+        with _stage(timings, "chains"):
+            chains = self._chains(res.run)
+        with _stage(timings, "prompt"):
+            lines = self._lines(res, chains)
+            prompt = build_prompt(self.fmt, question, lines, self.prompt_version)
+        with _stage(timings, "reason"):
+            evidence = Evidence(question, top, list(res.topics), [res.names.get(x, x) for x in res.topics], res.cvt,
+                                paths=res.paths, from_paths=res.retriever == RELATION_PATHS)
+            reasoning, error = self._reason(prompt, evidence, res.names)
+        answers = ground_answers(reasoning.answers if reasoning else [], reasoning, top, chains, res.names)
         freeze_loaded()  # everything the first answer loaded lazily is loaded now
-        evidence_names = list(dict.fromkeys(n for x in top for n in (x.head, x.tail)))
         notes = [n for n in [self.retriever_note, *res.notes] if n]
         return AskResult(
             question=question,
@@ -336,17 +296,60 @@ class AskPipeline:
             error=error,
             browser_query=browser_query(res.run),
             timings=timings,
-            evidence_entities=evidence_names,
+            evidence_entities=list(dict.fromkeys(n for x in top for n in (x.head, x.tail))),
             subgraph=res.subgraph,
             missing_topics=list(res.missing_topics),
-            planner_usage=getattr(res, "llm_usage", None),
+            planner_usage=res.llm_usage,
             retrieval=self.retrieval_settings(),
+            plan=self.plan.to_json(),
         )
+
+    def _chains(self, run: str | None) -> Any:
+        if not (self.chains and run):
+            return None
+        from kgdb.cypher.chains import evidence_chains
+
+        return evidence_chains(self.graph, run, max_hops=self.chain_hops)
+
+    def _lines(self, res: Retrieval, chains: Any) -> list[str]:
+        """The evidence lines of the prompt, in the chosen format."""
+        if self.fmt == "triples":
+            return [render_triple(x.head, x.relation, x.tail) for x in res.triples]
+        if self.fmt == "paths" and res.paths:  # the retriever ordered reasoning paths itself
+            return [_as_path(p.render()) for p in res.paths]
+        rendered = [c.render() for c in chains.chains] if chains else []
+        return rendered if self.fmt == "chains" else [_as_path(line) for line in rendered]
+
+    def _reason(
+        self, prompt: Prompt, evidence: Evidence, id_to_name: dict[str, str]
+    ) -> tuple[Reasoning | None, str | None]:
+        """The reasoner's answers, or the error of an LLM that failed (retrieval is still shown)."""
+        names = {i: n for i, n in id_to_name.items() if is_mid(i) and n != i}
+        try:
+            return self.reasoner.reason(prompt, evidence, names), None
+        except LLMError as exc:
+            return None, str(exc)
+
+
+def given_retrieval(retrieval: QuestionRetriever) -> _Built:
+    """A retriever object the caller built: described by its own `describe()` where it has one."""
+    describe = getattr(retrieval, "describe", None)  # optional beyond the QuestionRetriever protocol
+    return _Built(retrieval, describe if callable(describe) else (lambda: {"retriever": retrieval.name}), [],
+                  getattr(retrieval, "embedder", None))
+
+
+@contextmanager
+def _stage(timings: dict[str, float], name: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[name] = _ms(start)
 
 
 def _as_path(chain_line: str) -> str:
-    """A chain line without the brackets around relations: RAPL/RRP path style."""
-    return chain_line.replace("→ [", "→ ").replace("] →", " →")
+    """A chain line without the brackets around relations: RAPL/RRP path style (`a ← r ← b` against the edge)."""
+    return path_line(chain_line)
 
 
 def prompt_lines(prompt: Prompt, lines: list[str]) -> list[str]:

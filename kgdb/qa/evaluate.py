@@ -2,11 +2,17 @@
 
 One JSON line per question is appended to `results.jsonl` (a rerun skips the questions already
 there, so a crash resumes where it stopped); `metrics.json` and `settings.json` are written beside it.
+
+A database error is an error, not an answer: once the driver's own retries (with backoff) give up,
+the run stops with the results so far kept. No record is ever made of a question
+whose query failed, and a resumed run asks again every question recorded as "topic not in the graph"
+or as a retrieval error (files written before this rule may hold such rows from a lost server).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict
@@ -18,15 +24,24 @@ import numpy as np
 from kgdb.config import dump_json
 from kgdb.data.questions import QuestionRecord
 from kgdb.cypher.linking import NoTopicError
-from kgdb.errors import InputError, KgdbError
+from kgdb.errors import DatabaseError, InputError, KgdbError, TransactionMemoryError
 from kgdb.qa.ask import ASK_STAGES, AskPipeline, AskResult
 from kgdb.qa.metrics import MatchRules, normalize, score_question, summarize
 
 RESULTS_FILE = "results.jsonl"
+# Stages asked again on resume: cheap to redo, and what a lost server used to leave behind.
+RECOMPUTED_STAGES = ("retrieval", "no_topic_in_graph")
 
 
-def read_done(path: Path) -> dict[str, dict]:
-    """Per-question records already written (a torn last line from a crash is ignored)."""
+def kgdb_version() -> str:
+    """`kgdb.__version__`, recorded in every results file (read from the package already imported: an
+    import of `kgdb` here would make QA import the package's public API, for the import checker)."""
+    return str(getattr(sys.modules["kgdb"], "__version__", "unknown"))
+
+
+def read_done(path: Path, *, recompute: tuple[str, ...] = RECOMPUTED_STAGES) -> dict[str, dict]:
+    """Per-question records already written, the last one of each question; a torn last line from a
+    crash and the records of stages in `recompute` are left out (so they are asked again)."""
     done: dict[str, dict] = {}
     if not path.is_file():
         return done
@@ -35,24 +50,74 @@ def read_done(path: Path) -> dict[str, dict]:
             rec = json.loads(line)
         except json.JSONDecodeError:
             continue
-        done[rec["qid"]] = rec
+        if not isinstance(rec, dict) or "qid" not in rec:
+            continue  # a settings header
+        if rec.get("stage") in recompute:
+            done.pop(rec["qid"], None)
+        else:
+            done[rec["qid"]] = rec
     return done
 
 
+def open_results(path: Path):
+    """`path` opened for appending records, after a line torn by a crash is ended."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write("\n")
+    return path.open("a", encoding="utf-8")
+
+
+def database_error(graph, exc: BaseException) -> DatabaseError | None:
+    """The database failure behind `exc`, or None when the question itself failed.
+
+    A query error is one; so is any error while the server does not answer: a lookup that failed on a
+    lost connection can surface as "topic not in the graph", which must not be recorded as an answer.
+    A transaction over the server's memory limit is the question's own (it fails the same way again).
+    """
+    if isinstance(exc, TransactionMemoryError):
+        return None
+    if isinstance(exc, DatabaseError):
+        return exc
+    try:
+        graph.driver.verify_connectivity()
+    except Exception:  # any driver failure here means the same: the server is not answering
+        return DatabaseError(f"the database stopped answering ({' '.join(str(exc).split())[:200]})")
+    return None
+
+
+def _answers_in_graph(asker: AskPipeline, lookup: Callable[[QuestionRecord], list[str]], q: QuestionRecord) -> list[str]:
+    """`lookup(q)`, the gold answers the graph has; when some are missing, the database is asked whether
+    it is still there (a lookup on a lost connection finds nothing, and would be recorded as a fact)."""
+    ids = lookup(q)
+    if len(ids) < len(set(q.answers)) and (lost := database_error(asker.graph, KgdbError("gold answer lookup"))) is not None:
+        raise lost
+    return ids
+
+
 def question_record(
-    asker: AskPipeline, q: QuestionRecord, rules: MatchRules, answer_ids: list[str] | None = None
+    asker: AskPipeline, q: QuestionRecord, rules: MatchRules,
+    answer_ids: list[str] | Callable[[], list[str]] | None = None,
 ) -> dict[str, Any]:
-    """Ask one question and score it; errors become records too (they count as wrong)."""
+    """Ask one question and score it; errors become records too (they count as wrong), except a
+    database error, which is raised. `answer_ids` may be a function: it is called after the question
+    was asked, so a lost server is found by one query, not by one per gold answer."""
     base: dict[str, Any] = {"qid": q.id, "question": q.text, "gold": q.answers, "topics_gold": q.topics, "hop": q.hop}
     try:
         res = asker.ask(q.text, q.topics or None, q.id)
     except Exception as exc:  # one failed question must not end a long run; it is recorded and scored 0
+        if (lost := database_error(asker.graph, exc)) is not None:
+            raise lost from exc  # not an answer: never recorded (see `evaluate_qa`)
+        answer_ids = answer_ids() if callable(answer_ids) else answer_ids
         msg = str(exc) if isinstance(exc, KgdbError) else f"{type(exc).__name__}: {exc}"
         stage = "no_topic_in_graph" if isinstance(exc, NoTopicError) else "retrieval"
         base.update(error=msg, stage=stage, answers=[], usage=None, missing_topics=list(q.topics) if stage == "no_topic_in_graph" else [])
         base["scores"] = asdict(score_question([], q.answers, q.text, rules, answer_in_kg=bool(answer_ids), evidence_entities=()))
         return base
+    if res.missing_topics and (lost := database_error(asker.graph, KgdbError("topic lookup"))) is not None:
+        raise lost  # a topic "missing" because its lookup failed: the answer is not the graph's
     preds = [a.answer for a in res.answers]
+    answer_ids = answer_ids() if callable(answer_ids) else answer_ids
     if answer_ids is None:
         answer_ids = []
     hop = q.hop if q.hop is not None else _answer_hop(res, answer_ids)
@@ -160,7 +225,7 @@ def evaluate_qa(
         raise InputError(f"--concurrency must be at least 1, got {concurrency}", path="--concurrency")
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / RESULTS_FILE
-    settings = {**(run_settings or {}), **asker.settings_json(), "matching": asdict(rules)}
+    settings = {**(run_settings or {}), **asker.settings_json(), "matching": asdict(rules), "kgdb_version": kgdb_version()}
     previous = out_dir / "settings.json"
     if previous.is_file() and results.is_file():
         old = json.loads(previous.read_text(encoding="utf-8"))
@@ -174,33 +239,38 @@ def evaluate_qa(
             )
     dump_json(settings, previous)
     done = read_done(results)
-    if results.is_file() and results.stat().st_size and not results.read_bytes().endswith(b"\n"):
-        with results.open("a", encoding="utf-8") as fh:  # a crash tore the last line: start a fresh one
-            fh.write("\n")
     todo = [q for q in questions if q.id not in done]
     lock = threading.Lock()
+    stop = threading.Event()
 
     def work(q: QuestionRecord) -> dict:
-        ids = answer_in_kg(q) if answer_in_kg else None
-        return question_record(asker, q, rules, ids)
+        # No retry here: the driver has retried each query with backoff for 10 s (kgdb.cypher.Graph), so
+        # an error that reaches this point means the server is gone; the run stops and can be resumed.
+        return question_record(asker, q, rules, (lambda: _answers_in_graph(asker, answer_in_kg, q)) if answer_in_kg else None)
 
-    with results.open("a", encoding="utf-8") as fh, ThreadPoolExecutor(max_workers=concurrency) as pool:
+    with open_results(results) as fh, ThreadPoolExecutor(max_workers=concurrency) as pool:
         pending: set[Future] = set()
         queue = iter(todo)
 
         def submit_more() -> None:
-            while len(pending) < 2 * concurrency:
+            while len(pending) < 2 * concurrency and not stop.is_set():
                 q = next(queue, None)
                 if q is None:
                     return
                 pending.add(pool.submit(work, q))
 
         submit_more()
+        failure: DatabaseError | None = None
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for f in finished:
                 pending.discard(f)
-                rec = f.result()
+                try:
+                    rec = f.result()
+                except DatabaseError as exc:  # the rest of the run would only record failures: stop it
+                    failure = failure or exc
+                    stop.set()
+                    continue
                 with lock:
                     fh.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
                     fh.flush()
@@ -208,6 +278,12 @@ def evaluate_qa(
                 if on_done:
                     on_done(rec)
             submit_more()
+        if failure is not None:
+            kept = sum(1 for q in questions if q.id in done)
+            raise DatabaseError(
+                f"{' '.join(str(failure).split())}; evaluation stopped: {kept} of {len(questions)} questions are kept in "
+                f"{results}, none recorded from a failed query; run the same command again to resume"
+            ) from failure
     wanted = {q.id for q in questions}
     metrics = summarize_records(r for qid, r in done.items() if qid in wanted)
     metrics["settings"] = settings

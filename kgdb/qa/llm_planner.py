@@ -13,19 +13,22 @@ counted in a note. The order the LLM gave is the score (1, 1/2, 1/3, ...).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from string import Template
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Mapping
 
+from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, names_of
 from kgdb.qa.prompts import load_template, normalise_question
 
 if TYPE_CHECKING:  # the CLI imports this module for PLANNERS: no neo4j driver or torch at import time
     from kgdb.config import Settings
     from kgdb.cypher import Graph
+    from kgdb.cypher.linking import Topics
 
 PLANNERS = ("trained", "llm")
 MAX_HOPS = 3
 FOLLOW_UP = (
-    'Your reply has no relation path. Answer again with only relation paths, one per line, each 1 to 3 relation '
+    "Your reply has no relation path. Answer again with only relation paths, one per line, each 1 to 3 relation "
     'names joined by " -> ", for example: first.relation -> second.relation'
 )
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|path\s*\d*\s*:)\s*", re.IGNORECASE)
@@ -48,29 +51,43 @@ def parse_paths(reply: str, max_hops: int = MAX_HOPS) -> list[tuple[str, ...]]:
 
 
 def require_planner_llm(settings: Settings) -> None:
-    from kgdb.qa.labelling import LLMNotConfigured  # the one "no LLM configured" error; imported late, the CLI imports this module
+    from kgdb.qa.labelling import (
+        LLMNotConfigured,
+    )  # the one "no LLM configured" error; imported late, the CLI imports this module
 
     if not settings.llm_model:
         raise LLMNotConfigured(
-            "--planner llm needs an LLM: set KGDB_LLM_BASE_URL (an OpenAI-compatible endpoint, e.g. http://host:8000/v1) "
+            "--planner llm needs an LLM: set KGDB_LLM_BASE_URL (an OpenAI-compatible endpoint, "
+            "e.g. http://host:8000/v1) "
             "and KGDB_LLM_MODEL (KGDB_LLM_API_KEY if it needs one)"
         )
 
 
-class LLMPathPlanner:
-    """`plan(graph, question, topics, topic_names) -> [PlannedPath]` through an LLM; `plan_noted`
-    also returns the notes and the token usage (the retriever reports both)."""
+class LLMPathPlanner(PathPlanner):
+    """`plan(graph, question, topics, names) -> Plan` through an LLM; the plan carries its notes (what
+    was dropped or fell back) and the token usage."""
 
     name = "llm"
 
-    def __init__(self, llm, *, fallback=None, version: int = 1, max_hops: int = MAX_HOPS, max_relations: int = 200):
+    def __init__(
+        self,
+        llm,
+        *,
+        fallback: PathPlanner | None = None,
+        version: int = 1,
+        max_hops: int = MAX_HOPS,
+        max_relations: int = 200,
+    ):
         self.llm, self.fallback, self.max_hops, self.max_relations = llm, fallback, max_hops, max_relations
         self.template = load_template("plan_paths", version)
 
     def describe(self) -> dict:
-        ckpt = getattr(self.fallback, "checkpoint", None)
-        return {"llm": self.llm.settings(), "prompt_template": self.template.name, "max_hops": self.max_hops,
-                "fallback": (ckpt.name if ckpt else getattr(self.fallback, "name", None)) if self.fallback is not None else None}
+        return {
+            "llm": self.llm.settings(),
+            "prompt_template": self.template.name,
+            "max_hops": self.max_hops,
+            "fallback": _planner_name(self.fallback) if self.fallback is not None else None,
+        }
 
     def messages(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[dict[str, str]]:
         """The chat: system, the worked example, then the question with the relations around its topics."""
@@ -79,37 +96,54 @@ class LLMPathPlanner:
         relations = sorted({r for r, _ in relations_around(graph, topics)})[: self.max_relations]
         t = self.template.sections
         user = Template(t["user"]).safe_substitute(
-            entities=", ".join(topic_names) or "(none)", evidence="\n".join(relations) or "(none)", question=normalise_question(question),
+            entities=", ".join(topic_names) or "(none)",
+            evidence="\n".join(relations) or "(none)",
+            question=normalise_question(question),
         )
-        return [{"role": "system", "content": t["system"]}, {"role": "user", "content": t["example_user"]},
-                {"role": "assistant", "content": t["example_assistant"]}, {"role": "user", "content": user}]
+        return [
+            {"role": "system", "content": t["system"]},
+            {"role": "user", "content": t["example_user"]},
+            {"role": "assistant", "content": t["example_assistant"]},
+            {"role": "user", "content": user},
+        ]
 
-    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list:
-        return self.plan_noted(graph, question, topics, topic_names)[0]
-
-    def plan_noted(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> tuple[list, list[str], dict]:
-        from kgdb.pipeline.planners import PlannedPath  # torch: imported only when planning
+    def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
+        from kgdb.cypher.linking import strip_mentions  # the neo4j driver: imported only when planning
         from kgdb.qa.reasoners.base import Reasoning
 
+        named = names_of(topics, names)
         usage = Reasoning(answers=[], reply="", reasoner=self.llm.name, llm_used=True)
         notes: list[str] = []
-        messages = self.messages(graph, question, topics, topic_names)
+        messages = self.messages(graph, question, topics.ids, list(named))
         reply = self.llm.complete(messages, usage)  # LLMError (the client's retries spent) reaches the caller
         paths = self._usable(graph, reply, notes)
         if not paths:  # one follow-up turn, as `kgdb label` does
-            second = self.llm.complete([*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": FOLLOW_UP}], usage)
+            second = self.llm.complete(
+                [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": FOLLOW_UP}], usage
+            )
             paths = self._usable(graph, second, notes)
-        counts = {"calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                  "template": self.template.name}
-        if paths:
-            return [PlannedPath(p, 1.0 / rank) for rank, p in enumerate(paths, 1)], notes, counts
-        if self.fallback is not None:
-            ckpt = getattr(self.fallback, "checkpoint", None)
-            notes.append(f"the LLM planner gave no usable relation path after one follow-up; the trained planner "
-                         f"({ckpt.name if ckpt else self.fallback.name}) planned instead")
-            return self.fallback.plan(graph, question, topics, topic_names), notes, counts
-        notes.append("the LLM planner gave no usable relation path after one follow-up and no trained planner exists for this graph: nothing planned")
-        return [], notes, counts
+        counts = {
+            "calls": usage.calls,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "template": self.template.name,
+        }
+        if not paths and self.fallback is not None:  # the trained planner's plan, as it plans alone
+            notes.append(
+                f"the LLM planner gave no usable relation path after one follow-up; the trained planner "
+                f"({_planner_name(self.fallback)}) planned instead"
+            )
+            fell = self.fallback.plan(graph, question, topics, names)
+            return replace(fell, notes=(*notes, *fell.notes), usage=counts)
+        if not paths:
+            notes.append(
+                "the LLM planner gave no usable relation path after one follow-up and no trained planner exists "
+                "for this graph: "
+                "nothing planned"
+            )
+        # the order the LLM gave is the score; the structural reasoner reads the question without the topic names
+        planned = tuple(PlannedPath(p, 1.0 / rank) for rank, p in enumerate(paths, 1))
+        return Plan(topics, named, planned, strip_mentions(question, list(named)), notes=tuple(notes), usage=counts)
 
     def _usable(self, graph: Graph, reply: str, notes: list[str]) -> list[tuple[str, ...]]:
         from kgdb.cypher.paths import unknown_relations
@@ -118,22 +152,29 @@ class LLMPathPlanner:
         unknown = set(unknown_relations(graph, [r for p in paths for r in p]))
         dropped = [p for p in paths if unknown & set(p)]
         if dropped:
-            notes.append(f"LLM planner: dropped {len(dropped)} relation path(s) naming relations not in this graph "
-                         f"({', '.join(sorted(unknown))})")
+            notes.append(
+                f"LLM planner: dropped {len(dropped)} relation path(s) naming relations not in this graph "
+                f"({', '.join(sorted(unknown))})"
+            )
         return [p for p in paths if not unknown & set(p)]
 
 
-class DeferredPlanner:
+def _planner_name(planner: PathPlanner) -> str:
+    """A planner as a note names it: its checkpoint, else its name."""
+    return planner.checkpoint.name if planner.checkpoint is not None else planner.name
+
+
+class DeferredPlanner(PathPlanner):
     """A trained planner loaded on its first `plan` call: the LLM usually answers, and loading the
     fallback's weights and embedding model for every process would cost more than most plans."""
 
-    def __init__(self, name: str, load):
+    def __init__(self, name: str, load: Callable[[], PathPlanner]):
         self.name, self._load, self._planner = name, load, None
 
-    def plan(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list:
+    def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
         if self._planner is None:
             self._planner = self._load()
-        return self._planner.plan(graph, question, topics, topic_names)
+        return self._planner.plan(graph, question, topics, names)
 
 
 def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None) -> LLMPathPlanner:
@@ -165,5 +206,7 @@ def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None)
 
         shipped = None if checkpoint else shipped_checkpoint(RANKER)
         if shipped is not None:  # nothing trained on this graph: the portable ranker shipped with kgdb
-            fallback = DeferredPlanner(f"the portable {RANKER} shipped with kgdb", lambda: load_ranker(graph, settings, str(shipped)))
+            fallback = DeferredPlanner(
+                f"the portable {RANKER} shipped with kgdb", lambda: load_ranker(graph, settings, str(shipped))
+            )
     return LLMPathPlanner(OpenAIReasoner.from_settings(settings), fallback=fallback)

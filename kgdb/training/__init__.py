@@ -1,5 +1,7 @@
-"""Training and evaluating registered retrievers on cached, labelled subgraphs (torch, never the database).
+"""Training models on tensors prepared by the seam (torch, never the database).
 
-`trainer`: the generic loop (any registered retriever, its own loss and label kind, per-epoch
-state for `--resume`); `evaluation`: retrieval recall@K through a pipeline object.
+`fit`: the one loop every trainable kind shares (epochs, early stopping, resume, seeding, DDP,
+progress `events`); each kind supplies a `FitTask` with its loss and validation: `trainer` (any
+registered retriever), `planner`, `path_ranker` and `structural` (RRP's models). `distributed`: the
+DDP workers; `evaluation`: retrieval recall@K through a pipeline object.
 """

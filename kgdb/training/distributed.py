@@ -15,8 +15,10 @@ import gc
 import os
 import socket
 import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -43,8 +45,7 @@ def shard(order: Sequence[int], rank: int, size: int) -> list[int]:
 
 def wrap(model: nn.Module) -> nn.Module:
     """The module to call for training steps: DDP in a process group, else the model itself."""
-    rank, size = world()
-    if size == 1:
+    if world()[1] == 1:
         return model
     device_ids = [model_device(model).index] if model_device(model).type == "cuda" else None
     # Retrievers leave parameters unused on some questions (the CVT vector on a graph without CVTs).
@@ -103,24 +104,52 @@ def run(fn: Callable[..., Any], args: tuple, nproc: int) -> Any:
         return torch.load(out, weights_only=False)
 
 
-def train_worker(cls, model_cfg, dim: int, train_items, val_items, entity, relation, fingerprint: str, cfg, state_dir, resume: bool,
-                 device: str = "cpu"):
-    """One DDP worker of `kgdb train --nproc N`: everything comes from the parent's cache, nothing
-    from the database. Returns (best weights on the CPU, TrainResult)."""
+@dataclass
+class WorkerJob:
+    """What a DDP worker of `kgdb train --nproc N` trains from: everything comes from the parent's
+    cache and tables, nothing from the database (it must pickle)."""
+
+    cls: type
+    model_cfg: Any
+    dim: int
+    train_items: list
+    val_items: list
+    entity: Any  # numpy [E, d]
+    relation: Any  # numpy [R, d]
+    fingerprint: str
+    cfg: Any  # kgdb.training.trainer.TrainConfig
+    state_dir: Path | None
+    resume: bool
+
+
+class _RankZeroEpochs:
+    """Epoch lines printed by rank 0 only (the workers' stdout is the terminal's)."""
+
+    def __init__(self, rank: int):
+        self.rank = rank
+
+    def __call__(self, log) -> None:
+        if self.rank == 0:
+            print(log.describe(), flush=True)
+
+
+def train_worker(job: WorkerJob, device: str = "cpu"):
+    """One DDP worker: returns (best weights on the CPU, TrainResult)."""
     from kgdb.models.base import TensorTables
     from kgdb.training.trainer import prepare_cpu, seed_everything, train
 
     prepare_cpu(device, None)
-    rank, _ = world()
-    tables = TensorTables.from_numpy(entity, relation, fingerprint, device)
-    seed_everything(cfg.seed)
-    model = cls(model_cfg, dim).to(device)
-
-    def on_epoch(log) -> None:
-        if rank == 0:
-            print(f"epoch {log.epoch}: loss {log.loss:.4f}, val triple R@100 {log.val_triple_recall:.4f}, "
-                  f"val answer R@100 {log.val_answer_recall:.4f}, {log.seconds:.1f} s", flush=True)
-
-    model, result = train(model, train_items, val_items, tables, cfg, on_epoch=on_epoch, state_dir=state_dir, resume=resume)
+    tables = TensorTables.from_numpy(job.entity, job.relation, job.fingerprint, device)
+    seed_everything(job.cfg.seed)
+    model = job.cls(job.model_cfg, job.dim).to(device)
+    model, result = train(
+        model,
+        job.train_items,
+        job.val_items,
+        tables,
+        job.cfg,
+        on_epoch=_RankZeroEpochs(world()[0]),
+        state_dir=job.state_dir,
+        resume=job.resume,
+    )
     return {k: v.detach().cpu() for k, v in model.state_dict().items()}, result
-

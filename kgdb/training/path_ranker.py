@@ -4,23 +4,23 @@ Mini-batches of questions, Adam with weight decay (a few hundred WebQSP question
 thousand relations), the listwise loss over each question's candidates. After every epoch the val
 questions are ranked (`val`: one group per question file, averaged) and the model with the best val
 answer Hit@1 of its top path (the expected Hit@1 when the top path's answers are taken in any order:
-gold ends / ends), then Macro-F1, then val loss, is kept, with early stopping on patience. Tensors only: the examples come from the seam
+gold ends / ends), then Macro-F1, then val loss, is kept, with early stopping on patience (`kgdb.training.fit`).
+Tensors only: the examples come from the seam
 (`kgdb.pipeline.path_ranker`).
 """
 
 from __future__ import annotations
 
-import copy
-import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
 from kgdb.models.path_ranker import PathRanker
 from kgdb.models.planner import pack_questions
-from kgdb.training.trainer import seed_everything
+from kgdb.training.events import EpochCallbacks, TrainEvents
+from kgdb.training.fit import EpochTotals, FitConfig, FitTask, fit
 
 
 @dataclass
@@ -35,7 +35,9 @@ class RankerExample:
     f1: np.ndarray  # float32 [N]: F1 of the candidate's answers against the gold ones
 
 
-def reliable_positives(f1: np.ndarray, hops: np.ndarray, closeness: np.ndarray, margin: float | None = None) -> np.ndarray:
+def reliable_positives(
+    f1: np.ndarray, hops: np.ndarray, closeness: np.ndarray, margin: float | None = None
+) -> np.ndarray:
     """The positive candidates of one question (bool [N]): the best answer F1, then the fewest hops; with a
     `margin`, of those only the ones whose question-relation cosine (`closeness`, the cos_max feature) is
     within `margin` of the best of them. A path that reaches the answers by coincidence (Barack Obama's
@@ -69,6 +71,13 @@ class RankerEpoch:
     val_loss: float  # listwise loss on val: breaks ties of Hit@1 and Macro-F1
     seconds: float
 
+    def describe(self) -> str:
+        return (
+            f"epoch {self.epoch}: loss {self.loss:.4f}, val answer Hit@1 {self.val_hit1:.4f} "
+            "(expected over the top path's answers), "
+            f"Macro-F1 {self.val_f1:.4f}, path Hit@1 {self.val_path_hit1:.4f}, {self.seconds:.1f} s"
+        )
+
 
 @dataclass
 class RankerResult:
@@ -89,10 +98,16 @@ def collate(batch: Sequence[RankerExample], device: torch.device | str = "cpu"):
     tokens = np.concatenate([np.pad(ex.tokens, ((0, 0), (0, width - ex.tokens.shape[1]))) for ex in batch])
     owner = np.concatenate([np.full(len(ex.tokens), i, np.int64) for i, ex in enumerate(batch)])
     words, offsets = pack_questions([ex.words for ex in batch], device)
-    t = lambda a, dt: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
-    return (t(np.stack([ex.q_emb for ex in batch]), torch.float32), words, offsets, t(tokens, torch.long),
-            t(np.concatenate([ex.dense for ex in batch]), torch.float32), t(owner, torch.long),
-            t(np.concatenate([ex.positive for ex in batch]), torch.bool))
+    t = lambda a, dt: torch.as_tensor(a, dtype=dt, device=device)
+    return (
+        t(np.stack([ex.q_emb for ex in batch]), torch.float32),
+        words,
+        offsets,
+        t(tokens, torch.long),
+        t(np.concatenate([ex.dense for ex in batch]), torch.float32),
+        t(owner, torch.long),
+        t(np.concatenate([ex.positive for ex in batch]), torch.bool),
+    )
 
 
 @torch.no_grad()
@@ -127,45 +142,59 @@ def evaluate_groups(model: PathRanker, groups: Sequence[Sequence[RankerExample]]
     return tuple(float(x) for x in scores.mean(axis=0))
 
 
+class RankerTask(FitTask):
+    """The ranker's part of `fit`: the listwise loss over a batch's candidates; selection on val answer
+    Hit@1, then Macro-F1, then the val loss."""
+
+    kind = "rrp-ranker"
+
+    def __init__(
+        self,
+        model: PathRanker,
+        usable: Sequence[RankerExample],
+        val: Sequence[Sequence[RankerExample]],
+        cfg: RankerTrainConfig,
+    ):
+        self.model, self.config, self.usable, self.val = model, cfg, list(usable), val
+
+    def examples(self) -> int:
+        return len(self.usable)
+
+    def loss(self, objective: torch.nn.Module, batch: list[int]) -> torch.Tensor:
+        examples = [self.usable[i] for i in batch]
+        q, words, offsets, tokens, dense, owner, positive = collate(examples, self.model.relation_emb.device)
+        return objective.loss(objective(q, words, offsets, tokens, dense, owner), owner, positive) / len(examples)
+
+    def validate(self) -> tuple[tuple, tuple[float, float, float, float]]:
+        hit, f1, path, val_loss = evaluate_groups(self.model, self.val)
+        return (hit, f1, -val_loss), (hit, f1, path, val_loss)
+
+    def log(self, epoch: int, totals: EpochTotals, metrics: tuple[float, float, float, float]) -> RankerEpoch:
+        return RankerEpoch(epoch, totals.loss_per_question, *metrics, totals.seconds + totals.val_seconds)
+
+
 def train_ranker_model(
     model: PathRanker,
     train: Sequence[RankerExample],
     val: Sequence[Sequence[RankerExample]],
     cfg: RankerTrainConfig,
-    on_epoch: Callable[[RankerEpoch], None] = lambda e: None,
+    on_epoch: Callable[[RankerEpoch], None] | None = None,
+    events: TrainEvents | None = None,
 ) -> tuple[PathRanker, RankerResult]:
-    seed_everything(cfg.seed)
     usable = [ex for ex in train if ex.positive.any()]
     if not usable:
         raise ValueError("no training question has a candidate path that reaches an answer")
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    rng = np.random.default_rng(cfg.seed)
-    result = RankerResult(0, -1.0, -1.0, train_questions=len(usable), skipped_no_positive=len(train) - len(usable))
-    best_state, bad, best_key = copy.deepcopy(model.state_dict()), 0, (-1.0, -1.0, -float("inf"))
-    device = model.relation_emb.device
-    for epoch in range(1, cfg.max_epochs + 1):
-        t0 = time.perf_counter()
-        model.train()
-        total = 0.0
-        order = rng.permutation(len(usable))
-        for start in range(0, len(order), cfg.batch_size):
-            batch = [usable[i] for i in order[start : start + cfg.batch_size]]
-            q, words, offsets, tokens, dense, owner, positive = collate(batch, device)
-            loss = model.loss(model(q, words, offsets, tokens, dense, owner), owner, positive) / len(batch)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(batch)
-        hit, f1, path, val_loss = evaluate_groups(model, val)
-        log = RankerEpoch(epoch, total / len(usable), hit, f1, path, val_loss, time.perf_counter() - t0)
-        result.epochs.append(log)
-        on_epoch(log)
-        if (hit, f1, -val_loss) > best_key:
-            result.best_epoch, result.best_val_hit1, result.best_val_f1 = epoch, hit, f1
-            best_state, bad, best_key = copy.deepcopy(model.state_dict()), 0, (hit, f1, -val_loss)
-        else:
-            bad += 1
-            if bad >= cfg.patience:
-                break
-    model.load_state_dict(best_state)
-    return model.eval(), result
+    outcome = fit(
+        RankerTask(model, usable, val, cfg),
+        FitConfig(cfg.max_epochs, cfg.patience, cfg.seed),
+        EpochCallbacks(on_epoch=on_epoch, events=events),
+    )
+    best = next(e for e in outcome.epochs if e.epoch == outcome.best_epoch)
+    return model, RankerResult(
+        outcome.best_epoch,
+        best.val_hit1,
+        best.val_f1,
+        outcome.epochs,
+        train_questions=len(usable),
+        skipped_no_positive=len(train) - len(usable),
+    )

@@ -1,4 +1,4 @@
-"""Training the relation-path planner (`kgdb.models.planner.PathPlanner`) on labelled questions.
+"""Training the relation-path planner (`kgdb.models.planner.PathDecoder`) on labelled questions.
 
 Mini-batches of questions, Adam, Eq. 2's loss; after every epoch the val split is decoded with
 beam search and the model with the best val path Hit@1 (the top planned path is one of the
@@ -8,16 +8,15 @@ come from the seam (`kgdb.pipeline.train_planner`).
 
 from __future__ import annotations
 
-import copy
-import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
-from kgdb.models.planner import PathPlanner, pack_questions
-from kgdb.training.trainer import seed_everything
+from kgdb.models.planner import PathDecoder, pack_questions
+from kgdb.training.events import EpochCallbacks, TrainEvents
+from kgdb.training.fit import EpochTotals, FitConfig, FitTask, fit
 
 
 @dataclass
@@ -47,6 +46,12 @@ class PlannerEpoch:
     val_hit_beam: float  # some labelled path among the beam
     seconds: float
 
+    def describe(self) -> str:
+        return (
+            f"epoch {self.epoch}: loss {self.loss:.4f}, val path Hit@1 {self.val_hit1:.4f}, "
+            f"Hit@beam {self.val_hit_beam:.4f}, {self.seconds:.1f} s"
+        )
+
 
 @dataclass
 class PlannerResult:
@@ -60,7 +65,7 @@ class PlannerResult:
         return asdict(self)
 
 
-def _batch(model: PathPlanner, batch: Sequence[PlannerExample], cap: int):
+def _batch(model: PathDecoder, batch: Sequence[PlannerExample], cap: int):
     device = model.bias.device
     rows_q, rows_p, weights = [], [], []
     for i, ex in enumerate(batch):
@@ -78,7 +83,7 @@ def _batch(model: PathPlanner, batch: Sequence[PlannerExample], cap: int):
     return q, words, offsets, paths_t, torch.tensor(weights, device=device)
 
 
-def evaluate_planner(model: PathPlanner, examples: Sequence[PlannerExample], beam: int) -> tuple[float, float]:
+def evaluate_planner(model: PathDecoder, examples: Sequence[PlannerExample], beam: int) -> tuple[float, float]:
     """(Hit@1, Hit@beam) of the decoded relation paths against the labels."""
     model.eval()
     hit1 = hitk = 0
@@ -92,43 +97,49 @@ def evaluate_planner(model: PathPlanner, examples: Sequence[PlannerExample], bea
     return hit1 / n, hitk / n
 
 
+class PlannerTask(FitTask):
+    """The planner's part of `fit`: Eq. 2's loss over a batch's labelled paths, val path Hit@1."""
+
+    kind = "rrp-planner"
+
+    def __init__(
+        self,
+        model: PathDecoder,
+        usable: Sequence[PlannerExample],
+        val: Sequence[PlannerExample],
+        cfg: PlannerTrainConfig,
+    ):
+        self.model, self.config, self.usable, self.val = model, cfg, list(usable), list(val)
+
+    def examples(self) -> int:
+        return len(self.usable)
+
+    def loss(self, objective: torch.nn.Module, batch: list[int]) -> torch.Tensor:
+        examples = [self.usable[i] for i in batch]
+        return objective.loss(*_batch(self.model, examples, self.config.max_paths_per_question)) / len(examples)
+
+    def validate(self) -> tuple[tuple, tuple[float, float]]:
+        hit1, hitk = evaluate_planner(self.model, self.val, self.config.beam)
+        return (hit1,), (hit1, hitk)
+
+    def log(self, epoch: int, totals: EpochTotals, metrics: tuple[float, float]) -> PlannerEpoch:
+        return PlannerEpoch(epoch, totals.loss_per_question, *metrics, totals.seconds)
+
+
 def train_planner_model(
-    model: PathPlanner,
+    model: PathDecoder,
     train: Sequence[PlannerExample],
     val: Sequence[PlannerExample],
     cfg: PlannerTrainConfig,
-    on_epoch: Callable[[PlannerEpoch], None] = lambda e: None,
-) -> tuple[PathPlanner, PlannerResult]:
-    seed_everything(cfg.seed)
+    on_epoch: Callable[[PlannerEpoch], None] | None = None,
+    events: TrainEvents | None = None,
+) -> tuple[PathDecoder, PlannerResult]:
     usable = [ex for ex in train if ex.paths]
-    labelled_val = [ex for ex in val if ex.paths]
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    rng = np.random.default_rng(cfg.seed)
-    result = PlannerResult(0, -1.0, train_questions=len(usable), skipped_no_path=len(train) - len(usable))
-    best_state, bad = copy.deepcopy(model.state_dict()), 0
-    for epoch in range(1, cfg.max_epochs + 1):
-        t0 = time.perf_counter()
-        model.train()
-        order = rng.permutation(len(usable))
-        total = 0.0
-        for start in range(0, len(order), cfg.batch_size):
-            batch = [usable[i] for i in order[start : start + cfg.batch_size]]
-            loss = model.loss(*_batch(model, batch, cfg.max_paths_per_question)) / len(batch)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(batch)
-        seconds = time.perf_counter() - t0
-        hit1, hitk = evaluate_planner(model, labelled_val, cfg.beam)
-        log = PlannerEpoch(epoch, total / max(len(usable), 1), hit1, hitk, seconds)
-        result.epochs.append(log)
-        on_epoch(log)
-        if hit1 > result.best_val_hit1:
-            result.best_epoch, result.best_val_hit1 = epoch, hit1
-            best_state, bad = copy.deepcopy(model.state_dict()), 0
-        else:
-            bad += 1
-            if bad >= cfg.patience:
-                break
-    model.load_state_dict(best_state)
-    return model.eval(), result
+    task = PlannerTask(model, usable, [ex for ex in val if ex.paths], cfg)
+    outcome = fit(
+        task, FitConfig(cfg.max_epochs, cfg.patience, cfg.seed), EpochCallbacks(on_epoch=on_epoch, events=events)
+    )
+    best = outcome.best_key[0] if outcome.best_key else -1.0
+    return model, PlannerResult(
+        outcome.best_epoch, best, outcome.epochs, train_questions=len(usable), skipped_no_path=len(train) - len(usable)
+    )

@@ -8,19 +8,17 @@ so `resume` continues a killed run. Tensors only: the examples come from the sea
 
 from __future__ import annotations
 
-import copy
-import json
-import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
 from kgdb.models.structural import StructuralReasoner
-from kgdb.training.trainer import seed_everything
+from kgdb.training.events import EpochCallbacks, TrainEvents
+from kgdb.training.fit import EpochTotals, FitConfig, FitTask, fit, saved_epoch
 
 STATE = "train_state.pt"
 
@@ -52,6 +50,9 @@ class StructuralEpoch:
     loss: float
     val_hit1: float
     seconds: float
+
+    def describe(self) -> str:
+        return f"epoch {self.epoch}: loss {self.loss:.4f}, val Hit@1 {self.val_hit1:.4f}, {self.seconds:.1f} s"
 
 
 @dataclass
@@ -99,6 +100,34 @@ def hit1(model: StructuralReasoner, examples: Sequence[StructuralExample], batch
     return hits / max(len(examples), 1)
 
 
+class StructuralTask(FitTask):
+    """The structural reasoner's part of `fit`: Eq. 8's loss on a batch of subgraphs, val Hit@1."""
+
+    kind = "rrp"
+
+    def __init__(
+        self,
+        model: StructuralReasoner,
+        train: Sequence[StructuralExample],
+        val: Sequence[StructuralExample],
+        cfg: StructuralTrainConfig,
+    ):
+        self.model, self.config, self.train, self.val = model, cfg, list(train), list(val)
+
+    def examples(self) -> int:
+        return len(self.train)
+
+    def loss(self, objective: torch.nn.Module, batch: list[int]) -> torch.Tensor:
+        return objective.loss(collate([to_data(self.train[i]) for i in batch], self.model.relation_emb.device))
+
+    def validate(self) -> tuple[tuple, float]:
+        value = hit1(self.model, self.val)
+        return (value,), value
+
+    def log(self, epoch: int, totals: EpochTotals, metrics: float) -> StructuralEpoch:
+        return StructuralEpoch(epoch, totals.loss_per_question, metrics, totals.seconds + totals.val_seconds)
+
+
 def train_structural_model(
     model: StructuralReasoner,
     train: Sequence[StructuralExample],
@@ -107,65 +136,26 @@ def train_structural_model(
     *,
     state_dir: Path | None = None,
     resume: bool = False,
-    on_step: Callable[[float], None] = lambda loss: None,
-    on_epoch: Callable[[StructuralEpoch], None] = lambda e: None,
+    on_step: Callable[[float], None] | None = None,
+    on_epoch: Callable[[StructuralEpoch], None] | None = None,
+    events: TrainEvents | None = None,
 ) -> tuple[StructuralReasoner, StructuralResult]:
-    seed_everything(cfg.seed)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    rng = np.random.default_rng(cfg.seed)
-    result = StructuralResult(train_questions=len(train))
-    best_state, bad, first = copy.deepcopy(model.state_dict()), 0, 1
     state_path = state_dir / STATE if state_dir else None
-    if resume:
-        if state_path is None or not state_path.is_file():
-            raise ValueError(f"nothing to resume: no {STATE} in {state_dir}")
-        saved = torch.load(state_path, weights_only=False)
-        fixed = ("lr", "batch_size", "seed")  # max_epochs and patience may change: stop a run early or extend it
-        if any(saved["config"][k] != asdict(cfg)[k] for k in fixed):
-            raise ValueError(f"the saved run used other settings ({saved['config']}); start afresh without --resume")
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["optimizer"])
-        best_state, bad, rng = saved["best_state"], saved["bad"], saved["rng"]
-        result = StructuralResult(**{**saved["result"], "epochs": [StructuralEpoch(**e) for e in saved["result"]["epochs"]]})
-        first = result.resumed_from_epoch = saved["epoch"] + 1
-        if bad >= cfg.patience:
-            first = cfg.max_epochs + 1
-    for epoch in range(first, cfg.max_epochs + 1):
-        t0 = time.perf_counter()
-        model.train()
-        order = rng.permutation(len(train))
-        total = 0.0
-        for start in range(0, len(order), cfg.batch_size):
-            batch = collate([to_data(train[i]) for i in order[start : start + cfg.batch_size]], model.relation_emb.device)
-            loss = model.loss(batch)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            opt.step()
-            total += float(loss.detach()) * batch.num_graphs
-            on_step(float(loss.detach()))
-        log = StructuralEpoch(epoch, total / max(len(train), 1), hit1(model, val), time.perf_counter() - t0)
-        result.epochs.append(log)
-        on_epoch(log)
-        if log.val_hit1 >= result.best_val_hit1:  # a tie goes to the longer-trained model (small val sets)
-            result.best_epoch, result.best_val_hit1 = epoch, log.val_hit1
-            best_state, bad = copy.deepcopy(model.state_dict()), 0
-        else:
-            bad += 1
-        if state_path is not None:
-            state_path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "best_state": best_state, "bad": bad, "rng": rng,
-                        "epoch": epoch, "config": asdict(cfg), "result": json.loads(json.dumps(result.to_json()))}, state_path)
-        if bad >= cfg.patience:
-            break
-    model.load_state_dict(best_state)
-    return model.eval(), result
+    if resume and (state_path is None or not state_path.is_file()):
+        raise ValueError(f"nothing to resume: no {STATE} in {state_dir}")
+    # A tie goes to the longer-trained model (small val sets); gradients are clipped at norm 5.
+    fit_cfg = FitConfig(
+        cfg.max_epochs, cfg.patience, cfg.seed, state_path, resume, clip_grad_norm=5.0, later_ties_win=True
+    )
+    step = None if on_step is None else (lambda loss, questions: on_step(loss))
+    outcome = fit(StructuralTask(model, train, val, cfg), fit_cfg, EpochCallbacks(step, on_epoch, events))
+    best = outcome.best_key[0] if outcome.best_key else -1.0
+    # The result names the first epoch this run trained (the saved one's successor).
+    resumed = outcome.resumed_from_epoch + 1 if outcome.resumed_from_epoch else 0
+    return model, StructuralResult(outcome.best_epoch, best, outcome.epochs, len(train), resumed)
 
 
 def finished(state_dir: Path, cfg: StructuralTrainConfig) -> bool:
     """A saved run that `resume` would not train further (the data need not be rebuilt)."""
-    path = state_dir / STATE
-    if not path.is_file():
-        return False
-    saved = torch.load(path, weights_only=False)
-    return saved["epoch"] >= cfg.max_epochs or saved["bad"] >= cfg.patience
+    saved = saved_epoch(state_dir / STATE)
+    return saved is not None and (saved[0] >= cfg.max_epochs or saved[1] >= cfg.patience)

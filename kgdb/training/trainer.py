@@ -1,4 +1,4 @@
-"""The training loop every registered retriever shares.
+"""Training a registered retriever: its part of the shared loop (`kgdb.training.fit`).
 
 SubgraphRAG's recipe (spec §10) is the default: one question per step, Adam lr 1e-3, model
 selection on validation triple recall@100 with patience 10, fixed seed. The loss and the kind of
@@ -14,11 +14,9 @@ identical results.
 
 from __future__ import annotations
 
-import random
-import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -28,12 +26,28 @@ from kgdb.models.base import Retriever, Targets, TensorTables, passed_count
 from kgdb.models.features import batch_tensors, featurise
 from kgdb.models.metrics import answer_recall_at, top_k, triple_recall_at
 from kgdb.training import distributed
+from kgdb.training.events import EpochCallbacks, TrainEvents
+from kgdb.training.fit import (
+    STATE_FILE,
+    EpochTotals,
+    FitConfig,
+    FitTask,
+    ResumeMismatchError,
+    fit,
+)
+from kgdb.training.seeding import prepare_cpu, seed_everything
 
-STATE_FILE = "train-state.pt"
-
-
-class ResumeMismatchError(ValueError):
-    """`--resume` met a saved training state written by another configuration."""
+__all__ = [
+    "STATE_FILE",
+    "ResumeMismatchError",
+    "TrainConfig",
+    "ensure_node_features",
+    "has_positive",
+    "prepare_cpu",
+    "seed_everything",
+    "train",
+    "validate",
+]
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,13 @@ class EpochLog:
     cpu_seconds: float = 0.0  # process CPU time of the same pass
     val_seconds: float = 0.0  # wall time of the validation pass
 
+    def describe(self) -> str:
+        return (
+            f"epoch {self.epoch}: loss {self.loss:.4f}, val triple R@100 {self.val_triple_recall:.4f}, "
+            f"val answer R@100 {self.val_answer_recall:.4f}, {self.seconds:.1f} s ({self.cpu_seconds:.1f} s CPU; "
+            f"validation {self.val_seconds:.1f} s)"
+        )
+
 
 @dataclass
 class TrainResult:
@@ -70,27 +91,6 @@ class TrainResult:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-def prepare_cpu(device: str, threads: int | None) -> None:
-    """Before a training run's first tensor, on a CPU: its torch threads (when given) and subnormal floats
-    flushed to zero. Subnormals (the far tail of a softmax over hundreds of candidates, tiny optimiser
-    moments) are slow on CPUs: the RRP ranker's five-file recipe went from 5 s to 15 s an epoch as they
-    accumulated; flushed, every epoch took 3.6-3.8 s and the trained weights were bitwise the same (docs/rrp.md,
-    "RRP on any graph"). The flag is per thread and worker threads copy it when they start, hence first."""
-    from kgdb.models.base import resolve_device
-
-    if resolve_device(device) == "cpu":
-        if threads:
-            torch.set_num_threads(threads)
-        torch.set_flush_denormal(True)
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 def targets_of(item: CachedQuestion, device: torch.device | str) -> Targets:
@@ -129,12 +129,14 @@ def validate(model: Retriever, items: list[CachedQuestion], tables: TensorTables
     """Mean triple recall@k and answer recall@k over `items` (questions without labels skipped).
     A "paths" retriever is judged on the triples it passes on (its adaptive set), whatever k.
     Under DDP each process scores its share and the sums are added across processes."""
-    (triple, answer), = validate_at(model, [featurise(it, tables) for it in items], items, tables, [k])
+    ((triple, answer),) = validate_at(model, [featurise(it, tables) for it in items], items, tables, [k])
     return triple, answer
 
 
 @torch.no_grad()
-def validate_at(model: Retriever, xs: list, items: list[CachedQuestion], tables: TensorTables, ks: list[int]) -> list[tuple[float, float]]:
+def validate_at(
+    model: Retriever, xs: list, items: list[CachedQuestion], tables: TensorTables, ks: list[int]
+) -> list[tuple[float, float]]:
     """`validate` at several K from one scoring pass per question: [(triple recall@k, answer recall@k)]."""
     model.eval()
     model.prepare(tables)
@@ -177,9 +179,47 @@ class Objective(torch.nn.Module):
         return self.model.loss(self.model(x), targets)
 
 
-def batches(order: list[int], size: int) -> list[list[int]]:
-    """Consecutive runs of `size` questions of an epoch's order (the last may be shorter)."""
-    return [order[i : i + size] for i in range(0, len(order), size)]
+class RetrieverTask(FitTask):
+    """A registered retriever's part of `fit`: its loss on one question (or a disjoint union of
+    several), validation triple recall@K with recall at K/10 breaking ties."""
+
+    def __init__(
+        self,
+        model: Retriever,
+        usable: list[CachedQuestion],
+        val_items: list[CachedQuestion],
+        tables: TensorTables,
+        cfg: TrainConfig,
+    ):
+        self.kind, self.model, self.config = model.name, model, cfg
+        self.val_items, self.tables = val_items, tables
+        # Tensors are built once: a training epoch then never leaves the device.
+        self.data = [(featurise(it, tables), targets_of(it, tables.device)) for it in usable]
+        self.val_data = [featurise(it, tables) for it in val_items]
+
+    def examples(self) -> int:
+        return len(self.data)
+
+    def objective(self) -> torch.nn.Module:
+        return Objective(self.model)
+
+    def loss(self, objective: torch.nn.Module, batch: list[int]) -> torch.Tensor:
+        if len(batch) == 1:
+            return objective(*self.data[batch[0]])
+        return objective(batch_tensors([self.data[i][0] for i in batch]), [self.data[i][1] for i in batch])
+
+    def validate(self) -> tuple[tuple, tuple[float, float]]:
+        # Recall@100 saturates on easy sets (MetaQA 1-hop reaches 1.0 in the first epoch), so ties
+        # are broken by recall at a tenth of K: the model that ranks the evidence highest wins
+        # (one scoring pass gives both). A "paths" retriever is judged at its own passed size.
+        k = self.config.select_k
+        (triple, answer), (fine, _) = validate_at(
+            self.model, self.val_data, self.val_items, self.tables, [k, max(1, k // 10)]
+        )
+        return (triple, answer if self.model.returns == "paths" else fine), (triple, answer)
+
+    def log(self, epoch: int, totals: EpochTotals, metrics: tuple[float, float]) -> EpochLog:
+        return EpochLog(epoch, totals.loss_per_step, *metrics, totals.seconds, totals.cpu_seconds, totals.val_seconds)
 
 
 def train(
@@ -188,122 +228,40 @@ def train(
     val_items: list[CachedQuestion],
     tables: TensorTables,
     cfg: TrainConfig,
-    on_step: Callable[[float, int], None] = lambda loss, questions: None,
-    on_epoch: Callable[[EpochLog], None] = lambda log: None,
+    on_step: Callable[[float, int], None] | None = None,
+    on_epoch: Callable[[EpochLog], None] | None = None,
     state_dir: Path | None = None,
     resume: bool = False,
+    events: TrainEvents | None = None,
 ) -> tuple[Retriever, TrainResult]:
-    """Train in place; returns the model restored to its best validation epoch.
+    """Train in place through `fit`; returns the model restored to its best validation epoch.
 
     With `state_dir`, the full training state is written there after every epoch; `resume`
     continues from it (the same data and config give the same result as an uninterrupted run).
-    Inside a DDP process group (`kgdb.training.distributed`) each process takes every N-th question
-    of the shared epoch order and gradients are averaged; rank 0 alone writes the state.
-    `on_step(loss, questions)` follows every optimiser step.
+    `on_step(loss, questions)` follows every optimiser step, `on_epoch(log)` every epoch (or
+    `events`, which gets both).
     """
-    seed_everything(cfg.seed)
     if cfg.batch_size > 1 and not model.batched_training:
         raise ValueError(f"{model.name} trains one question per step; drop --batch-size")
-    kind = model.label_kind
-    usable = [it for it in train_items if has_positive(it, kind)]
+    usable = [it for it in train_items if has_positive(it, model.label_kind)]
     computed, cached = ensure_node_features(model, usable, tables)
     v_computed, v_cached = ensure_node_features(model, val_items, tables)
-    result = TrainResult(best_epoch=0, best_val_triple_recall=-1.0, train_questions=len(usable))
-    result.skipped_no_path = len(train_items) - len(usable)
-    device = tables.device
-    # Tensors are built once: a training epoch then never leaves the device.
-    data = [(featurise(it, tables), targets_of(it, device)) for it in usable]
-    val_data = [featurise(it, tables) for it in val_items]
-    rank, size = distributed.world()
-    step = distributed.wrap(Objective(model))
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    order_rng = np.random.default_rng(cfg.seed)
-    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    bad_epochs = 0
-    best_key = (-1.0, -1.0)
-    start_epoch = 1
+    task = RetrieverTask(model, usable, val_items, tables, cfg)
     state_path = Path(state_dir) / STATE_FILE if state_dir else None
-    if resume and state_path is not None and state_path.is_file():
-        saved = torch.load(state_path, map_location=device, weights_only=False)
-        # States written before a setting existed hold its default (batch_size 1). The stopping
-        # settings may change: a run can be extended, or ended at its last saved epoch.
-        def trajectory(c: dict) -> dict:
-            return {k: v for k, v in {**asdict(TrainConfig()), **c}.items() if k not in ("max_epochs", "patience")}
-
-        if trajectory(saved["config"]) != trajectory(asdict(cfg)) or saved["retriever"] != model.name:
-            raise ResumeMismatchError(f"{state_path} was written by another training configuration; drop --resume or use another --name")
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["optimizer"])
-        best_state, best_key, bad_epochs = saved["best_state"], tuple(saved["best_key"]), saved["bad_epochs"]
-        order_rng.bit_generator.state = saved["order_rng"]
-        torch.set_rng_state(saved["torch_rng"])
-        result = TrainResult(**{**saved["result"], "epochs": [EpochLog(**e) for e in saved["result"]["epochs"]]})
-        result.resumed_from_epoch = saved["epoch"]
-        start_epoch = saved["epoch"] + 1
-        if bad_epochs >= cfg.patience:
-            start_epoch = cfg.max_epochs + 1  # the saved run had already stopped early
-    result.features_computed, result.features_cached = computed + v_computed, cached + v_cached
-    for epoch in range(start_epoch, cfg.max_epochs + 1):
-        t0, c0 = time.perf_counter(), time.process_time()
-        model.train()
-        total = 0.0
-        steps = batches(distributed.shard(order_rng.permutation(len(data)).tolist(), rank, size), cfg.batch_size)
-        for batch in steps:
-            if len(batch) == 1:
-                loss = step(*data[batch[0]])
-            else:
-                loss = step(batch_tensors([data[i][0] for i in batch]), [data[i][1] for i in batch])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            value = float(loss.detach())
-            total += value
-            on_step(value, len(batch))
-        seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
-        t1 = time.perf_counter()
-        # Recall@100 saturates on easy sets (MetaQA 1-hop reaches 1.0 in the first epoch), so ties
-        # are broken by recall at a tenth of K: the model that ranks the evidence highest wins
-        # (one scoring pass gives both). A "paths" retriever is judged at its own passed size.
-        (val_triple, val_answer), (fine, _) = validate_at(model, val_data, val_items, tables, [cfg.select_k, max(1, cfg.select_k // 10)])
-        if model.returns == "paths":
-            fine = val_answer
-        total, count = distributed.all_sum([total, len(steps)])
-        log = EpochLog(epoch, total / max(count, 1), val_triple, val_answer, seconds, cpu_seconds, time.perf_counter() - t1)
-        result.epochs.append(log)
-        on_epoch(log)
-        if (val_triple, fine) > best_key:
-            best_key = (val_triple, fine)
-            result.best_val_triple_recall, result.best_epoch = val_triple, epoch
-            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            bad_epochs = 0
-        else:
-            bad_epochs += 1
-        if state_path is not None and rank == 0:
-            _save_state(state_path, model, opt, cfg, epoch, best_state, best_key, bad_epochs, order_rng, result)
-        if bad_epochs >= cfg.patience:
-            break
-    model.load_state_dict(best_state)
-    model.eval()
-    return model, result
-
-
-def _save_state(path: Path, model, opt, cfg, epoch, best_state, best_key, bad_epochs, order_rng, result) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(
-        {
-            "retriever": model.name,
-            "config": asdict(cfg),
-            "epoch": epoch,
-            "model": model.state_dict(),
-            "optimizer": opt.state_dict(),
-            "best_state": best_state,
-            "best_key": list(best_key),
-            "bad_epochs": bad_epochs,
-            "order_rng": order_rng.bit_generator.state,
-            "torch_rng": torch.get_rng_state(),
-            "result": result.to_json(),
-        },
-        tmp,
+    outcome = fit(
+        task,
+        FitConfig(cfg.max_epochs, cfg.patience, cfg.seed, state_path, resume),
+        EpochCallbacks(on_step, on_epoch, events),
     )
-    tmp.replace(path)  # a kill during the write leaves the previous epoch's state intact
+    best = next((e for e in outcome.epochs if e.epoch == outcome.best_epoch), None)
+    result = TrainResult(
+        best_epoch=outcome.best_epoch,
+        best_val_triple_recall=best.val_triple_recall if best else -1.0,
+        epochs=outcome.epochs,
+        train_questions=len(usable),
+        skipped_no_path=len(train_items) - len(usable),
+        resumed_from_epoch=outcome.resumed_from_epoch,
+        features_computed=computed + v_computed,
+        features_cached=cached + v_cached,
+    )
+    return model, result

@@ -1,13 +1,14 @@
-"""What every reasoner returns and the errors it raises.
+"""What every reasoner is given, what it returns and the errors it raises.
 
-A reasoner turns a prompt (and the evidence behind it) into parsed answers; `Reasoning` records the
-raw reply, the parsed answers and the token usage, whichever reasoner produced it.
+A reasoner turns a prompt and the `Evidence` behind it into parsed answers; `Reasoning` records the
+raw reply, the parsed answers and the token usage, whichever reasoner produced it. A reasoner is
+chosen by name from the registry in `kgdb.qa.reasoners`.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from kgdb.errors import KgdbError
 from kgdb.qa.answers import parse_answers
@@ -44,17 +45,49 @@ class Reasoning:
         return asdict(self)
 
 
+class EvidenceTriple(Protocol):
+    """What a reasoner reads of a retrieved triple (`kgdb.protocol.ScoredTriple` fits)."""
+
+    head: str
+    relation: str
+    tail: str
+    score: float
+    head_id: str
+    tail_id: str
+
+
+@dataclass
+class Evidence:
+    """The retrieved triples and paths behind one prompt."""
+
+    question: str
+    triples: Sequence[EvidenceTriple]  # best retriever score first
+    topics: list[str]  # entity ids
+    topic_names: list[str] = field(default_factory=list)
+    cvt: set[str] = field(default_factory=set)  # ids of compound-value nodes
+    paths: Sequence[Any] = ()  # the retriever's grounded reasoning paths (kgdb.protocol.ScoredPath), best first
+    from_paths: bool = False  # the retriever plans relation paths (it may have found none)
+
+
+@runtime_checkable
 class Reasoner(Protocol):
+    """One public method, `reason`; `settings()` says what to record next to results."""
+
     name: str
     uses_llm: bool
 
     def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning: ...
 
+    def settings(self) -> dict[str, Any]: ...
 
-def finish(reasoning: Reasoning, reply: str, names: dict[str, str] | None) -> Reasoning:
-    parsed = parse_answers(reply, names)
+
+def finish(reasoning: Reasoning, reply: str, names: dict[str, str] | None, read: Any = None) -> Reasoning:
+    """The reply and its answers into `reasoning`. `read`: the reply already read against the evidence
+    (a `kgdb.qa.reasoners.replies.ReadReply`: schema, `ans:` lines or free text); without it, the
+    `ans:` lines as written."""
+    parsed = read if read is not None else parse_answers(reply, names)
     reasoning.reply = reply
-    reasoning.answers = parsed.answers
+    reasoning.answers = list(parsed.answers)
     reasoning.refused = parsed.refused
     reasoning.malformed = parsed.malformed
     return reasoning

@@ -3,36 +3,18 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from kgdb.config import Settings
 from kgdb.cypher.linking import strip_mentions
 from kgdb.qa.prompts import Prompt
-from kgdb.qa.reasoners.base import Reasoning
+from kgdb.qa.reasoners.base import Evidence, EvidenceTriple, Reasoning
 
-class EvidenceTriple(Protocol):
-    """What the extractive reasoner reads of a retrieved triple (`kgdb.pipeline.ScoredTriple` fits)."""
+__all__ = ["Evidence", "EvidencePath", "ExtractiveReasoner", "RelationPath", "enumerate_paths"]
 
-    head: str
-    relation: str
-    tail: str
-    score: float
-    head_id: str
-    tail_id: str
-
-
-@dataclass
-class Evidence:
-    """The retrieved triples behind one prompt, as the extractive reasoner needs them."""
-
-    question: str
-    triples: Sequence[EvidenceTriple]  # best retriever score first
-    topics: list[str]  # entity ids
-    topic_names: list[str] = field(default_factory=list)
-    cvt: set[str] = field(default_factory=set)  # ids of compound-value nodes
-    paths: Sequence[Any] = ()  # the retriever's grounded reasoning paths (kgdb.protocol.ScoredPath), best first
-    from_paths: bool = False  # the retriever plans relation paths (it may have found none)
+# A step out of a node: (triple index, relation, direction +1 head→tail / -1 against it, the node reached).
+_Edge = tuple[int, str, int, str]
 
 
 @dataclass(frozen=True)
@@ -60,7 +42,10 @@ class RelationPath:
 
 
 @dataclass
-class CandidatePath:
+class EvidencePath:
+    """A relation path from a topic entity through the retrieved triples, with the entities it
+    reaches (each by one route of triple indices) and the score `ExtractiveReasoner` gave it."""
+
     path: RelationPath
     targets: dict[str, list[int]]  # target entity id -> triple indices (one route) leading to it
     score: float = 0.0
@@ -72,54 +57,64 @@ def enumerate_paths(
     cvt: set[str],
     max_hops: int = 3,
     max_targets: int = 5000,
-) -> list[CandidatePath]:
+) -> list[EvidencePath]:
     """Relation paths from each topic through the retrieved triples, with the entities they reach.
 
     Walks both edge directions. A step into a CVT (compound value) node is looked through: the walk
     continues from it without counting a hop and a CVT is never a target. Topic entities are never
     targets either. Each relation path keeps one route (triple indices) per target: the first found.
     """
-    adj: dict[str, list[tuple[int, str, int, str]]] = {}
+    adj: dict[str, list[_Edge]] = {}
     for i, t in enumerate(triples):
         adj.setdefault(t.head_id, []).append((i, t.relation, 1, t.tail_id))
         adj.setdefault(t.tail_id, []).append((i, t.relation, -1, t.head_id))
-    topic_set = set(topics)
-    out: list[CandidatePath] = []
+    walk = _Walk(adj, cvt, set(topics), max_targets)
+    out: list[EvidencePath] = []
     for anchor in dict.fromkeys(topics):
+        out += walk.paths_from(anchor, max_hops)
+    return out
+
+
+@dataclass
+class _Walk:
+    """The breadth-first walk of `enumerate_paths` over one evidence graph."""
+
+    adj: dict[str, list[_Edge]]
+    cvt: set[str]
+    topics: set[str]
+    max_targets: int
+
+    def paths_from(self, anchor: str, max_hops: int) -> list[EvidencePath]:
+        out = []
         # frontier: relation path -> {entity: route}; CVT entities stay in the frontier un-hopped
         frontier: dict[tuple, dict[str, list[int]]] = {(): {anchor: []}}
-        for hop in range(max_hops):
-            nxt: dict[tuple, dict[str, list[int]]] = {}
+        for _ in range(max_hops):
+            reached: dict[tuple, dict[str, list[int]]] = {}
             for steps, nodes in frontier.items():
-                for node, route in nodes.items():
-                    for i, rel, direction, other in adj.get(node, ()):
-                        if i in route or other == anchor:
-                            continue
-                        key = steps + ((rel, direction, 0),)
-                        reached = nxt.setdefault(key, {})
-                        if other not in reached and len(reached) < max_targets:
-                            reached[other] = route + [i]
+                self._extend(reached, steps, nodes, anchor, through_cvt=False)
             # Look through CVTs: expand every CVT once more before counting the hop.
-            for steps in list(nxt):
-                for node, route in list(nxt[steps].items()):
-                    if node not in cvt:
-                        continue
-                    for i, rel, direction, other in adj.get(node, ()):
-                        if i in route or other == anchor or other in cvt:
-                            continue
-                        key = steps + ((rel, direction, 1),)
-                        reached = nxt.setdefault(key, {})
-                        if other not in reached and len(reached) < max_targets:
-                            reached[other] = route + [i]
-            for steps, nodes in nxt.items():
-                targets = {e: r for e, r in nodes.items() if e not in cvt and e not in topic_set}
+            for steps in list(reached):
+                cvts = {node: route for node, route in reached[steps].items() if node in self.cvt}
+                self._extend(reached, steps, cvts, anchor, through_cvt=True)
+            for steps, nodes in reached.items():
+                targets = {e: r for e, r in nodes.items() if e not in self.cvt and e not in self.topics}
                 if targets:
-                    out.append(CandidatePath(RelationPath(anchor, steps), targets))
+                    out.append(EvidencePath(RelationPath(anchor, steps), targets))
             # CVTs were looked through above; expanding them again would count their hop twice.
-            frontier = {k: kept for k, v in nxt.items() if (kept := {e: r for e, r in v.items() if e not in cvt})}
+            frontier = {k: kept for k, v in reached.items() if (kept := {e: r for e, r in v.items() if e not in self.cvt})}
             if not frontier:
                 break
-    return out
+        return out
+
+    def _extend(self, reached: dict, steps: tuple, nodes: dict[str, list[int]], anchor: str, through_cvt: bool) -> None:
+        """Add every step out of `nodes` not already on its route to `reached`, keyed by the longer relation path."""
+        for node, route in nodes.items():
+            for i, rel, direction, other in self.adj.get(node, ()):
+                if i in route or other == anchor or (through_cvt and other in self.cvt):
+                    continue
+                found = reached.setdefault(steps + ((rel, direction, int(through_cvt)),), {})
+                if other not in found and len(found) < self.max_targets:
+                    found[other] = route + [i]
 
 
 FEATURES = ("path_similarity", "extra_hops", "lexical", "retriever_rank")
@@ -181,10 +176,13 @@ class ExtractiveReasoner:
         self._cache_size = cache_size
 
     @classmethod
-    def from_settings(cls, settings: Settings, **kwargs: Any) -> "ExtractiveReasoner":
-        from kgdb.embeddings import get_embedder
+    def from_settings(cls, settings: Settings, embedder: Any = None, **kwargs: Any) -> "ExtractiveReasoner":
+        """`embedder`: the retriever's question encoder, so one model is in memory."""
+        if embedder is None:
+            from kgdb.embeddings import get_embedder
 
-        return cls(get_embedder(settings.embedding_model, settings.device, settings.embedding_batch_size), **kwargs)
+            embedder = get_embedder(settings.embedding_model, settings.device, settings.embedding_batch_size)
+        return cls(embedder, **kwargs)
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -216,7 +214,7 @@ class ExtractiveReasoner:
         topics: Sequence[str],
         topic_names: Sequence[str] = (),
         cvt: set[str] | None = None,
-    ) -> tuple[list[CandidatePath], Any]:
+    ) -> tuple[list[EvidencePath], Any]:
         """The candidate relation paths and their features [N, 4]: question–path-text cosine, extra
         hops, lexical share, rank-normalised retriever score (`FEATURES`); what `rank_paths` weighs
         and `benchmarks/fit_extractive.py` fits the weights on."""
@@ -268,7 +266,7 @@ class ExtractiveReasoner:
         topics: Sequence[str],
         topic_names: Sequence[str] = (),
         cvt: set[str] | None = None,
-    ) -> list[CandidatePath]:
+    ) -> list[EvidencePath]:
         """All candidate relation paths, best first (ties: fewer hops, then text, deterministic)."""
         import numpy as np
 

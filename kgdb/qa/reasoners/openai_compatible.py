@@ -3,19 +3,66 @@
 Temperature 0 and a fixed seed. Transient failures (timeouts, 429, 5xx, dropped connections) are
 retried by the `openai` client itself (exponential backoff that honours Retry-After); whatever is
 left becomes one clear `LLMError` line.
+
+Built for small local models as much as for hosted ones:
+- where the endpoint honours `response_format` (llama.cpp, vLLM, OpenAI), answers are asked for as
+  JSON whose items are the evidence's entity names (an enum), so every answer is an evidence entity;
+  whether it does is learnt from the first reply and remembered for the endpoint;
+- otherwise the reply is read tolerantly (`replies.read_reply`): `ans:` lines, else the evidence
+  names the prose mentions;
+- the prompt is cut to the endpoint's context in tokens (`kgdb.qa.token_budget`), worst evidence first;
+- requests to a server wait for one of its slots (one at a time for a local llama.cpp server), and
+  a local server gets a timeout long enough for a CPU.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 from kgdb.config import Settings
+from kgdb.errors import InputError
 from kgdb.qa.prompts import Prompt, follow_up
-from kgdb.qa.reasoners.base import DEFAULT_MAX_TOKENS, DEFAULT_SEED, LLMError, Reasoning, finish
+from kgdb.qa.reasoners.base import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_SEED,
+    LLMError,
+    Reasoning,
+    finish,
+)
+from kgdb.qa.reasoners.replies import (
+    LLMReasoning,
+    Names,
+    answer_schema,
+    evidence_names,
+    read_reply,
+)
+from kgdb.qa.token_budget import (
+    ANSWER_TOKENS,
+    MIN_ANSWER_TOKENS,
+    Endpoint,
+    PromptTooLong,
+    context_from_error,
+    endpoint,
+    estimate_tokens,
+    fit,
+    is_local,
+)
+
+REMOTE_TIMEOUT = 60.0
+# A 135M model on one CPU core took 60 s for its first 2,500-token prompt; larger local models take longer.
+LOCAL_TIMEOUT = 600.0
+_GATES: dict[tuple[str | None, str], threading.Semaphore] = {}
+_GATES_LOCK = threading.Lock()
+
+
+class _SchemaRefused(Exception):
+    """The endpoint rejected `response_format` (it has no structured output)."""
+
 
 class OpenAIReasoner:
-    """Chat completions over HTTP; one call per question, plus one follow-up when no `ans:` line came back."""
+    """Chat completions over HTTP; one call per question, plus one follow-up when the reply held no answer."""
 
     uses_llm = True
 
@@ -25,13 +72,19 @@ class OpenAIReasoner:
         model: str,
         api_key: str | None = None,
         *,
-        timeout: float = 60.0,
+        timeout: float | None = None,
         max_retries: int = 3,
         temperature: float = 0.0,
         seed: int | None = DEFAULT_SEED,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_tokens: int | None = None,
         follow_up: bool = True,
+        context: int | None = None,
+        concurrency: int | None = None,
+        structured: bool | None = None,
     ):
+        """`timeout` None: 600 s for a server on this machine, 60 s otherwise. `max_tokens` None: what
+        the answer needs. `context` / `concurrency` None: learnt from the endpoint. `structured` None:
+        JSON answers where the endpoint honours `response_format` (found out on the first call)."""
         import openai
 
         if not model:
@@ -39,28 +92,43 @@ class OpenAIReasoner:
         self.base_url = base_url
         self.model = model
         self.name = f"openai:{model}"
+        self.api_key = api_key
         self.max_retries = max(0, max_retries)
         self.temperature = temperature
         self.seed = seed
         self.max_tokens = max_tokens
         self.follow_up = follow_up
+        self.timeout = timeout if timeout is not None else (LOCAL_TIMEOUT if is_local(base_url) else REMOTE_TIMEOUT)
+        self.context, self.concurrency, self.structured = context, concurrency, structured
+        self._endpoint: Endpoint | None = None
         # The client retries timeouts, dropped connections, 408/409/429 and 5xx itself, with
         # exponential backoff and jitter, waiting as long as a Retry-After header asks.
         self.client = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=self.max_retries
+            base_url=base_url, api_key=api_key or "EMPTY", timeout=self.timeout, max_retries=self.max_retries
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings, **kwargs: Any) -> "OpenAIReasoner":
+    def from_settings(cls, settings: Settings, **kwargs: Any) -> OpenAIReasoner:
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        return cls(
-            settings.llm_base_url,
-            settings.llm_model or "",
-            key,
-            timeout=settings.llm_timeout,
-            max_retries=settings.llm_max_retries,
-            **kwargs,
-        )
+        options = {
+            "timeout": settings.llm_timeout,
+            "max_retries": settings.llm_max_retries,
+            "context": settings.llm_context,
+            "concurrency": settings.llm_concurrency,
+            "max_tokens": settings.llm_max_tokens,
+            "structured": _reply_format(settings.llm_reply_format),
+        }
+        return cls(settings.llm_base_url, settings.llm_model or "", key, **{**options, **kwargs})
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The endpoint's context, slots, tokenizer and structured-output support (probed once per process)."""
+        if self._endpoint is None:
+            self._endpoint = endpoint(self.base_url, self.model, context=self.context, slots=self.concurrency,
+                                      api_key=self.api_key, timeout=min(self.timeout, 10.0))
+            if self.structured is not None:
+                self._endpoint.structured = self.structured
+        return self._endpoint
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -69,39 +137,127 @@ class OpenAIReasoner:
             "model": self.model,
             "temperature": self.temperature,
             "seed": self.seed,
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.max_tokens or "what the answer needs",
             "follow_up": self.follow_up,
             "max_retries": self.max_retries,
+            "timeout": self.timeout,
+            "endpoint": self.endpoint.describe(),
         }
 
     def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
         start = time.perf_counter()
-        out = Reasoning(answers=[], reply="", reasoner=self.name, llm_used=True)
-        reply = self._complete(prompt.messages, out)
-        finish(out, reply, names)
-        if self.follow_up and out.malformed:
-            # SubgraphRAG asks once more when the first reply has no `ans:` line.
-            second = self._complete(follow_up(prompt, reply), out)
+        out = LLMReasoning(answers=[], reply="", reasoner=self.name, llm_used=True)
+        ep = self.endpoint
+        candidates = evidence_names(evidence) if evidence is not None else []
+        question = prompt.question or getattr(evidence, "question", "")
+        structured = bool(candidates) and ep.structured is not False
+        try:
+            reply, sent = self._ask(prompt, candidates, structured, out)
+        except _SchemaRefused:
+            ep.structured = structured = False
+            reply, sent = self._ask(prompt, candidates, False, out)
+        if not candidates:  # no evidence object (a bare prompt): the `ans:` lines as written
+            finish(out, reply, names)
+        else:
+            known = Names(_shown(candidates, sent), question)
+            read = read_reply(reply, known, names, structured=structured)
+            if structured:
+                # a server that ignores response_format answers in prose: ask it in prose from now on
+                ep.structured = structured = bool(reply.lstrip().startswith("{"))
+            if self.follow_up and read.malformed and not structured:
+                # SubgraphRAG asks once more when the first reply has no `ans:` line.
+                second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out)
+                reply = reply + "\n\n" + second
+                read = read_reply(reply, known, names)
+            finish(out, reply, names, read)
+            out.modes, out.dropped = read.modes, read.dropped
+        if self.follow_up and not candidates and out.malformed:
+            second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out)
             finish(out, reply + "\n\n" + second, names)
+        out.budget["structured_output"] = structured
         out.seconds = time.perf_counter() - start
         return out
 
+    def _ask(self, prompt: Prompt, candidates: list[str], structured: bool, out: LLMReasoning) -> tuple[str, list[dict[str, str]]]:
+        """One fitted request; a server whose 400 states a smaller context than assumed gets one refitted retry."""
+        ep = self.endpoint
+        for attempt in (1, 2):
+            sent, max_tokens = self._fitted(prompt, candidates, structured, out)
+            shown = _shown(candidates, sent) if structured else []
+            try:
+                return self._complete(sent, out, max_tokens=max_tokens, schema=answer_schema(shown) if structured else None), sent
+            except _ContextExceeded as exc:
+                if attempt == 2 or exc.context is None or (ep.context is not None and exc.context >= ep.context):
+                    raise LLMError(exc.message) from None
+                ep.context, ep.context_source = exc.context, "the server's error message"
+        raise AssertionError("unreachable")
+
+    def _fitted(self, prompt: Prompt, candidates: list[str], structured: bool, out: LLMReasoning) -> tuple[list[dict[str, str]], int]:
+        ep = self.endpoint
+        example = prompt.has_example and not structured  # a schema fixes the reply's form; the example only leaks
+        answer = self.max_tokens or _answer_tokens(candidates, structured)
+        if not prompt.lines and prompt.evidence_lines == 0 and not prompt.question:  # built by hand: sent as it is
+            messages = prompt.messages
+            out.budget.update(lines_sent=0, lines_cut=0, prompt_tokens_counted=ep.count(messages), max_tokens=answer,
+                              counted_with="tokenizer" if ep.tokenizer else "estimate", **ep.describe())
+            return messages, self._room(messages, answer)
+        try:
+            fitted = fit(lambda n: prompt.rebuilt(lines=n, example=example).messages, len(prompt.lines), ep, answer)
+        except PromptTooLong as exc:
+            raise LLMError(f"LLM endpoint {self.base_url} (model {self.model!r}): {exc}") from None
+        out.budget.update(fitted.describe(), **ep.describe())
+        return fitted.messages, fitted.max_tokens
+
+    def _room(self, messages: list[dict[str, str]], wanted: int) -> int:
+        """`wanted` answer tokens, or what the context leaves after the prompt; a clear error when nothing is left."""
+        ep = self.endpoint
+        if not ep.context:
+            return wanted
+        left = ep.context - ep.count(messages)
+        if left < MIN_ANSWER_TOKENS:
+            raise LLMError(
+                f"LLM endpoint {self.base_url} (model {self.model!r}): the request needs about {ep.count(messages)} prompt "
+                f"tokens and the model's context holds {ep.context} ({ep.context_source}): shorten the input, start the "
+                "server with a larger context (e.g. --n_ctx 8192) or set KGDB_LLM_CONTEXT"
+            )
+        return min(wanted, left)
+
     def complete(self, messages: list[dict[str, str]], out: Reasoning) -> str:
         """One chat completion (the client's own retries included); calls and tokens added to `out`.
-        Thread-safe: `kgdb label` runs several at once."""
-        return self._complete(messages, out)
+        Thread-safe: `kgdb label` runs several at once; they queue for the endpoint's slots."""
+        return self._again(messages, out, self.max_tokens or DEFAULT_MAX_TOKENS)
 
-    def _complete(self, messages: list[dict[str, str]], out: Reasoning) -> str:
+    def _again(self, messages: list[dict[str, str]], out: Reasoning, wanted: int | None = None) -> str:
+        """A request as it is (a follow-up turn, a label or planning prompt), its answer within what the context leaves."""
+        try:
+            return self._complete(messages, out, max_tokens=self._room(messages, wanted or self.max_tokens or ANSWER_TOKENS))
+        except _ContextExceeded as exc:
+            raise LLMError(exc.message) from None
+
+    def _gate(self) -> threading.Semaphore | None:
+        slots = self.endpoint.slots
+        if not slots:
+            return None
+        with _GATES_LOCK:
+            return _GATES.setdefault((self.base_url, self.model), threading.BoundedSemaphore(slots))
+
+    def _complete(self, messages: list[dict[str, str]], out: Reasoning, *, max_tokens: int | None = None,
+                  schema: dict | None = None) -> str:
         import openai
 
         where = f"LLM endpoint {self.base_url or 'https://api.openai.com/v1'} (model {self.model!r})"
+        extra = {"response_format": _schema_form(schema, self.endpoint.schema_form)} if schema else {}
+        gate = self._gate()
+        if gate is not None:
+            gate.acquire()  # waiting here, not on the server, keeps the timeout for the request itself
         try:
             resp = self.client.chat.completions.create(
                 model=self.model,
                 messages=messages,  # type: ignore[arg-type]
                 temperature=self.temperature,
                 seed=self.seed,
-                max_tokens=self.max_tokens,
+                max_tokens=max_tokens or self.max_tokens or DEFAULT_MAX_TOKENS,
+                **extra,  # type: ignore[arg-type]
             )
         except openai.AuthenticationError as exc:
             raise LLMError(f"{where} refused the API key (401): set KGDB_LLM_API_KEY") from exc
@@ -112,14 +268,27 @@ class OpenAIReasoner:
                 f"{where} answered 404: wrong KGDB_LLM_BASE_URL (it usually ends in /v1) or unknown model"
             ) from exc
         except openai.BadRequestError as exc:
-            raise LLMError(f"{where} rejected the request (400): {_detail(exc)}") from exc
+            detail = _detail(exc)
+            if schema and _about_schema(detail):
+                raise _SchemaRefused(detail) from exc
+            if _about_context(detail):
+                raise _ContextExceeded(f"{where} rejected the request as too long for the model's context (400): {detail}",
+                                       context_from_error(detail)) from exc
+            raise LLMError(f"{where} rejected the request (400): {detail}") from exc
         except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError) as exc:
             attempts = self.max_retries + 1
             raise LLMError(f"{where}: {_describe(exc)}, still failing after {attempts} attempt(s)") from exc
+        except openai.UnprocessableEntityError as exc:
+            if schema:  # a server whose request model has no such response_format (llama-cpp-python: 422)
+                raise _SchemaRefused(_detail(exc)) from exc
+            raise LLMError(f"{where} answered HTTP 422: {_detail(exc)}") from exc
         except openai.APIStatusError as exc:
             raise LLMError(f"{where} answered HTTP {exc.status_code}: {_detail(exc)}") from exc
         except (openai.APIError, ValueError) as exc:  # a body that is not a chat completion (JSON errors are ValueErrors)
             raise LLMError(f"{where} sent a malformed reply: {exc}") from exc
+        finally:
+            if gate is not None:
+                gate.release()
         out.calls += 1
         if resp.usage is not None:
             out.prompt_tokens += resp.usage.prompt_tokens or 0
@@ -128,6 +297,49 @@ class OpenAIReasoner:
         if not choices or choices[0].message is None:
             raise LLMError(f"{where} sent a malformed reply: no choices/message in the completion")
         return choices[0].message.content or ""
+
+
+class _ContextExceeded(Exception):
+    def __init__(self, message: str, context: int | None):
+        super().__init__(message)
+        self.message, self.context = message, context
+
+
+def _reply_format(value: str) -> bool | None:
+    choices = {"auto": None, "json": True, "text": False}
+    if value not in choices:
+        raise InputError(f"must be one of {', '.join(choices)}, got {value!r}", path="KGDB_LLM_REPLY_FORMAT")
+    return choices[value]
+
+
+def _schema_form(response_format: dict, form: str) -> dict:
+    if form == "json_object":
+        return {"type": "json_object", "schema": response_format["json_schema"]["schema"]}
+    return response_format
+
+
+def _shown(candidates: list[str], messages: list[dict[str, str]]) -> list[str]:
+    """The candidates the fitted prompt still shows (cut evidence takes its entities with it)."""
+    text = messages[-1]["content"] if messages else ""
+    return [c for c in candidates if c in text]
+
+
+def _answer_tokens(candidates: list[str], structured: bool) -> int:
+    """Room for the answer: a JSON list of up to ten of the longest names, or a short free-text reply."""
+    if not structured:
+        return ANSWER_TOKENS
+    longest = max((estimate_tokens(c) for c in candidates), default=8)
+    return max(MIN_ANSWER_TOKENS, min(ANSWER_TOKENS, 16 + 10 * (longest + 3)))
+
+
+def _about_schema(detail: str) -> bool:
+    d = detail.lower()
+    return any(w in d for w in ("response_format", "json_schema", "grammar", "structured output", "guided"))
+
+
+def _about_context(detail: str) -> bool:
+    d = detail.lower()
+    return any(w in d for w in ("context window", "context length", "context size", "maximum context", "n_ctx", "too many tokens"))
 
 
 def _detail(exc: Any) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from kgdb.errors import InputError
 from kgdb.protocol import relation_path_text
 from kgdb.qa.prompts import Prompt
-from kgdb.qa.reasoners.base import Reasoning
+from kgdb.qa.reasoners.base import Evidence, Reasoning
 
 
 class PathReasoner:
@@ -26,46 +26,73 @@ class PathReasoner:
     def settings(self) -> dict[str, Any]:
         return {"reasoner": self.name, "llm_used": False, "max_answers": self.max_answers}
 
-    def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
+    def reason(
+        self, prompt: Prompt, evidence: Evidence | None = None, names: dict[str, str] | None = None
+    ) -> Reasoning:
         t = time.perf_counter()
-        paths = list(getattr(evidence, "paths", None) or [])
-        if evidence is not None and not paths and not getattr(evidence, "from_paths", False):
-            raise InputError("the rrp reasoner answers from relation paths: use --retriever relation-paths", path="--reasoner")
-        topics, cvt = set(getattr(evidence, "topics", [])), set(getattr(evidence, "cvt", set()))
-        usable = [p for p in paths if p.answer not in topics and p.answer not in cvt]
-        order: dict[str, int] = {}  # ties keep the retriever's order (its answers tied on one path: closest to the question first)
+        usable = _usable(evidence) if evidence is not None else []
+        order: dict[
+            str, int
+        ] = {}  # ties keep the retriever's order (its answers tied on one path: closest to the question first)
         for p in usable:
             order.setdefault(p.answer, len(order))
-        answers: list[str] = []
-        support: dict[str, list[int]] = {}
-        scores: dict[str, float] = {}
         if usable and all(":" in p.source for p in usable):
-            # rethought paths (`kgdb.pipeline.relation_paths`, mode:module): every kept path is an
-            # answer path; entities in order of their best path score S
-            best_of: dict[str, float] = {}
-            name_of = {}
-            for p in usable:
-                if p.score > best_of.get(p.answer, float("-inf")):
-                    best_of[p.answer] = p.score
-                    name_of[p.answer] = (p.names or p.entities)[-1]
-            ranked = sorted(best_of, key=lambda e: (-best_of[e], order[e]))[: self.max_answers]
-            answers = [name_of[e] for e in ranked]
-            scores = {name_of[e]: best_of[e] for e in ranked}
-        elif usable:
-            best = max(p.score for p in usable)
-            counts: dict[str, int] = {}
-            name_of: dict[str, str] = {}
-            for p in usable:
-                if p.score == best:
-                    counts[p.answer] = counts.get(p.answer, 0) + 1
-                    name_of[p.answer] = (p.names or p.entities)[-1]
-            ranked = sorted(counts, key=lambda e: (-counts[e], order[e]))[: self.max_answers]
-            answers = [name_of[e] for e in ranked]
-            scores = {name_of[e]: best for e in ranked}
+            ranked = _by_best_score(usable, order)[: self.max_answers]
+        else:
+            ranked = _on_best_path(usable, order)[: self.max_answers]
+        answers = [name for name, _ in ranked]
         reply = "ans: " + " | ".join(answers) if answers else "ans: not available"
-        return Reasoning(answers, reply, self.name, False, refused=not answers, support=support, scores=scores,
-                         alternatives=other_readings(usable, set(answers), self.alternatives) if answers else [],
-                         seconds=time.perf_counter() - t)
+        return Reasoning(
+            answers,
+            reply,
+            self.name,
+            False,
+            refused=not answers,
+            support={},
+            scores=dict(ranked),
+            alternatives=other_readings(usable, set(answers), self.alternatives) if answers else [],
+            seconds=time.perf_counter() - t,
+        )
+
+
+def _usable(evidence: Evidence) -> list:
+    """The evidence's paths that end at an answer (neither a topic nor a CVT node)."""
+    if not evidence.paths and not evidence.from_paths:
+        raise InputError(
+            "the rrp reasoner answers from relation paths: use --retriever relation-paths", path="--reasoner"
+        )
+    excluded = set(evidence.topics) | set(evidence.cvt)
+    return [p for p in evidence.paths if p.answer not in excluded]
+
+
+def _end_name(p) -> str:
+    return (p.names or p.entities)[-1]
+
+
+def _by_best_score(usable: list, order: dict[str, int]) -> list[tuple[str, float]]:
+    """Rethought paths (`kgdb.pipeline.relation_paths`, mode:module): every kept path is an answer
+    path; (name, score) of the entities in order of their best path score S."""
+    best_of: dict[str, float] = {}
+    name_of: dict[str, str] = {}
+    for p in usable:
+        if p.score > best_of.get(p.answer, float("-inf")):
+            best_of[p.answer] = p.score
+            name_of[p.answer] = _end_name(p)
+    return [(name_of[e], best_of[e]) for e in sorted(best_of, key=lambda e: (-best_of[e], order[e]))]
+
+
+def _on_best_path(usable: list, order: dict[str, int]) -> list[tuple[str, float]]:
+    """The planner alone: (name, score) of the ends of the best-scored paths, the most often reached first."""
+    if not usable:
+        return []
+    best = max(p.score for p in usable)
+    counts: dict[str, int] = {}
+    name_of: dict[str, str] = {}
+    for p in usable:
+        if p.score == best:
+            counts[p.answer] = counts.get(p.answer, 0) + 1
+            name_of[p.answer] = _end_name(p)
+    return [(name_of[e], best) for e in sorted(counts, key=lambda e: (-counts[e], order[e]))]
 
 
 def other_readings(paths: list, answered: set[str], top: int, share: float = 0.1) -> list[dict[str, Any]]:
@@ -80,7 +107,10 @@ def other_readings(paths: list, answered: set[str], top: int, share: float = 0.1
     for p in sorted(paths, key=lambda p: -p.score):
         if p.score >= best or p.score < share * best:
             continue
-        g = groups.setdefault((p.relations, p.directions), {"score": p.score, "path": relation_path_text(p.relations, p.directions), "ends": {}})
+        g = groups.setdefault(
+            (p.relations, p.directions),
+            {"score": p.score, "path": relation_path_text(p.relations, p.directions), "ends": {}},
+        )
         g["ends"].setdefault((p.names or p.entities)[-1], None)
     out = []
     for g in sorted(groups.values(), key=lambda g: (-g["score"], g["path"])):

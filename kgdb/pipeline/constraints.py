@@ -1,0 +1,171 @@
+"""Constraints on the core answer, as functions over a ranked list of candidate answers: literal constraints
+(a year before / after / in, and "last" / "first" / "latest" / "earliest" as argmax / argmin over a year
+attached to the candidate or to its CVT node) and answer types ("where" asks for a place, "who" for a person,
+"what college" for a school), learned from the graph's own relations on training questions rather than from a
+hand list per dataset.
+
+Questions unlike the training data add such a constraint to a core question the ranker answers well ("the
+team that *last* won", "the film released *after 2000*"); the right answer is often listed, not first. The
+functions here take the candidates in the ranker's order and what the graph holds about them
+(kgdb.cypher.answer_evidence) and return a new order; they never add a candidate and never empty the list.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+_YEAR = r"(1[0-9]{3}|20[0-9]{2})"
+_BOUND = re.compile(rf"\b(before|after|prior to|since|until|by|in|during|earlier than|later than)\s+(?:the year\s+)?{_YEAR}\b", re.IGNORECASE)
+_OPS = {"before": "before", "prior to": "before", "until": "before", "earlier than": "before", "by": "before",
+        "after": "after", "since": "after", "later than": "after", "in": "in", "during": "in"}
+_LATEST = re.compile(r"\b(last|latest|most recent|most recently|newest|youngest)\b", re.IGNORECASE)
+_EARLIEST = re.compile(r"\b(first|earliest|oldest)\b", re.IGNORECASE)
+_VALUE_YEAR = re.compile(rf"(?<![0-9]){_YEAR}(?![0-9])")
+_WH = re.compile(r"\b(where|who|whom|whose|when|what|which|how many|how much)\b(?:\s+(\w+))?", re.IGNORECASE)
+_NOT_A_NOUN = {"is", "was", "are", "were", "did", "does", "do", "has", "have", "had", "can", "could", "will", "would", "the", "a", "an",
+               "of", "in", "to", "kind", "type", "sort"}
+
+
+@dataclass(frozen=True)
+class YearBound:
+    """`before` / `after` / `in` a year (before and after exclusive, as the words say)."""
+
+    op: str
+    year: int
+
+    def holds(self, year: int) -> bool:
+        return year < self.year if self.op == "before" else year > self.year if self.op == "after" else year == self.year
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What a question's wording asks of its answer beyond the core relation path."""
+
+    bounds: tuple[YearBound, ...] = ()
+    extreme: str | None = None  # "latest" (argmax of the year) or "earliest" (argmin)
+    cue: str = ""  # the answer-type cue: "where", "who", "what college", ...
+
+    @property
+    def literal(self) -> bool:
+        return bool(self.bounds) or self.extreme is not None
+
+
+def answer_cue(text: str) -> str:
+    """The question's wh-word, with the noun after "what" / "which" ("what college"); "" without one."""
+    m = _WH.search(text)
+    if m is None:
+        return ""
+    wh, nxt = m.group(1).lower(), (m.group(2) or "").lower()
+    if wh in ("what", "which") and nxt and nxt not in _NOT_A_NOUN:
+        return f"{wh} {nxt}"
+    return "who" if wh in ("whom", "whose") else wh
+
+
+def parse_constraints(text: str) -> Constraints:
+    """Year bounds, an extreme and the answer-type cue of a question, by rule. A year inside a name the
+    question quotes is still read as a bound: the constraint functions only reorder, so a wrong bound
+    costs order, never an answer."""
+    bounds = tuple(dict.fromkeys(YearBound(_OPS[m.group(1).lower()], int(m.group(2))) for m in _BOUND.finditer(text)))
+    extreme = "latest" if _LATEST.search(text) else "earliest" if _EARLIEST.search(text) else None
+    return Constraints(bounds, extreme, answer_cue(text))
+
+
+def years_of(candidate: str, name: str | None, values: Iterable[object]) -> list[int]:
+    """The years a candidate carries: in its own id or name ("2011 Stanley Cup Finals", "1992-10-03") and in
+    the literal values attached to it or its CVT node (objects with a `value`, e.g. AttachedValue)."""
+    texts = [candidate, name or ""] + [str(getattr(v, "value", v)) for v in values]
+    return sorted({int(y) for t in texts for y in _VALUE_YEAR.findall(t)})
+
+
+def apply_bounds(candidates: Sequence[str], years: Mapping[str, Sequence[int]], bounds: Sequence[YearBound]) -> list[str]:
+    """Candidates with a year that meets every bound first, the rest after, each group in the given order."""
+    if not bounds:
+        return list(candidates)
+    meets = [c for c in candidates if any(all(b.holds(y) for b in bounds) for y in years.get(c, ()))]
+    return meets + [c for c in candidates if c not in set(meets)]
+
+
+def apply_extreme(candidates: Sequence[str], years: Mapping[str, Sequence[int]], extreme: str | None) -> list[str]:
+    """The candidate(s) with the latest (earliest) year first, then the others in the given order; a
+    candidate without a year does not compete. Ties keep the given order."""
+    if extreme is None:
+        return list(candidates)
+    dated = {c: (max(years[c]) if extreme == "latest" else min(years[c])) for c in candidates if years.get(c)}
+    if not dated:
+        return list(candidates)
+    best = max(dated.values()) if extreme == "latest" else min(dated.values())
+    first = [c for c in candidates if dated.get(c) == best]
+    return first + [c for c in candidates if c not in set(first)]
+
+
+def apply_literal(candidates: Sequence[str], years: Mapping[str, Sequence[int]], constraints: Constraints) -> list[str]:
+    """Bounds, then the extreme among the candidates that met them (or among all, if none did)."""
+    ordered = apply_bounds(candidates, years, constraints.bounds)
+    if constraints.extreme is None:
+        return ordered
+    meets = [c for c in ordered if any(all(b.holds(y) for b in constraints.bounds) for y in years.get(c, ()))] if constraints.bounds else []
+    pool = meets or ordered
+    return apply_extreme(pool, years, constraints.extreme) + [c for c in ordered if c not in set(pool)]
+
+
+@dataclass
+class AnswerTypeModel:
+    """Per answer cue, the log-odds that a candidate carrying a graph feature (`out:<relation>`,
+    `in:<relation>`, `literal`, `cvt`; kgdb.cypher.answer_evidence.type_features) is a gold answer rather
+    than another candidate of the same question, counted on training questions. A cue seen in fewer than
+    `min_questions` training questions falls back to its wh-word ("what college" -> "what")."""
+
+    weights: dict[str, dict[str, float]] = field(default_factory=dict)
+    min_questions: int = 5
+
+    @classmethod
+    def fit(cls, examples: Iterable[tuple[str, Sequence[frozenset[str]], Sequence[bool]]], *, min_questions: int = 5,
+            min_count: int = 3, smoothing: float = 1.0) -> AnswerTypeModel:
+        """`examples`: per training question its cue, its candidates' features and which are gold. Only
+        questions with both a gold and a non-gold candidate teach anything."""
+        gold: dict[str, Counter] = defaultdict(Counter)
+        other: dict[str, Counter] = defaultdict(Counter)
+        n_gold: Counter = Counter()
+        n_other: Counter = Counter()
+        questions: Counter = Counter()
+        for cue, features, is_gold in examples:
+            if not any(is_gold) or all(is_gold):
+                continue
+            for key in dict.fromkeys((cue, cue.split(" ")[0])):
+                questions[key] += 1
+                for feats, g in zip(features, is_gold):
+                    (gold if g else other)[key].update(feats)
+                    (n_gold if g else n_other)[key] += 1
+        weights = {}
+        for key in questions:
+            if questions[key] < min_questions:
+                continue
+            seen = {f for f in set(gold[key]) | set(other[key]) if gold[key][f] + other[key][f] >= min_count}
+            weights[key] = {
+                f: math.log((gold[key][f] + smoothing) / (n_gold[key] + 2 * smoothing))
+                - math.log((other[key][f] + smoothing) / (n_other[key] + 2 * smoothing))
+                for f in seen
+            }
+        return cls(weights, min_questions)
+
+    def score(self, cue: str, features: frozenset[str]) -> float:
+        table = self.weights.get(cue) or self.weights.get(cue.split(" ")[0]) or {}
+        return sum(table.get(f, 0.0) for f in features)
+
+    def rerank(self, cue: str, candidates: Sequence[str], features: Mapping[str, frozenset[str]], *, margin: float = 0.0) -> list[str]:
+        """Candidates by type score, best first; one that is not better than the first by more than `margin`
+        keeps its place behind it (the ranker's order decides among fitting candidates)."""
+        if not candidates:
+            return []
+        scores = {c: self.score(cue, features.get(c, frozenset())) for c in candidates}
+        top = scores[candidates[0]]
+        if all(scores[c] <= top + margin for c in candidates):
+            return list(candidates)
+        return sorted(candidates, key=lambda c: -scores[c])
+
+    def to_json(self) -> dict:
+        return {"min_questions": self.min_questions, "weights": self.weights}

@@ -1,0 +1,114 @@
+"""RRP's structural reasoner at answering time: loading its checkpoint and running it over the triples a
+question's planned relation paths grounded to (`StructuralRunner`, used by `RelationPathRetriever`).
+Training it and tuning rethinking live in `kgdb.pipeline.structural`, which answers through the retriever."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kgdb.config import Settings
+from kgdb.cypher import Graph
+from kgdb.models.checkpoints import Checkpoint
+from kgdb.pipeline.planners import load_relation_model
+
+STRUCTURAL = "rrp-structural"
+
+
+@dataclass
+class StructuralOutput:
+    probability: dict[str, float]  # entity id -> P^n / max over non-topic entities
+    paths: list[tuple[list[str], list[str], list[int]]]  # traced back: entity ids, relation names, directions
+
+
+@dataclass
+class _Local:
+    """One question's triples as the reasoner reads them: entity ids and local head / relation / tail indices."""
+
+    ids: list[str]
+    head: np.ndarray
+    relation: np.ndarray
+    tail: np.ndarray
+    topic: np.ndarray  # bool per entity
+
+
+class StructuralRunner:
+    """A trained structural reasoner over the triples of one question's grounded relation paths."""
+
+    def __init__(self, model, relation_names: list[str], checkpoint: Checkpoint | None = None, top: int = 10):
+        self.model, self.relation_names, self.checkpoint, self.top = model.eval(), relation_names, checkpoint, top
+        self.relation_index = {r: i for i, r in enumerate(relation_names)}
+
+    def run(
+        self, text: str, q_emb: np.ndarray, topics: list[str], triples: list[tuple], skip: set[str]
+    ) -> StructuralOutput:
+        """`triples`: (element id, head id, relation, tail id); `skip`: entities never answers (CVT)."""
+        import torch
+        from torch_geometric.data import Batch
+
+        from kgdb.models.path_tokens import text_features
+        from kgdb.models.structural import trace_paths
+        from kgdb.training.structural import StructuralExample, collate, to_data
+
+        local = self._local(topics, triples)
+        if local is None:
+            return StructuralOutput({}, [])
+        ids, topic = local.ids, local.topic
+        ex = StructuralExample(
+            "",
+            np.asarray(q_emb, np.float32),
+            text_features(text, self.model.cfg.buckets),
+            local.head,
+            local.relation,
+            local.tail,
+            topic,
+            np.zeros(len(ids), bool),
+        )
+        batch: Batch = collate([to_data(ex)])
+        with torch.no_grad():
+            prop = self.model(batch)
+        p = prop.log_probs[-1].exp().numpy()
+        eligible = np.array([not topic[i] and ids[i] not in skip for i in range(len(ids))])
+        if not eligible.any():
+            return StructuralOutput({}, [])
+        top_p = float(p[eligible].max()) or 1.0
+        prob = {ids[i]: float(p[i]) / top_p for i in np.flatnonzero(eligible)}
+        ends = [int(i) for i in np.argsort(-np.where(eligible, p, -1.0), kind="stable")[: self.top] if eligible[i]]
+        traced = trace_paths(
+            prop, torch.from_numpy(local.head), torch.from_numpy(local.relation), torch.from_numpy(local.tail), ends
+        )
+        paths = [
+            ([ids[n] for n in nodes], [self.relation_names[r] for r in rels], dirs)
+            for nodes, rels, dirs in traced
+            if rels and topic[nodes[0]]
+        ]
+        return StructuralOutput(prob, paths)
+
+    def _local(self, topics: list[str], triples: list[tuple]) -> _Local | None:
+        """The triples of relations the reasoner knows, indexed locally (topics first); None when none is left."""
+        triples = [t for t in triples if t[2] in self.relation_index]
+        ids = list(dict.fromkeys([*topics, *(x for _, h, _, t in triples for x in (h, t))]))
+        if not triples or not ids:
+            return None
+        pos = {e: i for i, e in enumerate(ids)}
+        return _Local(
+            ids,
+            np.array([pos[h] for _, h, _, _ in triples], np.int64),
+            np.array([self.relation_index[r] for _, _, r, _ in triples], np.int64),
+            np.array([pos[t] for _, _, _, t in triples], np.int64),
+            np.isin(np.arange(len(ids)), [pos[t] for t in topics if t in pos]),
+        )
+
+
+def load_structural(graph: Graph, settings: Settings, checkpoint: str | None = None) -> StructuralRunner:
+    """The named structural checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
+
+    def build(cfg: dict, state: dict):
+        # torch-geometric is imported only once a checkpoint was found (1.6 s of a cold `kgdb ask`)
+        from kgdb.models.structural import StructuralConfig, StructuralReasoner
+
+        return StructuralReasoner(StructuralConfig(**cfg), state["relation_emb"])
+
+    model, ckpt = load_relation_model(graph, settings, checkpoint, STRUCTURAL, build, "--structural")
+    return StructuralRunner(model, list(ckpt.config["relation_names"]), ckpt)
