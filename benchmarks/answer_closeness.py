@@ -51,27 +51,44 @@ def main() -> None:
         specs.append(parts)
     t = time.perf_counter()
     with ExitStack() as stack, Progress() as bar:
-        pairs = [(stack.enter_context(Graph.connect(load_settings(neo4j_uri=uri, cache_dir=Path(cache)))), Path(questions))
-                 for uri, cache, questions in specs]
+        pairs = [
+            (stack.enter_context(Graph.connect(load_settings(neo4j_uri=uri, cache_dir=Path(cache)))), Path(questions))
+            for uri, cache, questions in specs
+        ]
         task = bar.add_task("val questions", total=None)
         ranker = find_checkpoint(args.checkpoint, pairs[0][0].settings.checkpoints_dir)
         try:
-            answering = choose_closeness_weight(ranker, pairs, per_file=args.per_file, write=args.write,
-                                                on_start=lambda n: bar.update(task, total=n), on_progress=lambda n: bar.advance(task, n))
+            answering = choose_closeness_weight(
+                ranker,
+                pairs,
+                per_file=args.per_file,
+                write=args.write,
+                on_start=lambda n: bar.update(task, total=n),
+                on_progress=lambda n: bar.advance(task, n),
+            )
         except InputError as exc:
             raise SystemExit(str(exc)) from None
     grid = answering["val"]
     grids = list(grid.values())
     print(f"answered the val questions of {len(specs)} question files in {time.perf_counter() - t:.0f} s")
 
-    print(f"\n{'weight':>6} " + " ".join(f"{'file ' + str(i + 1) + ' Hit@1/F1':>20}" for i in range(len(grid))) + f" {'mean Hit@1/F1':>16}")
+    print(
+        f"\n{'weight':>6} "
+        + " ".join(f"{'file ' + str(i + 1) + ' Hit@1/F1':>20}" for i in range(len(grid)))
+        + f" {'mean Hit@1/F1':>16}"
+    )
     for w in WEIGHTS:
-        print(f"{w:>6} " + " ".join(f"{grid[f][str(w)]['hit1']:>11.2f} / {grid[f][str(w)]['macro_f1']:>5.2f}" for f in grid)
-              + f" {mean_over(grids, w, 'hit1'):>8.2f} / {mean_over(grids, w, 'macro_f1'):>5.2f}")
+        print(
+            f"{w:>6} "
+            + " ".join(f"{grid[f][str(w)]['hit1']:>11.2f} / {grid[f][str(w)]['macro_f1']:>5.2f}" for f in grid)
+            + f" {mean_over(grids, w, 'hit1'):>8.2f} / {mean_over(grids, w, 'macro_f1'):>5.2f}"
+        )
     for i, f in enumerate(grid):
         print(f"file {i + 1}: {f}")
-    print(f"chosen closeness weight: {answering['closeness_weight']} (best mean val Hit@1, then Macro-F1, then the smaller); load average "
-          + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(
+        f"chosen closeness weight: {answering['closeness_weight']} (best mean val Hit@1, then Macro-F1, then the smaller); load average "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
     if args.write:
         print(f"wrote answering.closeness_weight = {answering['closeness_weight']} to {ranker.path / 'config.json'}")
 

@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 
-
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
@@ -41,23 +40,44 @@ def pct(values: list[float], q: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=Path)
-    ap.add_argument("--cold", type=int, default=0, help="time N cold `kgdb ask` processes and the fast CLI commands instead")
+    ap.add_argument(
+        "--cold", type=int, default=0, help="time N cold `kgdb ask` processes and the fast CLI commands instead"
+    )
     ap.add_argument("--question", default="What is the capital of France?", help="the question the cold runs ask")
-    ap.add_argument("--default-ask", action="store_true",
-                    help="with --cold: also time `kgdb ask` with the default retriever, and plain `kgdb ask` (RRP without an LLM)")
-    ap.add_argument("--before", type=Path, help="with --cold: also time this kgdb checkout (its root folder), for a before/after table")
+    ap.add_argument(
+        "--default-ask",
+        action="store_true",
+        help="with --cold: also time `kgdb ask` with the default retriever, and plain `kgdb ask` (RRP without an LLM)",
+    )
+    ap.add_argument(
+        "--before",
+        type=Path,
+        help="with --cold: also time this kgdb checkout (its root folder), for a before/after table",
+    )
     ap.add_argument("--n", type=int, default=100, help="questions timed (first N of the file, or of --split)")
     ap.add_argument("--split", default="all", help="train | val | test | all: the questions asked (the fixed splits)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--retriever", default=None, help="default: relation-paths with --reasoner rrp, else subgraphrag")
-    ap.add_argument("--reasoner", default="extractive", choices=("extractive", "rrp"), help="no-LLM reasoner (rrp: planner + grounding + structural reasoner + rethinking)")
+    ap.add_argument(
+        "--reasoner",
+        default="extractive",
+        choices=("extractive", "rrp"),
+        help="no-LLM reasoner (rrp: planner + grounding + structural reasoner + rethinking)",
+    )
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--hops", type=int, default=2)
     ap.add_argument("--write", action="store_true", help="write back + build chains (pruned afterwards)")
-    ap.add_argument("--profile", action="store_true",
-                    help="also time, per question, every database round trip (by query name) and every sentence encoding")
-    ap.add_argument("--topics", choices=("linked", "gold"), default="linked",
-                    help="linked: link topics from the text as a user's question is (default); gold: the file's topics")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="also time, per question, every database round trip (by query name) and every sentence encoding",
+    )
+    ap.add_argument(
+        "--topics",
+        choices=("linked", "gold"),
+        default="linked",
+        help="linked: link topics from the text as a user's question is (default); gold: the file's topics",
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (the shared machine: 1)")
     args = ap.parse_args()
     if args.cold:
@@ -66,6 +86,8 @@ def main() -> None:
     if args.questions is None:
         ap.error("--questions is required (or use --cold N)")
     # Imported here: --cold must not import kgdb itself (it may time another checkout of it).
+    import torch
+
     from kgdb.config import load_settings
     from kgdb.cypher import Graph
     from kgdb.data.questions import read_questions
@@ -73,15 +95,15 @@ def main() -> None:
     from kgdb.qa.ask import ASK_STAGES, AskPipeline
     from kgdb.qa.metrics import score_question
 
-    import torch
-
     torch.set_num_threads(args.threads)
     settings = load_settings()
     args.retriever = args.retriever or ("relation-paths" if args.reasoner == "rrp" else "subgraphrag")
     questions = read_questions(args.questions).split(args.split)[: args.warmup + args.n]
     graph = Graph.connect(settings)
     t0 = time.perf_counter()
-    pipe = AskPipeline(graph, settings, retriever=args.retriever, k=args.k, reasoner=args.reasoner, hops=args.hops, write=args.write)
+    pipe = AskPipeline(
+        graph, settings, retriever=args.retriever, k=args.k, reasoner=args.reasoner, hops=args.hops, write=args.write
+    )
     setup = time.perf_counter() - t0
     totals: list[float] = []
     stages: dict[str, list[float]] = {s: [] for s in ASK_STAGES}
@@ -123,21 +145,31 @@ def main() -> None:
         prune_runs(graph, runs)
     graph.close()
 
-    print(f"graph {settings.neo4j_uri}; retriever {getattr(pipe.retrieval, 'retriever', pipe.retrieval.name)}"
-          f"{' (fallback: no checkpoint)' if pipe.retriever_note else ''}; reasoner {args.reasoner} (no LLM); "
-          f"k {args.k}; hops {args.hops}; write-back {'on' if args.write else 'off'}; setup {setup:.1f} s")
+    print(
+        f"graph {settings.neo4j_uri}; retriever {getattr(pipe.retrieval, 'retriever', pipe.retrieval.name)}"
+        f"{' (fallback: no checkpoint)' if pipe.retriever_note else ''}; reasoner {args.reasoner} (no LLM); "
+        f"k {args.k}; hops {args.hops}; write-back {'on' if args.write else 'off'}; setup {setup:.1f} s"
+    )
     print(f"timed {len(totals)} questions (after {args.warmup} warm-up), {failed} failed (no linkable entity etc.)")
     if hits:
-        print(f"answer Hit@1 of the timed questions with an answer, topics {args.topics}: {100 * sum(hits) / len(hits):.2f} "
-              f"({sum(hits)} of {len(hits)}; a failed question is a miss)")
-    print(f"per question wall ms: p50 {statistics.median(totals):.1f}  p90 {pct(totals, 0.9):.1f}  p95 {pct(totals, 0.95):.1f}  "
-          f"mean {statistics.fmean(totals):.1f}  max {max(totals):.1f}")
-    print(f"load average (1/5/15 min) at start {' '.join(f'{x:.2f}' for x in load_start)}, "
-          f"at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
+        print(
+            f"answer Hit@1 of the timed questions with an answer, topics {args.topics}: {100 * sum(hits) / len(hits):.2f} "
+            f"({sum(hits)} of {len(hits)}; a failed question is a miss)"
+        )
+    print(
+        f"per question wall ms: p50 {statistics.median(totals):.1f}  p90 {pct(totals, 0.9):.1f}  p95 {pct(totals, 0.95):.1f}  "
+        f"mean {statistics.fmean(totals):.1f}  max {max(totals):.1f}"
+    )
+    print(
+        f"load average (1/5/15 min) at start {' '.join(f'{x:.2f}' for x in load_start)}, "
+        f"at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs"
+    )
     rrp = [sum(stages[s][i] for s in ("plan", "ground", "structural", "rethink")) for i in range(len(totals))]
     if any(rrp):  # the latency: planner + grounding + reasoning + rethinking (no linking)
-        print(f"RRP stages (plan + ground + structural + rethink) per question ms: p50 {statistics.median(rrp):.1f}  "
-              f"p95 {pct(rrp, 0.95):.1f}  mean {statistics.fmean(rrp):.1f}")
+        print(
+            f"RRP stages (plan + ground + structural + rethink) per question ms: p50 {statistics.median(rrp):.1f}  "
+            f"p95 {pct(rrp, 0.95):.1f}  mean {statistics.fmean(rrp):.1f}"
+        )
     print(f"{'stage':<10} {'p50 ms':>9} {'mean ms':>9}")
     for s, v in stages.items():
         if not v:
@@ -146,7 +178,9 @@ def main() -> None:
     if args.profile and per_question:
         n = len(per_question)
         names = sorted({name for qc in per_question for name, _ in qc})
-        print(f"\nper question, over {n} questions: calls and ms of each database query (by name) and of sentence encoding")
+        print(
+            f"\nper question, over {n} questions: calls and ms of each database query (by name) and of sentence encoding"
+        )
         print(f"{'call':<28} {'calls':>7} {'p50 ms':>9} {'mean ms':>9}")
         for name in names:
             ms = [sum(t for nm, t in qc if nm == name) for qc in per_question]
@@ -182,12 +216,19 @@ def cold(args: argparse.Namespace) -> None:
         "kgdb status": kgdb + ["status"],
         "kgdb neo4j status": kgdb + ["neo4j", "status"],
         "kgdb runs list": kgdb + ["runs", "list", "--limit", "5"],
-        f"kgdb ask ({args.retriever}, no LLM)": kgdb + ["ask", args.question, "--retriever", args.retriever, "--reasoner", "extractive", "--no-write"],
+        f"kgdb ask ({args.retriever}, no LLM)": kgdb
+        + ["ask", args.question, "--retriever", args.retriever, "--reasoner", "extractive", "--no-write"],
     }
     if args.default_ask:
         # the default retriever with the extractive reasoner (SubgraphRAG, or the shipped cosine-dde without a checkpoint),
         # and plain `kgdb ask` without an LLM (RRP: the graph's own model, else the shipped portable ranker)
-        commands["kgdb ask (default retriever, no LLM)"] = kgdb + ["ask", args.question, "--reasoner", "extractive", "--no-write"]
+        commands["kgdb ask (default retriever, no LLM)"] = kgdb + [
+            "ask",
+            args.question,
+            "--reasoner",
+            "extractive",
+            "--no-write",
+        ]
         commands["kgdb ask (plain, no LLM: RRP)"] = kgdb + ["ask", args.question, "--no-write"]
     trees = {"after": dict(os.environ)}
     if args.before:
@@ -205,7 +246,9 @@ def cold(args: argparse.Namespace) -> None:
         done = subprocess.run(cmd, capture_output=True, check=False, env=env, cwd=neutral)
         wall = time.perf_counter() - start
         if done.returncode != 0:
-            sys.exit(f"{' '.join(cmd[2:])} failed ({done.returncode}): {done.stderr.decode(errors='replace').strip()[-500:]}")
+            sys.exit(
+                f"{' '.join(cmd[2:])} failed ({done.returncode}): {done.stderr.decode(errors='replace').strip()[-500:]}"
+            )
         return wall
 
     load_start = os.getloadavg()
@@ -222,8 +265,10 @@ def cold(args: argparse.Namespace) -> None:
             line += f"  {med['after'] / med['before']:13.2f}"
         print(line, flush=True)
     load_end = os.getloadavg()
-    print(f"load average (1/5/15 min) at start {' '.join(f'{x:.2f}' for x in load_start)}, "
-          f"at end {' '.join(f'{x:.2f}' for x in load_end)}; {os.cpu_count()} CPUs")
+    print(
+        f"load average (1/5/15 min) at start {' '.join(f'{x:.2f}' for x in load_start)}, "
+        f"at end {' '.join(f'{x:.2f}' for x in load_end)}; {os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import KgdbError
-from kgdb.pipeline.relation_paths import relation_path_retriever
 from kgdb.pipeline.path_ranker import RankedPathPlanner
+from kgdb.pipeline.relation_paths import relation_path_retriever
 
 
 def main() -> None:
@@ -28,14 +28,23 @@ def main() -> None:
     ap.add_argument("--questions", type=Path, required=True)
     ap.add_argument("--split", default="val", help="train | val | test | all")
     ap.add_argument("--sample", type=int, help="N questions of the split at random (fixed seed)")
-    ap.add_argument("--checkpoint", help="ranker checkpoint (default: the graph's own, else the shipped portable ranker)")
-    ap.add_argument("--topics", choices=("gold", "linked"), default="gold", help="the file's topics, or linked from the text as `kgdb ask` does")
+    ap.add_argument(
+        "--checkpoint", help="ranker checkpoint (default: the graph's own, else the shipped portable ranker)"
+    )
+    ap.add_argument(
+        "--topics",
+        choices=("gold", "linked"),
+        default="gold",
+        help="the file's topics, or linked from the text as `kgdb ask` does",
+    )
     args = ap.parse_args()
     settings = load_settings()
     graph = Graph.connect(settings)
     retriever = relation_path_retriever(graph, settings, checkpoint=args.checkpoint, write=False)
     if not isinstance(retriever.planner, RankedPathPlanner):
-        raise SystemExit(f"the planner ({type(retriever.planner).__name__}) is not a path ranker: it reads no compositions")
+        raise SystemExit(
+            f"the planner ({type(retriever.planner).__name__}) is not a path ranker: it reads no compositions"
+        )
     questions = subsample(read_questions(args.questions).split(args.split), sample=args.sample)
 
     def first(q) -> tuple[str | None, list[str]]:
@@ -43,7 +52,9 @@ def main() -> None:
             res = retriever.retrieve(q.text, None if args.topics == "linked" else list(q.topics), qid=q.id)
         except KgdbError:
             return None, []
-        return (res.entities[0].id if res.entities else None), [n for n in res.notes if n.startswith("read as a composition")]
+        return (res.entities[0].id if res.entities else None), [
+            n for n in res.notes if n.startswith("read as a composition")
+        ]
 
     hits = {False: 0, True: 0}
     taken = []
@@ -57,11 +68,19 @@ def main() -> None:
             taken.append((q, answers, notes[0]))
     for q, answers, note in taken:
         gold = set(q.answers)
-        mark = "+" if (answers[True] in gold) > (answers[False] in gold) else "-" if (answers[True] in gold) < (answers[False] in gold) else "="
+        mark = (
+            "+"
+            if (answers[True] in gold) > (answers[False] in gold)
+            else "-"
+            if (answers[True] in gold) < (answers[False] in gold)
+            else "="
+        )
         print(f"{mark} {q.id} {q.text!r}: {answers[False]} -> {answers[True]} ({note})")
     n = max(len(questions), 1)
-    print(f"{args.questions} {args.split} ({len(questions)} questions, topics {args.topics}): Hit@1 without the composed reading "
-          f"{100 * hits[False] / n:.2f}, with it {100 * hits[True] / n:.2f}; composed reading taken for {len(taken)}")
+    print(
+        f"{args.questions} {args.split} ({len(questions)} questions, topics {args.topics}): Hit@1 without the composed reading "
+        f"{100 * hits[False] / n:.2f}, with it {100 * hits[True] / n:.2f}; composed reading taken for {len(taken)}"
+    )
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def _evidence(graph: Graph, questions: list[dict], *, dates: bool) -> tuple[dict
     ids = sorted({a for q in questions for a in q["answers"]})
     feats, values = {}, {}
     for i in range(0, len(ids), 500):
-        chunk = ids[i: i + 500]
+        chunk = ids[i : i + 500]
         feats.update(type_features(graph, chunk))
         if dates:
             values.update(attached_values(graph, chunk))
@@ -48,7 +48,11 @@ MARGINS = (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, float("inf"))  # inf: the ranker's orde
 
 def _fit(questions: list[dict], feats: dict) -> AnswerTypeModel:
     return AnswerTypeModel.fit(
-        (parse_constraints(q["question"]).cue, [feats.get(a, frozenset()) for a in q["answers"]], [a in set(q["gold"]) for a in q["answers"]])
+        (
+            parse_constraints(q["question"]).cue,
+            [feats.get(a, frozenset()) for a in q["answers"]],
+            [a in set(q["gold"]) for a in q["answers"]],
+        )
         for q in questions
     )
 
@@ -64,7 +68,9 @@ def _choose_margin(questions: list[dict], feats: dict) -> float:
             for m in MARGINS:
                 order = model.rerank(cue, q["answers"], feats, margin=m)
                 right[m] += bool(order) and order[0] in set(q["gold"])
-    print("train Hit@1 by margin (two-fold): " + ", ".join(f"{m}: {100 * right[m] / len(questions):.2f}" for m in MARGINS))
+    print(
+        "train Hit@1 by margin (two-fold): " + ", ".join(f"{m}: {100 * right[m] / len(questions):.2f}" for m in MARGINS)
+    )
     return max(MARGINS, key=lambda m: (right[m], m))
 
 
@@ -72,7 +78,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train", type=Path, required=True, help="benchmarks/cwq.py --out of the train split")
     ap.add_argument("--val", type=Path, required=True, help="benchmarks/cwq.py --out of the val split")
-    ap.add_argument("--margin", type=float, help="type score a candidate must beat the first answer's by to move up (default: chosen on train)")
+    ap.add_argument(
+        "--margin",
+        type=float,
+        help="type score a candidate must beat the first answer's by to move up (default: chosen on train)",
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     train, val = (json.loads(p.read_text(encoding="utf-8")) for p in (args.train, args.val))
@@ -96,7 +106,12 @@ def main() -> None:
         c = parse_constraints(q["question"])
         years = {a: years_of(a, a, values.get(a, [])) for a in answers}
         typed = model.rerank(c.cue, answers, feats_val, margin=margin)
-        orders = {"ranker": answers, "literal": apply_literal(answers, years, c), "types": typed, "both": apply_literal(typed, years, c)}
+        orders = {
+            "ranker": answers,
+            "literal": apply_literal(answers, years, c),
+            "types": typed,
+            "both": apply_literal(typed, years, c),
+        }
         fired["literal"] += c.literal and len(answers) > 1
         fired["types"] += typed != answers
         row = {"id": q["id"], "type": q["type"], "cue": c.cue, "literal": c.literal}
@@ -112,15 +127,34 @@ def main() -> None:
     counts = Counter(q["type"] for q in val_q)
     counts["all"] = len(val_q)
     kinds = ["all"] + [k for k in QUESTION_TYPES if counts[k]]
-    print(f"{val['dataset']} val, {len(val_q)} questions; type model fitted on {len(train_q)} train questions "
-          f"({len(model.weights)} cues: {', '.join(sorted(model.weights))}); margin {margin}" + (" (given)" if args.margin is not None else " (chosen on train)"))
-    print(f"literal constraint parsed (and more than one answer) for {fired['literal']}, type order changed for {fired['types']}")
+    print(
+        f"{val['dataset']} val, {len(val_q)} questions; type model fitted on {len(train_q)} train questions "
+        f"({len(model.weights)} cues: {', '.join(sorted(model.weights))}); margin {margin}"
+        + (" (given)" if args.margin is not None else " (chosen on train)")
+    )
+    print(
+        f"literal constraint parsed (and more than one answer) for {fired['literal']}, type order changed for {fired['types']}"
+    )
     print(f"{'Hit@1':<10}" + "".join(f"{k:>13}" for k in kinds) + f"{'+':>5}{'-':>5}")
     for v in variants:
-        print(f"{v:<10}" + "".join(f"{100 * hits[v][k] / counts[k]:>7.2f} ({counts[k]:>3})" for k in kinds) + f"{moved[v]['+']:>5}{moved[v]['-']:>5}")
+        print(
+            f"{v:<10}"
+            + "".join(f"{100 * hits[v][k] / counts[k]:>7.2f} ({counts[k]:>3})" for k in kinds)
+            + f"{moved[v]['+']:>5}{moved[v]['-']:>5}"
+        )
     if args.out:
-        args.out.write_text(json.dumps({"model": model.to_json(), "hit1": {v: {k: 100 * hits[v][k] / counts[k] for k in kinds} for v in variants},
-                                        "questions": rows}, indent=1, ensure_ascii=False), encoding="utf-8")
+        args.out.write_text(
+            json.dumps(
+                {
+                    "model": model.to_json(),
+                    "hit1": {v: {k: 100 * hits[v][k] / counts[k] for k in kinds} for v in variants},
+                    "questions": rows,
+                },
+                indent=1,
+                ensure_ascii=False,
+            ),
+            encoding="utf-8",
+        )
 
 
 if __name__ == "__main__":

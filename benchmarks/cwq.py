@@ -39,8 +39,12 @@ def main() -> None:
     ap.add_argument("--questions", type=Path, required=True)
     ap.add_argument("--split", help="train | val (default) | test | all")
     ap.add_argument("--sample", type=int, help="N questions of the split at random (fixed seed)")
-    ap.add_argument("--checkpoint", help="ranker or planner checkpoint (default: the graph's own, else the shipped portable ranker)")
-    ap.add_argument("--mode", help="answering mode (default: the retriever's own; planner where there is no structural reasoner)")
+    ap.add_argument(
+        "--checkpoint", help="ranker or planner checkpoint (default: the graph's own, else the shipped portable ranker)"
+    )
+    ap.add_argument(
+        "--mode", help="answering mode (default: the retriever's own; planner where there is no structural reasoner)"
+    )
     ap.add_argument("--out", type=Path, help="JSON: the figures and every question's row")
     args = ap.parse_args()
     qs = read_questions(args.questions)
@@ -59,16 +63,47 @@ def main() -> None:
     rows = rrp_rows(items, mode, retriever.lambda1, retriever.theta, seconds, records)
     overall, kinds = summarise(rows), by_type(rows)
     about = retriever.describe()
-    print(f"{qs.dataset} {split}, {len(records)} questions, mode {mode}, planner {about['planner']} ({about['checkpoint']})")
+    print(
+        f"{qs.dataset} {split}, {len(records)} questions, mode {mode}, planner {about['planner']} ({about['checkpoint']})"
+    )
     print(f"{'type':<12} {'n':>4} {'Hit':>6} {'Hit@1':>6} {'Mac-F1':>6} {'reach%':>6} {'s/q':>6}")
     for name, m in [("all", overall)] + [(k, kinds[k]) for k in QUESTION_TYPES if k in kinds]:
-        print(f"{name:<12} {m['n']:>4} {m['hit']:>6.2f} {m['hit1']:>6.2f} {m['macro_f1']:>6.2f} {m['reachable']:>6.2f} {m['seconds_mean']:>6.3f}")
-    print(f"seconds per question: p50 {overall['seconds_p50']:.3f}, p95 {overall['seconds_p95']:.3f}; retrieval failed for {overall['failed']}")
+        print(
+            f"{name:<12} {m['n']:>4} {m['hit']:>6.2f} {m['hit1']:>6.2f} {m['macro_f1']:>6.2f} {m['reachable']:>6.2f} {m['seconds_mean']:>6.3f}"
+        )
+    print(
+        f"seconds per question: p50 {overall['seconds_p50']:.3f}, p95 {overall['seconds_p95']:.3f}; retrieval failed for {overall['failed']}"
+    )
     if args.out:
-        per_question = [{"id": r.qid, "question": q.text, "type": r.kind, "topics": q.topics, "gold": sorted(r.gold), "answers": list(r.predicted[:50]),
-                         "reachable": r.reachable, "failed": r.failed, "seconds": r.seconds} for r, q in zip(rows, records)]
-        args.out.write_text(json.dumps({"dataset": qs.dataset, "split": split, "mode": mode, "overall": overall, "by_type": kinds,
-                                        "questions": per_question}, indent=1, ensure_ascii=False), encoding="utf-8")
+        per_question = [
+            {
+                "id": r.qid,
+                "question": q.text,
+                "type": r.kind,
+                "topics": q.topics,
+                "gold": sorted(r.gold),
+                "answers": list(r.predicted[:50]),
+                "reachable": r.reachable,
+                "failed": r.failed,
+                "seconds": r.seconds,
+            }
+            for r, q in zip(rows, records)
+        ]
+        args.out.write_text(
+            json.dumps(
+                {
+                    "dataset": qs.dataset,
+                    "split": split,
+                    "mode": mode,
+                    "overall": overall,
+                    "by_type": kinds,
+                    "questions": per_question,
+                },
+                indent=1,
+                ensure_ascii=False,
+            ),
+            encoding="utf-8",
+        )
 
 
 if __name__ == "__main__":

@@ -77,15 +77,20 @@ def replay(graph, calls: dict[str, list], rounds: int) -> None:
             if r == 0:
                 for result in results:
                     digest.update(json.dumps(result, sort_keys=True, default=list).encode())
-        print(f"{name:<24} {len(todo):>5} calls  {sum(times) / len(times):7.2f} ms per call (rounds: "
-              + ", ".join(f"{t:.2f}" for t in times) + f")  results sha256 {digest.hexdigest()[:16]}")
+        print(
+            f"{name:<24} {len(todo):>5} calls  {sum(times) / len(times):7.2f} ms per call (rounds: "
+            + ", ".join(f"{t:.2f}" for t in times)
+            + f")  results sha256 {digest.hexdigest()[:16]}"
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=Path, required=True)
     ap.add_argument("--n", type=int, default=40, help="first N questions of the file, their own topics")
-    ap.add_argument("--calls", type=Path, required=True, help="where the recorded calls are kept (replayed when it exists)")
+    ap.add_argument(
+        "--calls", type=Path, required=True, help="where the recorded calls are kept (replayed when it exists)"
+    )
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
 
@@ -102,7 +107,9 @@ def main() -> None:
         else:
             calls = record(args, graph, settings)
             args.calls.write_bytes(pickle.dumps(calls))
-            print(f"recorded {', '.join(f'{len(v)} {k}' for k, v in calls.items())} calls of {args.n} questions into {args.calls}")
+            print(
+                f"recorded {', '.join(f'{len(v)} {k}' for k, v in calls.items())} calls of {args.n} questions into {args.calls}"
+            )
         replay(graph, calls, args.rounds)
     except KgdbError as exc:  # a missing file, a server that does not answer: one line, no traceback
         raise SystemExit(f"benchmarks/db_calls.py: {exc}") from None

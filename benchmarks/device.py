@@ -74,35 +74,64 @@ def export(args) -> None:
     with Progress() as bar:  # subgraphs already in the tensor cache are read, not fetched
         for split in ("train", "test"):
             task = bar.add_task(f"{split} subgraphs", total=None)
-            splits[split] = prepare_split(graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=args.questions,
-                                          questions=qs.split(split), embed=embedder.encode, graph_fingerprint=fingerprint,
-                                          embedding_model=model_name, hops=args.hops, cap=args.cap, **settings.fetch_bounds,
-                                          on_start=lambda total, task=task: bar.update(task, total=total),
-                                          on_progress=lambda n, task=task: bar.advance(task, n))
+            splits[split] = prepare_split(
+                graph,
+                cache_dir=settings.cache_dir,
+                dataset=qs.dataset,
+                split=split,
+                source=args.questions,
+                questions=qs.split(split),
+                embed=embedder.encode,
+                graph_fingerprint=fingerprint,
+                embedding_model=model_name,
+                hops=args.hops,
+                cap=args.cap,
+                **settings.fetch_bounds,
+                on_start=lambda total, task=task: bar.update(task, total=total),
+                on_progress=lambda n, task=task: bar.advance(task, n),
+            )
             bar.update(task, completed=len(splits[split].items), total=len(splits[split].items))
     vectors, _ = entity_vectors(graph, settings, embedder)
     everything = splits["train"].items + splits["test"].items
     rows, local = vectors.compact([it.entity_idx for it in everything])
     args.out.mkdir(parents=True, exist_ok=True)
     n_train = len(splits["train"].items)
-    for split, items in (("train", with_local_entities(splits["train"].items, local[:n_train])),
-                         ("test", with_local_entities(splits["test"].items, local[n_train:]))):
+    for split, items in (
+        ("train", with_local_entities(splits["train"].items, local[:n_train])),
+        ("test", with_local_entities(splits["test"].items, local[n_train:])),
+    ):
         save_cache(args.out / f"{split}.npz", items, {"dataset": qs.dataset, "split": split})
     np.savez(args.out / "tables.npz", entity=rows, relation=vectors.tables.relation)
     ids = sorted({e for it in everything for e in it.entity_idx.tolist()})[: args.names]
-    names = [r["name"] for r in graph.run_text("UNWIND $idx AS i MATCH (e:Entity {idx: i}) WHERE NOT e:CVT "
-                                               "RETURN e.name AS name ORDER BY e.idx", idx=ids)]
-    meta = {"dataset": qs.dataset, "questions": str(args.questions), "fingerprint": fingerprint, "embedding_model": model_name,
-            "hops": args.hops, "cap": args.cap, "train": n_train, "test": len(splits["test"].items), "names": names}
+    names = [
+        r["name"]
+        for r in graph.run_text(
+            "UNWIND $idx AS i MATCH (e:Entity {idx: i}) WHERE NOT e:CVT RETURN e.name AS name ORDER BY e.idx", idx=ids
+        )
+    ]
+    meta = {
+        "dataset": qs.dataset,
+        "questions": str(args.questions),
+        "fingerprint": fingerprint,
+        "embedding_model": model_name,
+        "hops": args.hops,
+        "cap": args.cap,
+        "train": n_train,
+        "test": len(splits["test"].items),
+        "names": names,
+    }
     (args.out / "meta.json").write_text(json.dumps(meta, indent=1))
     graph.close()
     size = sum(p.stat().st_size for p in args.out.iterdir()) / 2**20
-    print(f"exported {n_train} train and {meta['test']} test subgraphs of {qs.dataset}, tables {rows.shape[0]:,} entities x "
-          f"{rows.shape[1]}, {len(names):,} names into {args.out} ({size:.1f} MiB)")
+    print(
+        f"exported {n_train} train and {meta['test']} test subgraphs of {qs.dataset}, tables {rows.shape[0]:,} entities x "
+        f"{rows.shape[1]}, {len(names):,} names into {args.out} ({size:.1f} MiB)"
+    )
 
 
 def run(args) -> None:
     import torch
+    from retrieve import pct, sync  # benchmarks/retrieve.py: percentiles; wait for the device before reading the clock
 
     from kgdb.data.cache import load_cache
     from kgdb.models.base import TensorTables
@@ -110,7 +139,6 @@ def run(args) -> None:
     from kgdb.models.features import batch_tensors, featurise
     from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
     from kgdb.training.trainer import TrainConfig, ensure_node_features, train
-    from retrieve import pct, sync  # benchmarks/retrieve.py: percentiles; wait for the device before reading the clock
 
     if not (args.folder / "meta.json").is_file():
         raise SystemExit(f"{args.folder}: no meta.json here; write the folder with `benchmarks/device.py export` first")
@@ -118,12 +146,18 @@ def run(args) -> None:
     tables_np = np.load(args.folder / "tables.npz")
     train_items, test_items = load_cache(args.folder / "train.npz"), load_cache(args.folder / "test.npz")
     if train_items is None or test_items is None:
-        raise SystemExit(f"{args.folder}: train.npz / test.npz missing or from another cache version; run `export` again")
+        raise SystemExit(
+            f"{args.folder}: train.npz / test.npz missing or from another cache version; run `export` again"
+        )
     torch.set_num_threads(args.threads)
     if any(d.startswith("cuda") for d in args.device) and not torch.cuda.is_available():
-        raise SystemExit(f"--device {' '.join(args.device)}: torch sees no CUDA device on this machine (torch {torch.__version__})")
-    print(f"{meta['dataset']}: {len(train_items)} train / {len(test_items)} test subgraphs (hops {meta['hops']}, cap {meta['cap']}), "
-          f"{tables_np['entity'].shape[0]:,} entities; torch {torch.__version__}, {args.threads} CPU thread(s)")
+        raise SystemExit(
+            f"--device {' '.join(args.device)}: torch sees no CUDA device on this machine (torch {torch.__version__})"
+        )
+    print(
+        f"{meta['dataset']}: {len(train_items)} train / {len(test_items)} test subgraphs (hops {meta['hops']}, cap {meta['cap']}), "
+        f"{tables_np['entity'].shape[0]:,} entities; torch {torch.__version__}, {args.threads} CPU thread(s)"
+    )
     rapl_ckpt = find_checkpoint(args.rapl, Path(args.rapl).parent) if args.rapl else None
     if rapl_ckpt is not None:
         check_compatible(rapl_ckpt, meta["embedding_model"], int(tables_np["entity"].shape[1]))
@@ -162,27 +196,43 @@ def run(args) -> None:
         ensure_node_features(model, train_items, tables)
         val = test_items[: args.val]
         log = []
-        train(model, train_items, val, tables, TrainConfig(max_epochs=1, patience=1, seed=0, batch_size=args.train_batch), on_epoch=log.append)
+        train(
+            model,
+            train_items,
+            val,
+            tables,
+            TrainConfig(max_epochs=1, patience=1, seed=0, batch_size=args.train_batch),
+            on_epoch=log.append,
+        )
         epoch = log[0]
         rapl = _rapl_figures(rapl_ckpt, xs, train_items, val, tables, device, args.warmup) if rapl_ckpt else None
-        rows.append((device, triples / (sum(lat) / 1000), batched_tps, pct(lat, 50), pct(lat, 95), dde_s,
-                     epoch.seconds, rapl))  # EpochLog.seconds: the training pass, validation excluded
-    print(f"{'device':<8} {'scoring triples/s':>18} {f'batched ({args.batch}) /s':>17} {'per question p50 / p95 ms':>26} {'DDE, all test s':>16} "
-          f"{f'epoch s (B={args.train_batch})':>14} {'RAPL p50 / p95 ms':>19} {'RAPL triples':>13} {'RAPL epoch s':>13}")
+        rows.append(
+            (device, triples / (sum(lat) / 1000), batched_tps, pct(lat, 50), pct(lat, 95), dde_s, epoch.seconds, rapl)
+        )  # EpochLog.seconds: the training pass, validation excluded
+    print(
+        f"{'device':<8} {'scoring triples/s':>18} {f'batched ({args.batch}) /s':>17} {'per question p50 / p95 ms':>26} {'DDE, all test s':>16} "
+        f"{f'epoch s (B={args.train_batch})':>14} {'RAPL p50 / p95 ms':>19} {'RAPL triples':>13} {'RAPL epoch s':>13}"
+    )
     for device, tps, batched_tps, p50, p95, dde_s, epoch_s, rapl in rows:
-        rapl_cols = f"{rapl[0]:>9.2f} / {rapl[1]:<7.2f} {rapl[2]:>13.1f} {rapl[3]:>13.1f}" if rapl else f"{'skipped':>19}"
-        print(f"{device:<8} {tps:>18,.0f} {batched_tps:>17,.0f} {p50:>14.2f} / {p95:<9.2f} {dde_s:>16.2f} {epoch_s:>14.1f} {rapl_cols}")
+        rapl_cols = (
+            f"{rapl[0]:>9.2f} / {rapl[1]:<7.2f} {rapl[2]:>13.1f} {rapl[3]:>13.1f}" if rapl else f"{'skipped':>19}"
+        )
+        print(
+            f"{device:<8} {tps:>18,.0f} {batched_tps:>17,.0f} {p50:>14.2f} / {p95:<9.2f} {dde_s:>16.2f} {epoch_s:>14.1f} {rapl_cols}"
+        )
 
 
-def _rapl_figures(ckpt, xs: list, train_items: list, val: list, tables, device: str, warmup: int) -> tuple[float, float, float, float]:
+def _rapl_figures(
+    ckpt, xs: list, train_items: list, val: list, tables, device: str, warmup: int
+) -> tuple[float, float, float, float]:
     """RAPL on `device`: inference per question with the checkpoint's weights (p50 ms, p95 ms, mean
     triples passed), and one training epoch of a fresh model of the same config (s, validation excluded)."""
     import torch
+    from retrieve import pct, sync
 
     from kgdb.models.base import passed_count
     from kgdb.models.checkpoints import build_model, load_model
     from kgdb.training.trainer import TrainConfig, train
-    from retrieve import pct, sync
 
     model = load_model(ckpt, device)
     model.prepare(tables)
@@ -217,7 +267,9 @@ def embed(args) -> None:
     names = meta["names"][: args.names]
     model_name = args.model or meta["embedding_model"]
     torch.set_num_threads(args.threads)
-    print(f"{len(names):,} names of {meta['dataset']}, model {model_name}, batch {args.batch}, {args.threads} CPU thread(s)")
+    print(
+        f"{len(names):,} names of {meta['dataset']}, model {model_name}, batch {args.batch}, {args.threads} CPU thread(s)"
+    )
     print(f"{'device':<8} {'dtype':<8} {'names/s':>9}")
     for device in args.device:
         embedder = get_embedder(model_name, device, args.batch)
@@ -239,9 +291,13 @@ def half_model(args) -> None:
 
     src = Path(resolve_model_path(args.model))
     if not (src / "model.safetensors").is_file():
-        raise SystemExit(f"{src}: no model.safetensors here (--model names a sentence-transformers folder or the default model)")
+        raise SystemExit(
+            f"{src}: no model.safetensors here (--model names a sentence-transformers folder or the default model)"
+        )
     shutil.copytree(src, args.out, ignore=shutil.ignore_patterns("model.safetensors"), dirs_exist_ok=True)
-    weights = {k: v.half() if v.is_floating_point() else v for k, v in load_file(str(src / "model.safetensors")).items()}
+    weights = {
+        k: v.half() if v.is_floating_point() else v for k, v in load_file(str(src / "model.safetensors")).items()
+    }
     save_file(weights, str(args.out / "model.safetensors"), metadata={"format": "pt"})
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file()) / 2**20
     print(f"wrote {args.out}: {src.name} with {len(weights)} tensors in float16 ({size:.1f} MiB)")
@@ -252,13 +308,20 @@ def _pack_examples(examples: list, tokens_of) -> dict:
     only speed is measured from them, and a device call carries at most 64 MiB."""
     cand = np.cumsum([0] + [len(ex.tokens) for ex in examples])
     width = max([ex.tokens.shape[1] for ex in examples if len(ex.tokens)], default=1)
-    return {"q_emb": np.stack([ex.q_emb for ex in examples]).astype(np.float16),
-            "words": np.concatenate([np.asarray(ex.words, np.int64) for ex in examples]).astype(np.int32),
-            "word_off": np.cumsum([0] + [len(ex.words) for ex in examples]), "cand_off": cand,
-            "tokens": np.concatenate([tokens_of(np.pad(ex.tokens, ((0, 0), (0, width - ex.tokens.shape[1])))) for ex in examples]).astype(np.int32),
-            "dense": np.concatenate([ex.dense for ex in examples]).astype(np.float16),
-            **{k: np.concatenate([getattr(ex, k) for ex in examples]).astype(bool if k == "positive" else np.float16)
-               for k in ("positive", "hit", "f1")}}
+    return {
+        "q_emb": np.stack([ex.q_emb for ex in examples]).astype(np.float16),
+        "words": np.concatenate([np.asarray(ex.words, np.int64) for ex in examples]).astype(np.int32),
+        "word_off": np.cumsum([0] + [len(ex.words) for ex in examples]),
+        "cand_off": cand,
+        "tokens": np.concatenate(
+            [tokens_of(np.pad(ex.tokens, ((0, 0), (0, width - ex.tokens.shape[1])))) for ex in examples]
+        ).astype(np.int32),
+        "dense": np.concatenate([ex.dense for ex in examples]).astype(np.float16),
+        **{
+            k: np.concatenate([getattr(ex, k) for ex in examples]).astype(bool if k == "positive" else np.float16)
+            for k in ("positive", "hit", "f1")
+        },
+    }
 
 
 def _unpack_examples(path: Path) -> list:
@@ -266,10 +329,19 @@ def _unpack_examples(path: Path) -> list:
 
     z = dict(np.load(path))  # an NpzFile decompresses an array again at every access
     c, w = z["cand_off"], z["word_off"]
-    return [RankerExample(str(i), z["q_emb"][i].astype(np.float32), z["words"][w[i] : w[i + 1]].astype(np.int64).tolist(),
-                          z["tokens"][c[i] : c[i + 1]].astype(np.int64), z["dense"][c[i] : c[i + 1]].astype(np.float32),
-                          z["positive"][c[i] : c[i + 1]], z["hit"][c[i] : c[i + 1]].astype(np.float32), z["f1"][c[i] : c[i + 1]].astype(np.float32))
-            for i in range(len(c) - 1)]
+    return [
+        RankerExample(
+            str(i),
+            z["q_emb"][i].astype(np.float32),
+            z["words"][w[i] : w[i + 1]].astype(np.int64).tolist(),
+            z["tokens"][c[i] : c[i + 1]].astype(np.int64),
+            z["dense"][c[i] : c[i + 1]].astype(np.float32),
+            z["positive"][c[i] : c[i + 1]],
+            z["hit"][c[i] : c[i + 1]].astype(np.float32),
+            z["f1"][c[i] : c[i + 1]].astype(np.float32),
+        )
+        for i in range(len(c) - 1)
+    ]
 
 
 def rrp_export(args) -> None:
@@ -290,11 +362,15 @@ def rrp_export(args) -> None:
     from kgdb.training.events import TrainEvents
 
     if len(args.on) != len(args.questions):
-        raise SystemExit(f"{len(args.questions)} --questions need as many --on (the server holding each file's graph), got {len(args.on)}")
+        raise SystemExit(
+            f"{len(args.questions)} --questions need as many --on (the server holding each file's graph), got {len(args.on)}"
+        )
     shipped = json.loads((shipped_checkpoint("rrp-ranker") / "config.json").read_text())
     settings = load_settings()
     with ExitStack() as stack, Progress() as bar:
-        by_uri = {u: stack.enter_context(Graph.connect(settings.with_overrides(neo4j_uri=u))) for u in dict.fromkeys(args.on)}
+        by_uri = {
+            u: stack.enter_context(Graph.connect(settings.with_overrides(neo4j_uri=u))) for u in dict.fromkeys(args.on)
+        }
         graphs = [by_uri[u] for u in args.on]
         fingerprints = [graph_fingerprint(g) for g in graphs]
         per_file, stacked = stacked_relations(graphs, fingerprints, settings)
@@ -309,11 +385,23 @@ def rrp_export(args) -> None:
                 bar.advance(task, n)
 
         rules = ExampleRules.of(settings, shipped["model"]["max_hops"], shipped["model"]["buckets"])
-        train, val = split_examples([read_questions(p) for p in args.questions], graphs, per_file, embedder, rules,
-                                    sample_train=args.sample_train, sample_val=args.sample_val, events=Bar())
+        train, val = split_examples(
+            [read_questions(p) for p in args.questions],
+            graphs,
+            per_file,
+            embedder,
+            rules,
+            sample_train=args.sample_train,
+            sample_val=args.sample_val,
+            events=Bar(),
+        )
     if not train or not any(val):
-        raise SystemExit(f"{', '.join(map(str, args.questions))}: no training or no val question with candidates to export")
-    used = np.unique(np.concatenate([(ex.tokens[ex.tokens > 0] - 1) // 2 for ex in train + [e for g in val for e in g]]))
+        raise SystemExit(
+            f"{', '.join(map(str, args.questions))}: no training or no val question with candidates to export"
+        )
+    used = np.unique(
+        np.concatenate([(ex.tokens[ex.tokens > 0] - 1) // 2 for ex in train + [e for g in val for e in g]])
+    )
     remap = np.zeros(len(stacked), np.int64)
     remap[used] = np.arange(len(used))
     tokens_of = lambda t: np.where(t > 0, 1 + 2 * remap[(t - 1).clip(0) // 2] + (t - 1).clip(0) % 2, 0)  # noqa: E731
@@ -322,12 +410,21 @@ def rrp_export(args) -> None:
     for i, group in enumerate(val):
         np.savez_compressed(args.out / f"rrp-val-{i}.npz", **_pack_examples(group, tokens_of))
     np.savez_compressed(args.out / "rrp-relations.npz", relation=stacked[used].astype(np.float16))
-    meta = {"files": [str(p) for p in args.questions], "on": args.on, "sample": {"train": args.sample_train, "val": args.sample_val},
-            "train": len(train), "val": [len(g) for g in val], "relations": int(len(used)), "shipped_model": shipped["model"]}
+    meta = {
+        "files": [str(p) for p in args.questions],
+        "on": args.on,
+        "sample": {"train": args.sample_train, "val": args.sample_val},
+        "train": len(train),
+        "val": [len(g) for g in val],
+        "relations": int(len(used)),
+        "shipped_model": shipped["model"],
+    }
     (args.out / "rrp-meta.json").write_text(json.dumps(meta, indent=1))
     size = sum(p.stat().st_size for p in args.out.glob("rrp-*")) / 2**20
-    print(f"exported {len(train)} train questions ({sum(len(e.tokens) for e in train):,} candidates) and val {meta['val']} of "
-          f"{len(args.questions)} file(s), {len(used):,} relations, into {args.out} ({size:.1f} MiB)")
+    print(
+        f"exported {len(train)} train questions ({sum(len(e.tokens) for e in train):,} candidates) and val {meta['val']} of "
+        f"{len(args.questions)} file(s), {len(used):,} relations, into {args.out} ({size:.1f} MiB)"
+    )
 
 
 def rrp_run(args) -> None:
@@ -335,6 +432,7 @@ def rrp_run(args) -> None:
     on each val group, and training a fresh model of its config over the train examples: one epoch, or
     up to `--epochs` with the recipe's early stopping."""
     import torch
+    from retrieve import pct, sync
 
     from kgdb.models.checkpoints import read_weights
     from kgdb.models.default import shipped_checkpoint
@@ -342,26 +440,34 @@ def rrp_run(args) -> None:
     from kgdb.models.path_ranker_numpy import RankerConfig
     from kgdb.training.path_ranker import RankerTrainConfig, evaluate_groups, rank_scores, train_ranker_model
     from kgdb.training.trainer import seed_everything
-    from retrieve import pct, sync
 
     if not (args.folder / "rrp-meta.json").is_file():
-        raise SystemExit(f"{args.folder}: no rrp-meta.json here; write the folder with `benchmarks/device.py rrp-export` first")
+        raise SystemExit(
+            f"{args.folder}: no rrp-meta.json here; write the folder with `benchmarks/device.py rrp-export` first"
+        )
     meta = json.loads((args.folder / "rrp-meta.json").read_text())
     table = torch.from_numpy(np.load(args.folder / "rrp-relations.npz")["relation"].astype(np.float32))
     train = _unpack_examples(args.folder / "rrp-train.npz")
     val = [_unpack_examples(args.folder / f"rrp-val-{i}.npz") for i in range(len(meta["val"]))]
     torch.set_num_threads(args.threads)
     if any(d.startswith("cuda") for d in args.device) and not torch.cuda.is_available():
-        raise SystemExit(f"--device {' '.join(args.device)}: torch sees no CUDA device on this machine (torch {torch.__version__})")
+        raise SystemExit(
+            f"--device {' '.join(args.device)}: torch sees no CUDA device on this machine (torch {torch.__version__})"
+        )
     cfg = RankerConfig(**meta["shipped_model"])
     weights = read_weights(shipped_checkpoint("rrp-ranker") / "model.safetensors")
     sizes = [np.median([len(ex.tokens) for ex in g]) for g in val]
-    print(f"{len(train)} train questions ({sum(len(e.tokens) for e in train):,} candidates), val groups "
-          + ", ".join(f"{len(g)} ({s:.0f} candidates p50)" for g, s in zip(val, sizes))
-          + f", {table.shape[0]:,} relations; torch {torch.__version__}, {args.threads} CPU thread(s)")
-    print(f"{'device':<8} " + " ".join(f"{f'val {i} p50 / p95 ms':>20}" for i in range(len(val)))
-          + f" {'epoch s':>8} {'of it val s':>11}"
-          + (f" {'best / epochs':>13} {'val Hit@1 / F1':>18} {'trained s':>9}" if args.epochs > 1 else ""))
+    print(
+        f"{len(train)} train questions ({sum(len(e.tokens) for e in train):,} candidates), val groups "
+        + ", ".join(f"{len(g)} ({s:.0f} candidates p50)" for g, s in zip(val, sizes))
+        + f", {table.shape[0]:,} relations; torch {torch.__version__}, {args.threads} CPU thread(s)"
+    )
+    print(
+        f"{'device':<8} "
+        + " ".join(f"{f'val {i} p50 / p95 ms':>20}" for i in range(len(val)))
+        + f" {'epoch s':>8} {'of it val s':>11}"
+        + (f" {'best / epochs':>13} {'val Hit@1 / F1':>18} {'trained s':>9}" if args.epochs > 1 else "")
+    )
     for device in args.device:
         model = PathRanker(cfg, table).to(device)
         model.load_state_dict(weights, strict=False)  # a portable ranker's relation table is not in its weights
@@ -380,7 +486,9 @@ def rrp_run(args) -> None:
         fresh = PathRanker(RankerConfig.for_any_graph(max_hops=cfg.max_hops, buckets=cfg.buckets), table).to(device)
         log = []
         t = time.perf_counter()
-        fresh, result = train_ranker_model(fresh, train, val, RankerTrainConfig(max_epochs=args.epochs), on_epoch=log.append)
+        fresh, result = train_ranker_model(
+            fresh, train, val, RankerTrainConfig(max_epochs=args.epochs), on_epoch=log.append
+        )
         trained = time.perf_counter() - t
         t = time.perf_counter()
         evaluate_groups(fresh, val)
@@ -412,21 +520,37 @@ def rrp_train_export(args) -> None:
     vocab = relation_vocabulary(graph, settings)
     planner_cfg, structural_cfg = PlannerConfig(max_hops=args.hops), StructuralConfig(steps=args.hops)
     index = EdgesByStep(vocab.arrays)
-    data = {"dataset": qs.dataset, "relation": vocab.tables.relation.detach().cpu().numpy(),
-            "planner_config": asdict(planner_cfg), "structural_config": asdict(structural_cfg)}
+    data = {
+        "dataset": qs.dataset,
+        "relation": vocab.tables.relation.detach().cpu().numpy(),
+        "planner_config": asdict(planner_cfg),
+        "structural_config": asdict(structural_cfg),
+    }
     for split in ("train", "val"):
         records = qs.split(split)
-        data[f"planner_{split}"], _ = planner_examples(graph, records, vocab.arrays, vocab.embedder.encode, planner_cfg.buckets, args.hops,
-                                                       vocab.relation_index)
-        data[f"structural_{split}"], _ = structural_examples(graph, records, vocab.arrays, index, vocab.embedder.encode,
-                                                             structural_cfg.buckets, args.hops, vocab.relation_index, seed=42)
+        data[f"planner_{split}"], _ = planner_examples(
+            graph, records, vocab.arrays, vocab.embedder.encode, planner_cfg.buckets, args.hops, vocab.relation_index
+        )
+        data[f"structural_{split}"], _ = structural_examples(
+            graph,
+            records,
+            vocab.arrays,
+            index,
+            vocab.embedder.encode,
+            structural_cfg.buckets,
+            args.hops,
+            vocab.relation_index,
+            seed=42,
+        )
     graph.close()
     args.out.mkdir(parents=True, exist_ok=True)
     with open(args.out / "rrp-train.pkl", "wb") as f:  # our own benchmark folder, read back only by rrp-train-run
         pickle.dump(data, f)
     sizes = ", ".join(f"{k} {len(v)}" for k, v in data.items() if isinstance(v, list))
-    print(f"exported {qs.dataset}: {sizes} examples, {len(data['relation']):,} relations, into {args.out} "
-          f"({(args.out / 'rrp-train.pkl').stat().st_size / 2**20:.1f} MiB)")
+    print(
+        f"exported {qs.dataset}: {sizes} examples, {len(data['relation']):,} relations, into {args.out} "
+        f"({(args.out / 'rrp-train.pkl').stat().st_size / 2**20:.1f} MiB)"
+    )
 
 
 def rrp_train_run(args) -> None:
@@ -435,45 +559,64 @@ def rrp_train_run(args) -> None:
     import pickle
 
     import torch
+    from retrieve import sync
 
     from kgdb.models.planner import PathDecoder, PlannerConfig
     from kgdb.models.structural import StructuralConfig, StructuralReasoner
     from kgdb.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
     from kgdb.training.structural import StructuralTrainConfig, hit1, train_structural_model
     from kgdb.training.trainer import seed_everything
-    from retrieve import sync
 
     if not (args.folder / "rrp-train.pkl").is_file():
-        raise SystemExit(f"{args.folder}: no rrp-train.pkl here; write the folder with `benchmarks/device.py rrp-train-export` first")
+        raise SystemExit(
+            f"{args.folder}: no rrp-train.pkl here; write the folder with `benchmarks/device.py rrp-train-export` first"
+        )
     with open(args.folder / "rrp-train.pkl", "rb") as f:
         data = pickle.load(f)
     table = torch.from_numpy(data["relation"])
     torch.set_num_threads(args.threads)
     if any(d.startswith("cuda") for d in args.device) and not torch.cuda.is_available():
-        raise SystemExit(f"--device {' '.join(args.device)}: torch sees no CUDA device on this machine (torch {torch.__version__})")
-    print(f"{data['dataset']}: planner {len(data['planner_train'])} train / {len(data['planner_val'])} val questions, structural "
-          f"{len(data['structural_train'])} / {len(data['structural_val'])} subgraphs, {len(table):,} relations; torch {torch.__version__}, "
-          f"{args.threads} CPU thread(s)")
+        raise SystemExit(
+            f"--device {' '.join(args.device)}: torch sees no CUDA device on this machine (torch {torch.__version__})"
+        )
+    print(
+        f"{data['dataset']}: planner {len(data['planner_train'])} train / {len(data['planner_val'])} val questions, structural "
+        f"{len(data['structural_train'])} / {len(data['structural_val'])} subgraphs, {len(table):,} relations; torch {torch.__version__}, "
+        f"{args.threads} CPU thread(s)"
+    )
     print(f"{'device':<8} {'planner epoch s':>15} {'its val s':>9} {'structural epoch s':>18} {'its val s':>9}")
     for device in args.device:
         seed_everything(42)
         planner = PathDecoder(PlannerConfig(**data["planner_config"]), table).to(device)
         logs = []
-        train_planner_model(planner, data["planner_train"], data["planner_val"], PlannerTrainConfig(max_epochs=1, patience=1), on_epoch=logs.append)
+        train_planner_model(
+            planner,
+            data["planner_train"],
+            data["planner_val"],
+            PlannerTrainConfig(max_epochs=1, patience=1),
+            on_epoch=logs.append,
+        )
         t = time.perf_counter()
         evaluate_planner(planner, data["planner_val"], PlannerTrainConfig().beam)
         planner_val = time.perf_counter() - t
         seed_everything(42)
         structural = StructuralReasoner(StructuralConfig(**data["structural_config"]), table).to(device)
         t = time.perf_counter()
-        train_structural_model(structural, data["structural_train"], data["structural_val"], StructuralTrainConfig(max_epochs=1, patience=1))
+        train_structural_model(
+            structural,
+            data["structural_train"],
+            data["structural_val"],
+            StructuralTrainConfig(max_epochs=1, patience=1),
+        )
         sync(device)
         structural_epoch = time.perf_counter() - t
         t = time.perf_counter()
         hit1(structural, data["structural_val"])
         sync(device)
         structural_val = time.perf_counter() - t
-        print(f"{device:<8} {logs[0].seconds:>15.2f} {planner_val:>9.2f} {structural_epoch - structural_val:>18.2f} {structural_val:>9.2f}")
+        print(
+            f"{device:<8} {logs[0].seconds:>15.2f} {planner_val:>9.2f} {structural_epoch - structural_val:>18.2f} {structural_val:>9.2f}"
+        )
 
 
 def main() -> None:
@@ -485,53 +628,95 @@ def main() -> None:
     ex.add_argument("--hops", type=int, default=2)
     ex.add_argument("--cap", type=int, default=100, help="per-node cap of the fetch (default: the fetch default, 100)")
     ex.add_argument("--names", type=int, default=10_000, help="entity names kept for the embedding figure")
-    rn = sub.add_parser("run", help="time SubgraphRAG scoring, DDE and training, RAPL inference and training, on each --device")
+    rn = sub.add_parser(
+        "run", help="time SubgraphRAG scoring, DDE and training, RAPL inference and training, on each --device"
+    )
     rn.add_argument("folder", type=Path)
     rn.add_argument("--device", action="append", required=True, help="cpu, cuda, cuda:1, ... (repeatable)")
     rn.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     rn.add_argument("--warmup", type=int, default=10, help="questions scored before timing")
     rn.add_argument("--batch", type=int, default=64, help="questions per scoring call for the batched throughput")
-    rn.add_argument("--train-batch", type=int, default=1, help="questions per optimiser step in the epoch (1: the paper's)")
-    rn.add_argument("--val", type=int, default=20, help="test questions the epoch's validation uses (excluded from its time)")
-    rn.add_argument("--rapl", default=str(Path(__file__).resolve().parents[1] / "kgdb" / "models" / "default" / "rapl-webqsp"),
-                    help="RAPL checkpoint folder timed (inference, and an epoch of its config; default: the shipped one; '' skips RAPL)")
+    rn.add_argument(
+        "--train-batch", type=int, default=1, help="questions per optimiser step in the epoch (1: the paper's)"
+    )
+    rn.add_argument(
+        "--val", type=int, default=20, help="test questions the epoch's validation uses (excluded from its time)"
+    )
+    rn.add_argument(
+        "--rapl",
+        default=str(Path(__file__).resolve().parents[1] / "kgdb" / "models" / "default" / "rapl-webqsp"),
+        help="RAPL checkpoint folder timed (inference, and an epoch of its config; default: the shipped one; '' skips RAPL)",
+    )
     em = sub.add_parser("embed", help="time sentence embedding of the exported names on each --device")
     em.add_argument("folder", type=Path, help="an exported folder (only its meta.json is read)")
     em.add_argument("--device", action="append", required=True, help="cpu, cuda, ... (repeatable)")
-    em.add_argument("--model", help="embedding model name or local folder (default: the one the graph was embedded with)")
+    em.add_argument(
+        "--model", help="embedding model name or local folder (default: the one the graph was embedded with)"
+    )
     em.add_argument("--names", type=int, default=10_000)
     em.add_argument("--batch", type=int, default=256, help="sentences per batch (kgdb's default embedding batch)")
     em.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    rx = sub.add_parser("rrp-export", help="write the portable RRP ranker's train and val examples of question files read on their graphs")
+    rx = sub.add_parser(
+        "rrp-export",
+        help="write the portable RRP ranker's train and val examples of question files read on their graphs",
+    )
     rx.add_argument("--questions", type=Path, action="append", required=True, help="question file (repeatable)")
-    rx.add_argument("--on", action="append", default=[], help="bolt URI of the server holding the graph of each --questions, in order")
+    rx.add_argument(
+        "--on",
+        action="append",
+        default=[],
+        help="bolt URI of the server holding the graph of each --questions, in order",
+    )
     rx.add_argument("--out", type=Path, required=True)
     rx.add_argument("--sample-train", type=int, help="training questions per file at random (default: all)")
     rx.add_argument("--sample-val", type=int, help="val questions per file at random (default: all)")
-    rr = sub.add_parser("rrp-run", help="time the shipped portable RRP ranker's scoring and a training epoch on each --device")
+    rr = sub.add_parser(
+        "rrp-run", help="time the shipped portable RRP ranker's scoring and a training epoch on each --device"
+    )
     rr.add_argument("folder", type=Path)
     rr.add_argument("--device", action="append", required=True, help="cpu, cuda, ... (repeatable)")
     rr.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     rr.add_argument("--warmup", type=int, default=10, help="questions of each val group scored before timing")
-    rr.add_argument("--epochs", type=int, default=1,
-                    help="train this many epochs at most (the recipe's: 40, patience 6, seed 42) and print the val figures it selects")
-    tx = sub.add_parser("rrp-train-export", help="write the RRP planner's and structural reasoner's training examples on the connected graph")
+    rr.add_argument(
+        "--epochs",
+        type=int,
+        default=1,
+        help="train this many epochs at most (the recipe's: 40, patience 6, seed 42) and print the val figures it selects",
+    )
+    tx = sub.add_parser(
+        "rrp-train-export",
+        help="write the RRP planner's and structural reasoner's training examples on the connected graph",
+    )
     tx.add_argument("--questions", type=Path, required=True)
     tx.add_argument("--out", type=Path, required=True)
-    tx.add_argument("--hops", type=int, default=2, help="relation-path hops (planner) and propagation steps (structural reasoner)")
-    tr = sub.add_parser("rrp-train-run", help="time an epoch of the RRP planner and of the structural reasoner on each --device")
+    tx.add_argument(
+        "--hops", type=int, default=2, help="relation-path hops (planner) and propagation steps (structural reasoner)"
+    )
+    tr = sub.add_parser(
+        "rrp-train-run", help="time an epoch of the RRP planner and of the structural reasoner on each --device"
+    )
     tr.add_argument("folder", type=Path)
     tr.add_argument("--device", action="append", required=True, help="cpu, cuda, ... (repeatable)")
     tr.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    hm = sub.add_parser("half-model", help="copy an embedding model with float16 weights (small enough to carry to a device)")
+    hm = sub.add_parser(
+        "half-model", help="copy an embedding model with float16 weights (small enough to carry to a device)"
+    )
     hm.add_argument("--model", default="all-MiniLM-L6-v2", help="model name or folder (default: the bundled MiniLM)")
     hm.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     from kgdb.errors import KgdbError
 
     try:
-        {"export": export, "run": run, "embed": embed, "half-model": half_model, "rrp-export": rrp_export, "rrp-run": rrp_run,
-         "rrp-train-export": rrp_train_export, "rrp-train-run": rrp_train_run}[args.command](args)
+        {
+            "export": export,
+            "run": run,
+            "embed": embed,
+            "half-model": half_model,
+            "rrp-export": rrp_export,
+            "rrp-run": rrp_run,
+            "rrp-train-export": rrp_train_export,
+            "rrp-train-run": rrp_train_run,
+        }[args.command](args)
     except KgdbError as exc:  # a checkpoint or model that does not fit: one line, no traceback
         raise SystemExit(f"benchmarks/device.py {args.command}: {exc}") from None
 

@@ -36,9 +36,9 @@ The join, decided here:
 
 from __future__ import annotations
 
-import os
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -66,11 +66,15 @@ def _tsv(path: Path, width: int):
         for line_no, line in enumerate(fh, 1):
             fields = line.rstrip("\n").split("\t")
             if len(fields) != width:
-                raise SystemExit(f"error: {path}:{line_no}: expected {width} tab-separated columns, found {len(fields)}")
+                raise SystemExit(
+                    f"error: {path}:{line_no}: expected {width} tab-separated columns, found {len(fields)}"
+                )
             yield fields
 
 
-def join_names(fb_triples: list[tuple[str, str, str]], names: dict[str, str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+def join_names(
+    fb_triples: list[tuple[str, str, str]], names: dict[str, str]
+) -> tuple[dict[str, str], dict[str, list[str]]]:
     """mid -> id in the union: its name, or for a name several mids share, the name for the mid with
     the most triples and the mid itself for the others. Also returns the shared names."""
     degree: Counter = Counter()
@@ -98,8 +102,10 @@ def build(args) -> None:
     data = args.data
     web = [(_clean(h), _clean(r), _clean(t)) for h, r, t in _tsv(data / "webqsp" / "kg.tsv", 3)]
     names = {normalise_mid(_clean(m)): _clean(n) for m, n in _tsv(data / "fb15k237" / "names.tsv", 2)}
-    fb = [(normalise_mid(_clean(h)), normalise_relation(_clean(r)), normalise_mid(_clean(t)))
-          for h, r, t in _tsv(data / "fb15k237" / "triples.tsv", 3)]
+    fb = [
+        (normalise_mid(_clean(h)), normalise_relation(_clean(r)), normalise_mid(_clean(t)))
+        for h, r, t in _tsv(data / "fb15k237" / "triples.tsv", 3)
+    ]
     missing = {e for h, _, t in fb for e in (h, t) if e not in names}
     if missing:
         raise SystemExit(f"error: {len(missing)} FB15k-237 mids have no name in names.tsv, e.g. {sorted(missing)[:3]}")
@@ -151,17 +157,27 @@ def build(args) -> None:
         "seconds": round(time.perf_counter() - t0, 1),
     }
     (out / "stats.json").write_text(json.dumps(stats, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {out / 'triples.tsv'} and {out / 'names.tsv'} ({len(kept_mids)} FB15k-237 mids kept as ids, with names)")
-    print(f"  triples            {stats['triples']:>9,}  (WebQSP {stats['webqsp_triples']:,} + FB15k-237 {stats['fb15k237_triples']:,}, "
-          f"{stats['triples_in_both']:,} in both)")
-    print(f"  entities           {stats['entities']:>9,}  ({stats['entities_in_both']:,} WebQSP entities joined by name with FB15k-237)")
+    print(
+        f"wrote {out / 'triples.tsv'} and {out / 'names.tsv'} ({len(kept_mids)} FB15k-237 mids kept as ids, with names)"
+    )
+    print(
+        f"  triples            {stats['triples']:>9,}  (WebQSP {stats['webqsp_triples']:,} + FB15k-237 {stats['fb15k237_triples']:,}, "
+        f"{stats['triples_in_both']:,} in both)"
+    )
+    print(
+        f"  entities           {stats['entities']:>9,}  ({stats['entities_in_both']:,} WebQSP entities joined by name with FB15k-237)"
+    )
     print(f"  relations          {stats['relations']:>9,}  ({stats['relations_in_both']} names in both)")
-    print(f"  shared names       {stats['shared_names']:>9,}  ({stats['mids_kept_as_ids']} mids kept as ids; topics among them: "
-          f"{', '.join(stats['shared_names_that_are_topics']) or 'none'})")
-    print(f"  WebQSP topic entities gaining an FB15k-237 neighbourhood: {len(gained)} of {len(topics)} "
-          f"({len(gained) / len(topics):.0%}); questions with such a topic: {q_gained} of {len(qs)} ({q_gained / len(qs):.0%}); "
-          f"their FB15k-237 degree median {stats['fb15k237_triples_at_gained_topics_median']:.0f}, "
-          f"max {stats['fb15k237_triples_at_gained_topics_max']:,}")
+    print(
+        f"  shared names       {stats['shared_names']:>9,}  ({stats['mids_kept_as_ids']} mids kept as ids; topics among them: "
+        f"{', '.join(stats['shared_names_that_are_topics']) or 'none'})"
+    )
+    print(
+        f"  WebQSP topic entities gaining an FB15k-237 neighbourhood: {len(gained)} of {len(topics)} "
+        f"({len(gained) / len(topics):.0%}); questions with such a topic: {q_gained} of {len(qs)} ({q_gained / len(qs):.0%}); "
+        f"their FB15k-237 degree median {stats['fb15k237_triples_at_gained_topics_median']:.0f}, "
+        f"max {stats['fb15k237_triples_at_gained_topics_max']:,}"
+    )
     print(f"stats: {out / 'stats.json'} ({stats['seconds']} s)")
 
 
@@ -186,17 +202,30 @@ def sizes(args) -> None:
         for split in ("train", "val", "test"):
             t = time.perf_counter()
             res = prepare_split(
-                graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=args.questions,
-                questions=qs.split(split), embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model,
-                hops=args.hops, cap=args.cap, **settings.fetch_bounds,
+                graph,
+                cache_dir=settings.cache_dir,
+                dataset=qs.dataset,
+                split=split,
+                source=args.questions,
+                questions=qs.split(split),
+                embed=embedder.encode,
+                graph_fingerprint=fingerprint,
+                embedding_model=model,
+                hops=args.hops,
+                cap=args.cap,
+                **settings.fetch_bounds,
             )
             n = [it.num_triples for it in res.items]
             all_sizes += n
             how = "cache" if res.from_disk else f"fetched in {time.perf_counter() - t:.0f} s"
-            print(f"  {split:5s} {len(n):4d} subgraphs ({how}): triples median {np.median(n):,.0f}, "
-                  f"p95 {np.percentile(n, 95):,.0f}, max {max(n):,}")
-        print(f"  all   {len(all_sizes):4d} subgraphs: triples median {np.median(all_sizes):,.0f}, "
-              f"p95 {np.percentile(all_sizes, 95):,.0f}, max {max(all_sizes):,}, mean {np.mean(all_sizes):,.0f}")
+            print(
+                f"  {split:5s} {len(n):4d} subgraphs ({how}): triples median {np.median(n):,.0f}, "
+                f"p95 {np.percentile(n, 95):,.0f}, max {max(n):,}"
+            )
+        print(
+            f"  all   {len(all_sizes):4d} subgraphs: triples median {np.median(all_sizes):,.0f}, "
+            f"p95 {np.percentile(all_sizes, 95):,.0f}, max {max(all_sizes):,}, mean {np.mean(all_sizes):,.0f}"
+        )
     finally:
         graph.close()
 
@@ -206,7 +235,9 @@ def main() -> None:
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="write triples.tsv + names.tsv + stats.json of the union")
     b.add_argument("--data", type=Path, default=DATA, help="the shared data folder (default: $KGDB_DATA)")
-    b.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder, outside the repository (default {DEFAULT_OUT})")
+    b.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"output folder, outside the repository (default {DEFAULT_OUT})"
+    )
     s = sub.add_parser("sizes", help="subgraph sizes per split on the loaded graph (KGDB_NEO4J_URI)")
     s.add_argument("--questions", type=Path, default=DATA / "webqsp" / "questions.jsonl")
     s.add_argument("--hops", type=int, default=2)

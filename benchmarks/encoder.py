@@ -20,12 +20,21 @@ from kgdb.embeddings import get_embedder
 
 QUESTION = "where are the timezones in the usa and what does gm make?"
 RELATIONS = [
-    "people person place of birth", "film film directed by ; film director film", "location country capital",
-    "music artist genre", "sports team roster ; sports roster player", "book author works written",
-    "tv actor starring roles ; tv regular appearance series", "government position held office holder",
+    "people person place of birth",
+    "film film directed by ; film director film",
+    "location country capital",
+    "music artist genre",
+    "sports team roster ; sports roster player",
+    "book author works written",
+    "tv actor starring roles ; tv regular appearance series",
+    "government position held office holder",
 ]
-CALLS = {"1 question": [QUESTION], "question + 2 short mentions": [QUESTION, "usa", "gm"],
-         "8 relation texts": RELATIONS, "48 relation texts": RELATIONS * 6}
+CALLS = {
+    "1 question": [QUESTION],
+    "question + 2 short mentions": [QUESTION, "usa", "gm"],
+    "8 relation texts": RELATIONS,
+    "48 relation texts": RELATIONS * 6,
+}
 
 
 def main() -> None:

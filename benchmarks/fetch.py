@@ -40,17 +40,23 @@ def main() -> None:
     embedder = get_embedder(settings.embedding_model, settings.device, settings.embedding_batch_size)
     questions = read_questions(args.questions).split(args.split)[: args.n]
     vectors = embedder.encode([q.text for q in questions])
-    print(f"{len(questions)} {args.split} questions of {args.questions}, hops {args.hops}, chunk {settings.fetch_chunk}, "
-          f"max triples {settings.fetch_max_triples}, hub scan {settings.fetch_hub_scan}; server {settings.neo4j_uri}")
-    print(f"{'cap':>5} {'errors':>6} {'trunc':>5} {'triples p50':>11} {'p95':>7} {'max':>7} {'ms p50':>7} {'ms p95':>7} "
-          f"{'peak MiB p50':>12} {'p95':>6} {'max':>6} {'answer in subgraph':>18}")
+    print(
+        f"{len(questions)} {args.split} questions of {args.questions}, hops {args.hops}, chunk {settings.fetch_chunk}, "
+        f"max triples {settings.fetch_max_triples}, hub scan {settings.fetch_hub_scan}; server {settings.neo4j_uri}"
+    )
+    print(
+        f"{'cap':>5} {'errors':>6} {'trunc':>5} {'triples p50':>11} {'p95':>7} {'max':>7} {'ms p50':>7} {'ms p95':>7} "
+        f"{'peak MiB p50':>12} {'p95':>6} {'max':>6} {'answer in subgraph':>18}"
+    )
     for cap in args.cap or [100, 500]:
         m = measure_fetch(graph, settings, questions, vectors, hops=args.hops, cap=cap)
         sizes, ms, peaks = m["triples"], m["ms"], m["peak_mib"]
-        print(f"{cap:>5} {m['errors']:>6} {m['truncated']:>5} {statistics.median(sizes) if sizes else 0:>11.0f} {pct(sizes, .95):>7.0f} "
-              f"{max(sizes, default=0):>7} {statistics.median(ms) if ms else 0:>7.1f} {pct(ms, .95):>7.1f} "
-              f"{statistics.median(peaks) if peaks else 0:>12.1f} {pct(peaks, .95):>6.1f} {max(peaks, default=0):>6.1f} "
-              f"{m['covered'] / max(1, len(sizes)):>18.3f}")
+        print(
+            f"{cap:>5} {m['errors']:>6} {m['truncated']:>5} {statistics.median(sizes) if sizes else 0:>11.0f} {pct(sizes, 0.95):>7.0f} "
+            f"{max(sizes, default=0):>7} {statistics.median(ms) if ms else 0:>7.1f} {pct(ms, 0.95):>7.1f} "
+            f"{statistics.median(peaks) if peaks else 0:>12.1f} {pct(peaks, 0.95):>6.1f} {max(peaks, default=0):>6.1f} "
+            f"{m['covered'] / max(1, len(sizes)):>18.3f}"
+        )
     graph.close()
 
 
@@ -62,14 +68,22 @@ def measure_fetch(graph, settings, questions, vectors, *, hops: int, cap: int) -
     from kgdb.cypher.linking import existing_entities
     from kgdb.errors import KgdbError, TransactionMemoryError
 
-    out = {"triples": [], "ms": [], "peak_mib": [], "covered": 0, "errors": 0, "memory_errors": 0, "truncated": 0, "fell_back": 0}
+    out = {
+        "triples": [],
+        "ms": [],
+        "peak_mib": [],
+        "covered": 0,
+        "errors": 0,
+        "memory_errors": 0,
+        "truncated": 0,
+        "fell_back": 0,
+    }
     for q, vec in zip(questions, vectors):
         topics = existing_entities(graph, q.topics)
         graph.memory_log = []
         start = time.perf_counter()
         try:
-            sg = fetch(graph, topics, vec, hops=hops, cap=cap, question=q.text, qid=q.id,
-                       **settings.fetch_bounds)
+            sg = fetch(graph, topics, vec, hops=hops, cap=cap, question=q.text, qid=q.id, **settings.fetch_bounds)
         except KgdbError as exc:
             out["errors"] += 1
             out["memory_errors"] += isinstance(exc, TransactionMemoryError)

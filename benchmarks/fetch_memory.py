@@ -52,10 +52,14 @@ def main() -> None:
     questions = read_questions(args.questions).split(args.split)[: args.n]
     retriever = relation_path_retriever(graph, settings, checkpoint=args.checkpoint, write=False, structural=False)
     load = os.getloadavg()
-    print(f"{len(questions)} {args.split} questions of {args.questions}; server {settings.neo4j_uri}; "
-          f"planner {retriever.describe()['checkpoint']}, beam {retriever.planner.beam}, ground cap {retriever.ground_cap}")
-    print(f"{'fetch':<22} {'n':>5} {'mem err':>7} {'other err':>9} {'peak MiB p50':>12} {'p95':>7} {'max':>7} "
-          f"{'ms p50':>7} {'ms p95':>7} {'gold reached':>12} {'answer recall':>13}")
+    print(
+        f"{len(questions)} {args.split} questions of {args.questions}; server {settings.neo4j_uri}; "
+        f"planner {retriever.describe()['checkpoint']}, beam {retriever.planner.beam}, ground cap {retriever.ground_cap}"
+    )
+    print(
+        f"{'fetch':<22} {'n':>5} {'mem err':>7} {'other err':>9} {'peak MiB p50':>12} {'p95':>7} {'max':>7} "
+        f"{'ms p50':>7} {'ms p95':>7} {'gold reached':>12} {'answer recall':>13}"
+    )
 
     peaks, ground_peaks, ms, hit, recall, scored, mem_errors, errors = [], [], [], 0, 0.0, 0, 0, 0
     for q in questions:
@@ -80,10 +84,14 @@ def main() -> None:
         ends = {c.path.answer for c in g.planned}
         hit += bool(ends & gold)
         recall += len(ends & gold) / len(gold) if gold else 0.0
-    print(f"{'RRP plan + ground':<22} {len(peaks):>5} {mem_errors:>7} {errors:>9} {_p50(peaks):>12.2f} {pct(peaks, .95):>7.2f} "
-          f"{max(peaks, default=0):>7.2f} {_p50(ms):>7.1f} {pct(ms, .95):>7.1f} {hit / max(scored, 1):>12.4f} {recall / max(scored, 1):>13.4f}")
-    print(f"{'  of it ground_step':<22} {len(ground_peaks):>5} {'':>7} {'':>9} {_p50(ground_peaks):>12.2f} "
-          f"{pct(ground_peaks, .95):>7.2f} {max(ground_peaks, default=0):>7.2f}")
+    print(
+        f"{'RRP plan + ground':<22} {len(peaks):>5} {mem_errors:>7} {errors:>9} {_p50(peaks):>12.2f} {pct(peaks, 0.95):>7.2f} "
+        f"{max(peaks, default=0):>7.2f} {_p50(ms):>7.1f} {pct(ms, 0.95):>7.1f} {hit / max(scored, 1):>12.4f} {recall / max(scored, 1):>13.4f}"
+    )
+    print(
+        f"{'  of it ground_step':<22} {len(ground_peaks):>5} {'':>7} {'':>9} {_p50(ground_peaks):>12.2f} "
+        f"{pct(ground_peaks, 0.95):>7.2f} {max(ground_peaks, default=0):>7.2f}"
+    )
 
     if args.fetch_n:
         from kgdb.embeddings import get_embedder
@@ -93,17 +101,21 @@ def main() -> None:
         vectors = embedder.encode([q.text for q in sample])
         for cap in args.cap or [100, 500]:
             m = measure_fetch(graph, settings, sample, vectors, hops=args.hops, cap=cap)
-            print(f"{f'subgraph {args.hops} hops cap {cap}':<22} {len(m['peak_mib']):>5} {m['memory_errors']:>7} "
-                  f"{m['errors'] - m['memory_errors']:>9} {_p50(m['peak_mib']):>12.2f} {pct(m['peak_mib'], .95):>7.2f} "
-                  f"{max(m['peak_mib'], default=0):>7.2f} {_p50(m['ms']):>7.1f} {pct(m['ms'], .95):>7.1f} "
-                  f"{m['covered'] / max(len(sample), 1):>12.4f} {'':>13}   ({m['fell_back']} fell back to a smaller cap, "
-                  f"{m['truncated']} truncated)")
+            print(
+                f"{f'subgraph {args.hops} hops cap {cap}':<22} {len(m['peak_mib']):>5} {m['memory_errors']:>7} "
+                f"{m['errors'] - m['memory_errors']:>9} {_p50(m['peak_mib']):>12.2f} {pct(m['peak_mib'], 0.95):>7.2f} "
+                f"{max(m['peak_mib'], default=0):>7.2f} {_p50(m['ms']):>7.1f} {pct(m['ms'], 0.95):>7.1f} "
+                f"{m['covered'] / max(len(sample), 1):>12.4f} {'':>13}   ({m['fell_back']} fell back to a smaller cap, "
+                f"{m['truncated']} truncated)"
+            )
     graph.close()
     end = os.getloadavg()
-    print(f"gold reached: share of questions with a gold answer at a grounded path's end (subgraph: in the subgraph, by name); "
-          f"answer recall: mean share of a question's gold answers (those in the graph) reached; both over the questions "
-          f"with a gold answer in the graph (a question whose topic is not in the graph counts as 0). n: questions measured. Load average "
-          f"{' '.join(f'{x:.2f}' for x in load)} at start, {' '.join(f'{x:.2f}' for x in end)} at end.")
+    print(
+        f"gold reached: share of questions with a gold answer at a grounded path's end (subgraph: in the subgraph, by name); "
+        f"answer recall: mean share of a question's gold answers (those in the graph) reached; both over the questions "
+        f"with a gold answer in the graph (a question whose topic is not in the graph counts as 0). n: questions measured. Load average "
+        f"{' '.join(f'{x:.2f}' for x in load)} at start, {' '.join(f'{x:.2f}' for x in end)} at end."
+    )
 
 
 def _p50(values: list[float]) -> float:

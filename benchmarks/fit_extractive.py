@@ -43,8 +43,9 @@ RETRIEVER = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
 
 def gather(pipe, reasoner, records) -> list[tuple[np.ndarray, list[list[str]], set[str]]]:
     """Per question: (features [N, 4], each path's answers in the reasoner's order, gold ids)."""
-    from kgdb.errors import KgdbError
     from rich.progress import track
+
+    from kgdb.errors import KgdbError
 
     out = []
     for q in track(records, description="retrieve + features"):
@@ -55,8 +56,12 @@ def gather(pipe, reasoner, records) -> list[tuple[np.ndarray, list[list[str]], s
             continue
         topic_names = [res.names.get(t, t) for t in res.topics]
         paths, feats = reasoner.path_features(q.text, res.triples, list(res.topics), topic_names, res.cvt)
-        answers = [[e for e, _ in sorted(p.targets.items(), key=lambda kv: (min(kv[1]), res.names.get(kv[0], kv[0])))][: reasoner.max_answers]
-                   for p in paths]
+        answers = [
+            [e for e, _ in sorted(p.targets.items(), key=lambda kv: (min(kv[1]), res.names.get(kv[0], kv[0])))][
+                : reasoner.max_answers
+            ]
+            for p in paths
+        ]
         out.append((feats, answers, set(q.answers)))
     return out
 
@@ -104,8 +109,9 @@ def main() -> None:
         path, _, uri = spec.partition("@")
         settings = load_settings(**({"neo4j_uri": uri} if uri else {}))
         graph = Graph.connect(settings)
-        pipe = RetrievePipeline(graph, settings, args.retriever, args.checkpoint, k=args.k, hops=args.hops, cap=args.cap,
-                                write=False)
+        pipe = RetrievePipeline(
+            graph, settings, args.retriever, args.checkpoint, k=args.k, hops=args.hops, cap=args.cap, write=False
+        )
         reasoner = ExtractiveReasoner(pipe.embedder)
         qs = read_questions(Path(path))
         files.append(qs.dataset)
@@ -124,17 +130,36 @@ def main() -> None:
 
     grid = []
     for hp, lex, ret in itertools.product(HOP_PENALTY, LEXICAL, RETRIEVER):
-        grid.append({"hop_penalty": hp, "lexical_weight": lex, "retriever_weight": ret, "train": mean("train", (1.0, -hp, lex, ret))})
+        grid.append(
+            {
+                "hop_penalty": hp,
+                "lexical_weight": lex,
+                "retriever_weight": ret,
+                "train": mean("train", (1.0, -hp, lex, ret)),
+            }
+        )
     best = max(grid, key=lambda g: (g["train"], -g["hop_penalty"] - g["lexical_weight"] - g["retriever_weight"]))
     fitted = (1.0, -best["hop_penalty"], best["lexical_weight"], best["retriever_weight"])
     rows = [("hand-chosen", HAND_CHOSEN), ("fitted on train", fitted)]
     if ExtractiveReasoner(None).weights() not in (HAND_CHOSEN, fitted):
         rows.append(("current defaults", ExtractiveReasoner(None).weights()))
-    print(f"retriever {args.retriever} ({args.checkpoint}), k {args.k}, hops {args.hops}, sample {args.sample or 'all'}; "
-          f"gathered in {gathered_s:.0f} s; grid {len(grid)} weight triples, chosen by mean train Hit@1 over the files")
-    print(f"{'weights':<18} {'file':<14} {'hop_pen':>7} {'lexical':>7} {'retr':>5} " + " ".join(f"{'n ' + sp:>7} {'Hit@1':>6} {'F1':>6}" for sp in splits))
-    result = {"files": args.questions, "retriever": args.retriever, "checkpoint": args.checkpoint, "k": args.k, "hops": args.hops,
-              "sample": args.sample, "seed": args.seed}
+    print(
+        f"retriever {args.retriever} ({args.checkpoint}), k {args.k}, hops {args.hops}, sample {args.sample or 'all'}; "
+        f"gathered in {gathered_s:.0f} s; grid {len(grid)} weight triples, chosen by mean train Hit@1 over the files"
+    )
+    print(
+        f"{'weights':<18} {'file':<14} {'hop_pen':>7} {'lexical':>7} {'retr':>5} "
+        + " ".join(f"{'n ' + sp:>7} {'Hit@1':>6} {'F1':>6}" for sp in splits)
+    )
+    result = {
+        "files": args.questions,
+        "retriever": args.retriever,
+        "checkpoint": args.checkpoint,
+        "k": args.k,
+        "hops": args.hops,
+        "sample": args.sample,
+        "seed": args.seed,
+    }
     for name, w in rows:
         result[name] = {"hop_penalty": -w[1], "lexical_weight": w[2], "retriever_weight": w[3]}
         for f in [*files, "mean"]:

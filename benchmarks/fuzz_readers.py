@@ -24,15 +24,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-
 from reader_cases import check_config_file, check_question_file, config_files, question_files  # noqa: E402
 
 
 def run(kind: str, cases: int, folder: Path, outcomes: Counter, escaped: list[str]) -> None:
     strategy = question_files() if kind == "questions" else config_files()
 
-    @settings(max_examples=cases, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=cases,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(case=strategy)
     def one(case) -> None:
         try:

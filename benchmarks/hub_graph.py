@@ -32,7 +32,9 @@ FACTS = [
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--degree", type=int, default=1_000_000, help="people of Freedonia's nationality (the biggest step)")
+    ap.add_argument(
+        "--degree", type=int, default=1_000_000, help="people of Freedonia's nationality (the biggest step)"
+    )
     ap.add_argument("--out", type=Path, required=True, help="folder for triples.tsv and questions.jsonl")
     args = ap.parse_args()
     if args.degree < 10:
@@ -63,10 +65,17 @@ def main() -> None:
     ]
     with open(args.out / "questions.jsonl", "w") as f:  # WebQSP's layout (`kgdb load questions` reads it)
         for n, (text, answers, topic) in enumerate(questions):
-            f.write(json.dumps({"id": f"hub-{n}", "question": text, "q_entity": [topic], "a_entity": answers, "answer": answers}) + "\n")
-    print(f"wrote {len(FACTS) + people + towns + len(birthplace):,} triples to {args.out / 'triples.tsv'} "
-          f"(Freedonia: {people:,} nationality and {towns:,} containedby relationships) and {len(questions)} questions "
-          f"to {args.out / 'questions.jsonl'}")
+            f.write(
+                json.dumps(
+                    {"id": f"hub-{n}", "question": text, "q_entity": [topic], "a_entity": answers, "answer": answers}
+                )
+                + "\n"
+            )
+    print(
+        f"wrote {len(FACTS) + people + towns + len(birthplace):,} triples to {args.out / 'triples.tsv'} "
+        f"(Freedonia: {people:,} nationality and {towns:,} containedby relationships) and {len(questions)} questions "
+        f"to {args.out / 'questions.jsonl'}"
+    )
 
 
 if __name__ == "__main__":

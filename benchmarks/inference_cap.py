@@ -35,11 +35,14 @@ from val_eval import eval_val
 from kgdb.config import load_settings
 from kgdb.models.checkpoints import CONFIG, find_checkpoint
 
-RULE = ("best mean val answer recall over the sets, then mean SP triple recall (3 decimals), then the smallest cap; "
-        "at 100 triples, or of the triples a path retriever passes")
+RULE = (
+    "best mean val answer recall over the sets, then mean SP triple recall (3 decimals), then the smallest cap; "
+    "at 100 triples, or of the triples a path retriever passes"
+)
 # (answer recall, SP triple recall, a third column shown), with their table headers
 TOP_K = (("answer_recall@100", "ans R@100"), ("triple_recall@100", "SP R@100"), ("answer_recall@50", "ans R@50"))
 PASSED = (("answer_recall@passed", "ans R pass"), ("triple_recall@passed", "SP R pass"), ("triples_passed", "triples"))
+
 
 @dataclass(frozen=True)
 class ValSet:
@@ -51,9 +54,13 @@ class ValSet:
 
     @property
     def label(self) -> str:
-        return (f"{self.questions.parent.name}/{self.questions.name}" + (f"@{self.uri}" if self.uri else "")
-                + (f" hops={self.hops}" if self.hops else "") + (f" first {self.limit}" if self.limit else "")
-                + (f" sample {self.sample}" if self.sample else ""))
+        return (
+            f"{self.questions.parent.name}/{self.questions.name}"
+            + (f"@{self.uri}" if self.uri else "")
+            + (f" hops={self.hops}" if self.hops else "")
+            + (f" first {self.limit}" if self.limit else "")
+            + (f" sample {self.sample}" if self.sample else "")
+        )
 
 
 def parse_val(spec: str) -> ValSet:
@@ -63,7 +70,9 @@ def parse_val(spec: str) -> ValSet:
     for option in options:
         key, _, value = option.partition("=")
         if key not in ("hops", "limit", "sample") or not value.isdigit() or int(value) < 1:
-            sys.exit(f"error: --val {spec!r}: expected FILE[@BOLT_URI][,hops=K][,limit=N|,sample=N] with positive K, N; got {option!r}")
+            sys.exit(
+                f"error: --val {spec!r}: expected FILE[@BOLT_URI][,hops=K][,limit=N|,sample=N] with positive K, N; got {option!r}"
+            )
         values[key] = int(value)
     if not Path(path).is_file():
         sys.exit(f"error: --val {spec!r}: no such file {path}")
@@ -73,7 +82,13 @@ def parse_val(spec: str) -> ValSet:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--val", action="append", required=True, metavar="FILE[@URI][,hops=K][,limit=N|,sample=N]", help="a val set (repeatable)")
+    ap.add_argument(
+        "--val",
+        action="append",
+        required=True,
+        metavar="FILE[@URI][,hops=K][,limit=N|,sample=N]",
+        help="a val set (repeatable)",
+    )
     ap.add_argument("--caps", default="50,100,200,500", help="comma-separated caps to try")
     ap.add_argument("--write", action="store_true", help="store the choice in the checkpoint's config.json")
     args = ap.parse_args()
@@ -101,21 +116,37 @@ def main() -> None:
                 overall = eval_val(vs.questions, retriever, args.checkpoint, extra, Path(tmp) / f"{s_i}-{cap}")
                 # a path retriever (RAPL) passes its own set of triples: judge what it passes
                 metrics = PASSED if "answer_recall@passed" in overall else TOP_K
-                grid.append({"set": vs.label, "cap": cap, "n": overall[metrics[0][0]]["n"],
-                             **{k: round(overall[k]["mean"], 4) for k, _ in metrics}})
+                grid.append(
+                    {
+                        "set": vs.label,
+                        "cap": cap,
+                        "n": overall[metrics[0][0]]["n"],
+                        **{k: round(overall[k]["mean"], 4) for k, _ in metrics},
+                    }
+                )
     (answer, _), (triple, _), _ = metrics
     print(f"\n{'val set':<60} {'cap':>5} {'n':>5} " + " ".join(f"{h:>10}" for _, h in metrics))
     for r in grid:
         print(f"{r['set']:<60} {r['cap']:>5} {r['n']:>5} " + " ".join(f"{r[k]:>10.3f}" for k, _ in metrics))
-    means = [{"cap": cap, **{k: sum(r[k] for r in grid if r["cap"] == cap) / len(sets) for k, _ in metrics}} for cap in caps]
+    means = [
+        {"cap": cap, **{k: sum(r[k] for r in grid if r["cap"] == cap) / len(sets) for k, _ in metrics}} for cap in caps
+    ]
     for m in means:
-        print(f"{'mean over ' + str(len(sets)) + ' sets':<60} {m['cap']:>5} {'':>5} " + " ".join(f"{m[k]:>10.3f}" for k, _ in metrics))
+        print(
+            f"{'mean over ' + str(len(sets)) + ' sets':<60} {m['cap']:>5} {'':>5} "
+            + " ".join(f"{m[k]:>10.3f}" for k, _ in metrics)
+        )
     best = max(means, key=lambda m: (round(m[answer], 3), round(m[triple], 3), -m["cap"]))
     print(f"chosen ({RULE}): cap {best['cap']} (trained at {fetch.get('cap')})")
     if args.write:
         # the fetch bounds the grid was measured under (the hub bound changes subgraphs with hubs)
-        tuning = {"split": "val", "sets": [vs.label for vs in sets], "rule": RULE, "fetch_hub_scan": load_settings().fetch_hub_scan,
-                  "grid": grid}
+        tuning = {
+            "split": "val",
+            "sets": [vs.label for vs in sets],
+            "rule": RULE,
+            "fetch_hub_scan": load_settings().fetch_hub_scan,
+            "grid": grid,
+        }
         config = {**ckpt.config, "fetch": {**fetch, "inference_cap": best["cap"], "inference_cap_tuning": tuning}}
         (ckpt.path / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         print(f"wrote fetch.inference_cap={best['cap']} into {ckpt.path / CONFIG}")

@@ -45,43 +45,76 @@ def main() -> None:
         gone = graph.run_text(
             "MATCH (l:Labelling {method: $method, model: $model}) OPTIONAL MATCH (l)-[:SELECTED]->(p:LabelPath) "
             "DETACH DELETE l, p RETURN count(DISTINCT l) AS n",
-            method=args.method, model=MODEL,
+            method=args.method,
+            model=MODEL,
         )
         print(f"--fresh: deleted {gone[0]['n']} earlier labellings", flush=True)
     with OpenAIServer(responder=scripted_llm, model=MODEL) as server:
         env = {**os.environ, "KGDB_LLM_BASE_URL": server.base_url, "KGDB_LLM_MODEL": MODEL, "KGDB_LLM_API_KEY": "test"}
-        cmd = [sys.executable, "-m", "kgdb", "label", "--questions", str(args.questions), "--method", args.method,
-               "--split", "train", "--limit", str(args.limit), "--concurrency", str(args.concurrency)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "kgdb",
+            "label",
+            "--questions",
+            str(args.questions),
+            "--method",
+            args.method,
+            "--split",
+            "train",
+            "--limit",
+            str(args.limit),
+            "--concurrency",
+            str(args.concurrency),
+        ]
         print("$ KGDB_LLM_BASE_URL=" + server.base_url, f"KGDB_LLM_MODEL={MODEL}", "kgdb", *cmd[3:], flush=True)
         for run in (1, 2):
             t0 = time.perf_counter()
             out = subprocess.run(cmd, env=env, capture_output=True, text=True)
             lines = [ln for ln in out.stdout.splitlines() if not ln.startswith("label ")]  # progress lines
-            print(f"--- run {run} (exit {out.returncode}, {time.perf_counter() - t0:.1f} s, "
-                  f"{server.calls} HTTP requests served so far) ---", flush=True)
+            print(
+                f"--- run {run} (exit {out.returncode}, {time.perf_counter() - t0:.1f} s, "
+                f"{server.calls} HTTP requests served so far) ---",
+                flush=True,
+            )
             print("\n".join(lines), out.stderr.strip(), sep="\n", flush=True)
     row = graph.run_text(
         "MATCH (l:Labelling {method: $method, model: $model}) "
         "OPTIONAL MATCH (l)-[:SELECTED]->(p:LabelPath) "
         "RETURN count(DISTINCT l) AS labellings, count(p) AS paths, collect(DISTINCT l.status) AS statuses",
-        method=args.method, model=MODEL,
+        method=args.method,
+        model=MODEL,
     )[0]
-    print(f"in the graph: {row['labellings']} Labelling nodes ({', '.join(sorted(row['statuses']))}), {row['paths']} LabelPath nodes")
-    one = graph.run_text("MATCH (l:Labelling {method: $method, model: $model, status: 'ok'}) RETURN l.qid AS qid ORDER BY l.qid LIMIT 1",
-                         method=args.method, model=MODEL)
+    print(
+        f"in the graph: {row['labellings']} Labelling nodes ({', '.join(sorted(row['statuses']))}), {row['paths']} LabelPath nodes"
+    )
+    one = graph.run_text(
+        "MATCH (l:Labelling {method: $method, model: $model, status: 'ok'}) RETURN l.qid AS qid ORDER BY l.qid LIMIT 1",
+        method=args.method,
+        model=MODEL,
+    )
     if one and args.method == "rapl-relations":
         qid = one[0]["qid"]
-        lab = graph.run_text("MATCH (l:Labelling {qid: $qid, method: $method, model: $model}) RETURN l.relations AS r, l.directions AS d",
-                             qid=qid, method=args.method, model=MODEL)[0]
+        lab = graph.run_text(
+            "MATCH (l:Labelling {qid: $qid, method: $method, model: $model}) RETURN l.relations AS r, l.directions AS d",
+            qid=qid,
+            method=args.method,
+            model=MODEL,
+        )[0]
         rows = graph.run("browser/question_relation_targets", qid=qid, method=args.method)
-        print(f"browser/question_relation_targets.cypher with :param qid => '{qid}', method => '{args.method}': "
-              f"{len(rows)} topic triples drawn for R_* = " + ", ".join(("→ " if d > 0 else "← ") + r for r, d in zip(lab["r"], lab["d"])))
+        print(
+            f"browser/question_relation_targets.cypher with :param qid => '{qid}', method => '{args.method}': "
+            f"{len(rows)} topic triples drawn for R_* = "
+            + ", ".join(("→ " if d > 0 else "← ") + r for r, d in zip(lab["r"], lab["d"]))
+        )
     elif one:
         qid = one[0]["qid"]
         rows = graph.run("browser/question_labels", qid=qid, method=args.method)
         paths = list(dict.fromkeys((r["p"]["rank"], r["p"]["text"]) for r in rows))
-        print(f"browser/question_labels.cypher with :param qid => '{qid}', method => '{args.method}': "
-              f"{len(rows)} rows (triples) on {len(paths)} label paths, e.g.")
+        print(
+            f"browser/question_labels.cypher with :param qid => '{qid}', method => '{args.method}': "
+            f"{len(rows)} rows (triples) on {len(paths)} label paths, e.g."
+        )
         for rank, text in paths[:3]:
             print(f"  rank {rank}: {text}")
     graph.close()

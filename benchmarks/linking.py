@@ -12,9 +12,9 @@ the graph's own ranker, else the shipped portable one), with that choice's laten
 
 from __future__ import annotations
 
-import os
 import json
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -36,7 +36,9 @@ def main(
     limit: int = typer.Option(0, help="only the first N questions (0: all)"),
     split: str = typer.Option("all", help="train | val | test | all: the questions of one fixed split"),
     show_misses: int = typer.Option(0, help="print this many misses"),
-    answerability: bool = typer.Option(False, help="also: the topic chosen by answerability, as `kgdb ask` retrieves from"),
+    answerability: bool = typer.Option(
+        False, help="also: the topic chosen by answerability, as `kgdb ask` retrieves from"
+    ),
 ) -> None:
     settings = load_settings()
     rows = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -61,7 +63,9 @@ def main(
             if ranker is not None:
                 start = time.perf_counter()
                 try:
-                    found = ranker.choose_topic(graph, r["question"], question_topics(graph, r["question"], v, encode=embedder.encode))
+                    found = ranker.choose_topic(
+                        graph, r["question"], question_topics(graph, r["question"], v, encode=embedder.encode)
+                    )
                     chosen_hits += found.ids[0] in gold
                 except NoTopicError:
                     pass
@@ -78,8 +82,10 @@ def main(
     print(f"latency ms: p50 {np.percentile(ms, 50):.1f}  p95 {np.percentile(ms, 95):.1f}  max {ms.max():.1f}")
     if ranker is not None:
         ms = np.asarray(choice_latency) * 1000
-        print(f"topic right after linking by answerability: {chosen_hits}/{n} = {100 * chosen_hits / n:.1f}%   "
-              f"(linking + choice ms: p50 {np.percentile(ms, 50):.1f}  p95 {np.percentile(ms, 95):.1f})")
+        print(
+            f"topic right after linking by answerability: {chosen_hits}/{n} = {100 * chosen_hits / n:.1f}%   "
+            f"(linking + choice ms: p50 {np.percentile(ms, 50):.1f}  p95 {np.percentile(ms, 95):.1f})"
+        )
     for q, gold, got in misses[:show_misses]:
         print(f"miss: {q!r} gold={gold} got={got}")
 

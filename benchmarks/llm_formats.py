@@ -55,11 +55,22 @@ def main() -> None:
             if fmt == "none":
                 reasoner, evidence_fmt = "extractive", "triples"
             elif fmt == "candidates":
-                reasoner, evidence_fmt = CandidatesReasoner(OpenAIReasoner.from_settings(settings), settings=settings), "triples"
+                reasoner, evidence_fmt = (
+                    CandidatesReasoner(OpenAIReasoner.from_settings(settings), settings=settings),
+                    "triples",
+                )
             else:
                 reasoner, evidence_fmt = OpenAIReasoner.from_settings(settings), fmt
-            pipe = AskPipeline(graph, settings, retriever=args.retriever, reasoner=reasoner, k=args.k, fmt=evidence_fmt,
-                               write=evidence_fmt != "triples", prompt_version=args.prompt_version)
+            pipe = AskPipeline(
+                graph,
+                settings,
+                retriever=args.retriever,
+                reasoner=reasoner,
+                k=args.k,
+                fmt=evidence_fmt,
+                write=evidence_fmt != "triples",
+                prompt_version=args.prompt_version,
+            )
             recorder = _Recorder(pipe.reasoner)
             pipe.reasoner = recorder
             path = args.out / f"{fmt}.jsonl"
@@ -78,16 +89,26 @@ def main() -> None:
                     done[q.id] = rec
                     fh.write(json.dumps(rec, default=str) + "\n")
                     fh.flush()
-                    print(f"{fmt} {q.id} hit1={rec['scores'].get('hit1')} answers={rec.get('answers')[:3]} "
-                          f"{rec['seconds']:.1f}s", flush=True)
+                    print(
+                        f"{fmt} {q.id} hit1={rec['scores'].get('hit1')} answers={rec.get('answers')[:3]} "
+                        f"{rec['seconds']:.1f}s",
+                        flush=True,
+                    )
             rows.append(_summary(fmt, [done[q.id] for q in questions if q.id in done]))
-    print(f"\n{len(questions)} {args.split} questions of {args.questions}, retriever {args.retriever}, k {args.k}, "
-          f"prompt version {args.prompt_version}")
-    print("| format | n | Hit | Hit@1 | Macro-F1 | unparsed % | not-in-evidence answers % | read as | prompt tokens | s/question |")
+    print(
+        f"\n{len(questions)} {args.split} questions of {args.questions}, retriever {args.retriever}, k {args.k}, "
+        f"prompt version {args.prompt_version}"
+    )
+    print(
+        "| format | n | Hit | Hit@1 | Macro-F1 | unparsed % | not-in-evidence answers % | read as | prompt tokens | s/question |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| {format} | {n} | {hit:.1f} | {hit1:.1f} | {f1:.1f} | {unparsed:.1f} | {ungrounded:.1f} | {modes} | {tokens:.0f} | {sec:.1f} |"
-              .format(**r))
+        print(
+            "| {format} | {n} | {hit:.1f} | {hit1:.1f} | {f1:.1f} | {unparsed:.1f} | {ungrounded:.1f} | {modes} | {tokens:.0f} | {sec:.1f} |".format(
+                **r
+            )
+        )
 
 
 class _Recorder:
@@ -112,7 +133,8 @@ def _summary(fmt: str, recs: list[dict]) -> dict:
     modes = Counter(m for r in recs for m in (r.get("modes") or {}).values())
     tokens = [r["usage"]["prompt_tokens"] for r in recs if r.get("usage")]
     return {
-        "format": fmt, "n": len(recs),
+        "format": fmt,
+        "n": len(recs),
         "hit": 100 * sum(bool(r["scores"]["hit"]) for r in recs) / n,
         "hit1": 100 * sum(bool(r["scores"]["hit1"]) for r in recs) / n,
         "f1": 100 * sum(r["scores"]["f1"] for r in recs) / n,

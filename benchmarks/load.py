@@ -90,20 +90,30 @@ def main(
 ) -> None:
     for name in ("triples.tsv", "names.tsv"):
         if not (data / name).is_file():
-            print(f"error: {data / name}: not found (expected $KGDB_DATA/fb15k237 beside the repository; "
-                  "pass --data)", file=sys.stderr)
+            print(
+                f"error: {data / name}: not found (expected $KGDB_DATA/fb15k237 beside the repository; pass --data)",
+                file=sys.stderr,
+            )
             raise SystemExit(2)
     settings = load_settings()
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="kgdb-bench-load-") as tmp:
         server = LocalServer(
-            home=Path(tmp), password="kgdb-bench", bolt_port=free_port(), http_port=free_port(), heap=heap,
-            pagecache=pagecache, lib_dir=server_from_settings(Settings()).lib,
+            home=Path(tmp),
+            password="kgdb-bench",
+            bolt_port=free_port(),
+            http_port=free_port(),
+            heap=heap,
+            pagecache=pagecache,
+            lib_dir=server_from_settings(Settings()).lib,
         )
         server.start(log=lambda *_: None)
         bench = settings.with_overrides(
-            neo4j_uri=server.bolt_uri, neo4j_password="kgdb-bench", neo4j_home=server.home,
-            neo4j_bolt_port=server.bolt_port, neo4j_http_port=server.http_port,
+            neo4j_uri=server.bolt_uri,
+            neo4j_password="kgdb-bench",
+            neo4j_home=server.home,
+            neo4j_bolt_port=server.bolt_port,
+            neo4j_http_port=server.http_port,
         )
         try:
             with JvmPeak(server.home) as jvm:
@@ -147,21 +157,37 @@ def _run(settings: Settings, server: LocalServer, data: Path, batch_size: int) -
     bulk_rate = bulk.triples_in / bulk.seconds["import"]
     names = bolt.entity_embeddings + bolt.relation_embeddings
     return {
-        "triples": bolt.triples_in, "entities": db["entities"], "relation_types": db["relations"],
-        "batch_size": batch_size, "embedding_model": embedder.name, "device": getattr(embedder, "device", "?"),
-        "read_s": read_s, "bolt_seconds": bolt.seconds, "bolt_triples_per_s": bolt_rate, "bolt_warm_triples_per_s": warm_rate,
+        "triples": bolt.triples_in,
+        "entities": db["entities"],
+        "relation_types": db["relations"],
+        "batch_size": batch_size,
+        "embedding_model": embedder.name,
+        "device": getattr(embedder, "device", "?"),
+        "read_s": read_s,
+        "bolt_seconds": bolt.seconds,
+        "bolt_triples_per_s": bolt_rate,
+        "bolt_warm_triples_per_s": warm_rate,
         "bolt_total_s": read_s + sum(bolt.seconds.values()),
         "bolt_total_without_embeddings_s": read_s + sum(v for k, v in bolt.seconds.items() if k != "embeddings"),
-        "embedding_names": names, "embedding_names_per_s": names / bolt.seconds["embeddings"],
-        "bulk_seconds": bulk.seconds, "bulk_triples_per_s": bulk_rate,
-        "bulk_total_s": sum(bulk.seconds.values()), "bulk_over_bolt": bulk_rate / bolt_rate,
+        "embedding_names": names,
+        "embedding_names_per_s": names / bolt.seconds["embeddings"],
+        "bulk_seconds": bulk.seconds,
+        "bulk_triples_per_s": bulk_rate,
+        "bulk_total_s": sum(bulk.seconds.values()),
+        "bulk_over_bolt": bulk_rate / bolt_rate,
     }
 
 
 def _print(fig: dict) -> None:
-    t = Table("figure", "value", title=f"FB15k-237 load: {fig['triples']:,} triples, {fig['entities']:,} entities, "
-                                       f"{fig['relation_types']} relation types")
-    t.add_row("Bolt: triples/s (relationship writes, target >= 50,000), fresh server", f"{fig['bolt_triples_per_s']:,.0f}")
+    t = Table(
+        "figure",
+        "value",
+        title=f"FB15k-237 load: {fig['triples']:,} triples, {fig['entities']:,} entities, "
+        f"{fig['relation_types']} relation types",
+    )
+    t.add_row(
+        "Bolt: triples/s (relationship writes, target >= 50,000), fresh server", f"{fig['bolt_triples_per_s']:,.0f}"
+    )
     t.add_row("Bolt: triples/s, same writes again on the warm server", f"{fig['bolt_warm_triples_per_s']:,.0f}")
     for phase, secs in fig["bolt_seconds"].items():
         t.add_row(f"Bolt: seconds {phase}", f"{secs:.1f}")
@@ -174,8 +200,10 @@ def _print(fig: dict) -> None:
     t.add_row("bulk / Bolt triples/s", f"{fig['bulk_over_bolt']:.2f}")
     t.add_row("peak RSS: this Python process, MiB", f"{fig['python_peak_rss_mib']:,.0f}")
     t.add_row("peak RSS: Neo4j JVMs (server + import), MiB", f"{fig['jvm_peak_rss_mib']:,.0f}")
-    t.add_row("load average before / after (1 min)", f"{fig['loadavg_before'][0]:.1f} / {fig['loadavg_after'][0]:.1f}"
-              f" on {fig['cpus']} CPUs")
+    t.add_row(
+        "load average before / after (1 min)",
+        f"{fig['loadavg_before'][0]:.1f} / {fig['loadavg_after'][0]:.1f} on {fig['cpus']} CPUs",
+    )
     console.print(t)
 
 

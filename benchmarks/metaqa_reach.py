@@ -50,8 +50,10 @@ def main() -> None:
     graph = Graph.connect(settings)
     stored = set(graph_triples(graph))
     graph.close()
-    print(f"server {settings.neo4j_uri}; {args.kb}: {len(raw):,} distinct triples, graph {len(stored):,}; "
-          f"only in the file {len(raw - stored):,}, only in the graph {len(stored - raw):,}")
+    print(
+        f"server {settings.neo4j_uri}; {args.kb}: {len(raw):,} distinct triples, graph {len(stored):,}; "
+        f"only in the file {len(raw - stored):,}, only in the graph {len(stored - raw):,}"
+    )
     for t in sorted(raw - stored)[:5]:
         print(f"  only in the file: {t}")
     for t in sorted(stored - raw)[:5]:
@@ -86,7 +88,11 @@ def main() -> None:
             if gold:
                 scored += 1
                 walk_recall += len(ends & gold) / len(gold)
-                labels = shortest_relation_paths(arrays, q.topics, q.answers, exact_hops=hop, best_f1=True) if topic in raw_names else []
+                labels = (
+                    shortest_relation_paths(arrays, q.topics, q.answers, exact_hops=hop, best_f1=True)
+                    if topic in raw_names
+                    else []
+                )
                 reached: set[str] = set()
                 for label in labels:
                     codes = tuple(2 * arrays.relations.index(r) + (0 if d > 0 else 1) for r, d in label)
@@ -94,16 +100,23 @@ def main() -> None:
                 label_recall += len((reached - {topic}) & gold) / len(gold)
             if not reachable and shown < args.show:
                 shown += 1
-                why = ("topic not in the file" if topic not in raw_names else "no gold answer in the file" if not gold
-                       else f"no {hop}-hop walk reaches a gold answer (topic relations: "
-                            f"{sorted({r for h, r, t in raw if topic in (h, t)})})")
+                why = (
+                    "topic not in the file"
+                    if topic not in raw_names
+                    else "no gold answer in the file"
+                    if not gold
+                    else f"no {hop}-hop walk reaches a gold answer (topic relations: "
+                    f"{sorted({r for h, r, t in raw if topic in (h, t)})})"
+                )
                 print(f"  {q.id} {q.text!r}: {why}; gold {sorted(q.answers)[:3]}")
         n = max(len(records), 1)
-        print(f"{qs.dataset} {args.split} ({len(records)} questions): topic in file {counts['topic in file']}, in graph "
-              f"{counts['topic in graph']}; answers in file {counts['answers in file']}/{counts['answers']}, in graph "
-              f"{counts['answers in graph']}; gold reachable by a {records[0].hop if records else '?'}-hop walk in the file "
-              f"{counts['reachable']} ({100 * counts['reachable'] / n:.2f}%); answer recall ceiling: labelled relation paths "
-              f"{label_recall / max(scored, 1):.4f}, any walk {walk_recall / max(scored, 1):.4f}")
+        print(
+            f"{qs.dataset} {args.split} ({len(records)} questions): topic in file {counts['topic in file']}, in graph "
+            f"{counts['topic in graph']}; answers in file {counts['answers in file']}/{counts['answers']}, in graph "
+            f"{counts['answers in graph']}; gold reachable by a {records[0].hop if records else '?'}-hop walk in the file "
+            f"{counts['reachable']} ({100 * counts['reachable'] / n:.2f}%); answer recall ceiling: labelled relation paths "
+            f"{label_recall / max(scored, 1):.4f}, any walk {walk_recall / max(scored, 1):.4f}"
+        )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

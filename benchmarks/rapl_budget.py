@@ -55,20 +55,37 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for i, (budget, complete) in enumerate(GRID):
             print(f"[{i + 1}/{len(GRID)}] max_triples={budget} complete={complete} ...", flush=True)
-            rows.append({"max_triples": budget, "complete": complete, **evaluate(args, budget, complete, Path(tmp) / str(i))})
+            rows.append(
+                {"max_triples": budget, "complete": complete, **evaluate(args, budget, complete, Path(tmp) / str(i))}
+            )
     print(f"\n{'max_triples':>11} {'complete':>8} {'ans R passed':>12} {'SP R passed':>11} {'triples':>8}")
     for r in rows:
-        print(f"{r['max_triples']:>11} {str(r['complete']):>8} {r['answer_recall@passed']:>12.3f} {r['triple_recall@passed']:>11.3f} {r['triples_passed']:>8.1f}")
+        print(
+            f"{r['max_triples']:>11} {str(r['complete']):>8} {r['answer_recall@passed']:>12.3f} {r['triple_recall@passed']:>11.3f} {r['triples_passed']:>8.1f}"
+        )
     fitting = [r for r in rows if r["triples_passed"] <= args.mean_triples]
     if not fitting:
         sys.exit(f"no setting passes at most {args.mean_triples} triples on average; nothing chosen")
-    best = max(fitting, key=lambda r: (round(r["answer_recall@passed"], 4), round(r["triple_recall@passed"], 4), -r["triples_passed"]))
-    print(f"chosen (mean triples <= {args.mean_triples:g}, best answer then SP recall): max_triples={best['max_triples']} complete={best['complete']}")
+    best = max(
+        fitting,
+        key=lambda r: (round(r["answer_recall@passed"], 4), round(r["triple_recall@passed"], 4), -r["triples_passed"]),
+    )
+    print(
+        f"chosen (mean triples <= {args.mean_triples:g}, best answer then SP recall): max_triples={best['max_triples']} complete={best['complete']}"
+    )
     if args.write:
         model = {**(ckpt.config.get("model") or {}), "max_triples": best["max_triples"], "complete": best["complete"]}
-        config = {**ckpt.config, "model": model,
-                  "inference_tuning": {"split": "val", "questions": str(args.questions), "limit": args.limit,
-                                       "mean_triples": args.mean_triples, "grid": rows}}
+        config = {
+            **ckpt.config,
+            "model": model,
+            "inference_tuning": {
+                "split": "val",
+                "questions": str(args.questions),
+                "limit": args.limit,
+                "mean_triples": args.mean_triples,
+                "grid": rows,
+            },
+        }
         (ckpt.path / CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         print(f"wrote max_triples and complete into {ckpt.path / CONFIG}")
 

@@ -12,8 +12,8 @@ per-triple MLP.
 
 from __future__ import annotations
 
-import os
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -74,7 +74,9 @@ def time_it(fn, device: str, repeat: int, cpu: list[float] | None = None) -> lis
     return out
 
 
-def scoring_benchmark(device: str, triples: int, nodes: int, repeat: int, tables: TensorTables | None, model: SubgraphRAG | None) -> None:
+def scoring_benchmark(
+    device: str, triples: int, nodes: int, repeat: int, tables: TensorTables | None, model: SubgraphRAG | None
+) -> None:
     if tables is None:  # stand-in tables the size of the WebQSP graph (19,633 entities, 1,191 relations)
         g = torch.Generator().manual_seed(0)
         tables = TensorTables(
@@ -97,8 +99,10 @@ def scoring_benchmark(device: str, triples: int, nodes: int, repeat: int, tables
         diff = float((model.score(x) - model.forward_naive(x)).abs().max())
     p50 = statistics.median(fast)
     print(f"scoring {triples} triples / {x.num_nodes} entities on {device} ({torch.get_num_threads()} CPU threads):")
-    print(f"  factored+prepared (DDE + MLP): p50 {p50:.2f} ms, p95 {pct(fast, 95):.2f} ms, min {min(fast):.2f} ms, "
-          f"{triples / p50 * 1000:,.0f} triples/s; CPU time p50 {statistics.median(cpu):.2f} ms")
+    print(
+        f"  factored+prepared (DDE + MLP): p50 {p50:.2f} ms, p95 {pct(fast, 95):.2f} ms, min {min(fast):.2f} ms, "
+        f"{triples / p50 * 1000:,.0f} triples/s; CPU time p50 {statistics.median(cpu):.2f} ms"
+    )
     print(f"  naive per-triple MLP:          p50 {statistics.median(naive):.2f} ms  (max |diff| {diff:.2e})")
     print(f"  one-off table projection (prepare): {prep_ms:.1f} ms for {tables.entity.shape[0]} entities")
 
@@ -112,8 +116,15 @@ def pipeline_benchmark(args) -> None:
     settings = load_settings()
     graph = Graph.connect(settings)
     pipe = RetrievePipeline(
-        graph, settings, args.retriever, args.checkpoint, k=args.k, hops=args.hops, cap=args.cap,
-        write=not args.no_write, threads=args.threads,
+        graph,
+        settings,
+        args.retriever,
+        args.checkpoint,
+        k=args.k,
+        hops=args.hops,
+        cap=args.cap,
+        write=not args.no_write,
+        threads=args.threads,
     )
     records = read_questions(args.questions).split(args.split)[: args.limit]
     embs = pipe.embed([q.text for q in records])
@@ -130,12 +141,16 @@ def pipeline_benchmark(args) -> None:
         sizes.append(res.subgraph.num_triples)
         if res.run:
             runs.append(res.run)
-    print(f"{len(total)} questions from {args.questions} ({args.split}), retriever {pipe.retriever}"
-          f"{' (' + pipe.checkpoint.name + ')' if pipe.checkpoint else ''}, k={args.k}, hops={args.hops}, cap={args.cap}")
+    print(
+        f"{len(total)} questions from {args.questions} ({args.split}), retriever {pipe.retriever}"
+        f"{' (' + pipe.checkpoint.name + ')' if pipe.checkpoint else ''}, k={args.k}, hops={args.hops}, cap={args.cap}"
+    )
     print(f"candidate triples per question: median {statistics.median(sizes):.0f}, max {max(sizes)}")
     for s, v in stages.items():
         print(f"  {s:10s} p50 {pct(v, 50):7.2f} ms   p95 {pct(v, 95):7.2f} ms")
-    print(f"  {'total':10s} p50 {pct(total, 50):7.2f} ms   p95 {pct(total, 95):7.2f} ms   (fetch + featurise + score + write)")
+    print(
+        f"  {'total':10s} p50 {pct(total, 50):7.2f} ms   p95 {pct(total, 95):7.2f} ms   (fetch + featurise + score + write)"
+    )
     if runs and args.prune:
         from kgdb.cypher.writeback import prune_runs
 
@@ -146,8 +161,12 @@ def pipeline_benchmark(args) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--questions", type=Path, default=DATA / "webqsp" / "questions.jsonl",
-                   help="Question file (default: $KGDB_DATA, wherever this runs from).")
+    p.add_argument(
+        "--questions",
+        type=Path,
+        default=DATA / "webqsp" / "questions.jsonl",
+        help="Question file (default: $KGDB_DATA, wherever this runs from).",
+    )
     p.add_argument("--split", default="test")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--retriever", default="subgraphrag")
@@ -162,7 +181,11 @@ def main() -> None:
     p.add_argument("--nodes", type=int, default=2500)
     p.add_argument("--repeat", type=int, default=50)
     p.add_argument("--device", default=None)
-    p.add_argument("--benchmark-scoring", action="store_true", help="Also run the synthetic scoring benchmark after the pipeline one.")
+    p.add_argument(
+        "--benchmark-scoring",
+        action="store_true",
+        help="Also run the synthetic scoring benchmark after the pipeline one.",
+    )
     p.add_argument("--threads", type=int, default=1, help="CPU threads for torch (default 1: latency-bound)")
     args = p.parse_args()
     if args.threads:
@@ -170,8 +193,11 @@ def main() -> None:
     device = args.device or resolve_device(load_settings().device)
     if not args.scoring_only:
         if not args.questions.is_file():
-            print(f"error: {args.questions}: question file not found (expected $KGDB_DATA beside the "
-                  "repository; pass --questions, or --scoring-only for the benchmark without data)", file=sys.stderr)
+            print(
+                f"error: {args.questions}: question file not found (expected $KGDB_DATA beside the "
+                "repository; pass --questions, or --scoring-only for the benchmark without data)",
+                file=sys.stderr,
+            )
             raise SystemExit(2)
         pipeline_benchmark(args)
         if not args.benchmark_scoring:

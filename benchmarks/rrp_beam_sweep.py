@@ -36,9 +36,22 @@ def main() -> None:
         items = gather_questions(retriever, records)
         tuned = tune_rethinking(items)
         rows = {m: score_mode(items, m, tuned["lambda1"], tuned["theta"]) for m in ABLATIONS}
-        print(json.dumps({"beam": beam, "n": len(records), "lambda1": tuned["lambda1"], "theta": tuned["theta"],
-                          **{m: [round(v["hit1"], 2), round(v["macro_f1"], 2), round(v["reachable"], 2)] for m, v in rows.items()},
-                          "s": round(time.time() - start)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "beam": beam,
+                    "n": len(records),
+                    "lambda1": tuned["lambda1"],
+                    "theta": tuned["theta"],
+                    **{
+                        m: [round(v["hit1"], 2), round(v["macro_f1"], 2), round(v["reachable"], 2)]
+                        for m, v in rows.items()
+                    },
+                    "s": round(time.time() - start),
+                }
+            ),
+            flush=True,
+        )
     graph.close()
 
 

@@ -28,7 +28,15 @@ import collections
 import os
 from pathlib import Path
 
-CAUSES = ("hit", "(a) unreachable", "(b) not in beam", "(b) not top", "(c) grounding cut", "(d) ranking", "(d) same-name answer")
+CAUSES = (
+    "hit",
+    "(a) unreachable",
+    "(b) not in beam",
+    "(b) not top",
+    "(c) grounding cut",
+    "(d) ranking",
+    "(d) same-name answer",
+)
 
 
 def main() -> None:
@@ -53,12 +61,18 @@ def main() -> None:
 
     settings = load_settings()
     graph = Graph.connect(settings)
-    retriever = relation_path_retriever(graph, settings, checkpoint=args.checkpoint, write=False, structural=args.structural or None)
+    retriever = relation_path_retriever(
+        graph, settings, checkpoint=args.checkpoint, write=False, structural=args.structural or None
+    )
     mode = args.mode or retriever.mode
     arrays = TripleArrays.from_triples(graph_triples(graph))
-    print(f"server {settings.neo4j_uri}; split {args.split}; mode {mode} (λ1 {retriever.lambda1}, θ {retriever.theta}); "
-          f"planner {retriever.describe()['checkpoint']}, structural {retriever.describe()['structural']}")
-    header = f"{'file':<28} {'n':>5} {'Hit@1':>6} {'MacF1':>6} {'reach%':>6} " + " ".join(f"{c:>8.8}" for c in CAUSES[1:])
+    print(
+        f"server {settings.neo4j_uri}; split {args.split}; mode {mode} (λ1 {retriever.lambda1}, θ {retriever.theta}); "
+        f"planner {retriever.describe()['checkpoint']}, structural {retriever.describe()['structural']}"
+    )
+    header = f"{'file':<28} {'n':>5} {'Hit@1':>6} {'MacF1':>6} {'reach%':>6} " + " ".join(
+        f"{c:>8.8}" for c in CAUSES[1:]
+    )
     rows = []
     for path in args.questions:
         qs = read_questions(path)
@@ -75,7 +89,16 @@ def main() -> None:
                 examples[cause].append(f"{q.id} {q.text!r}: {note}")
         n = len(records)
         reach = n - counts["(a) unreachable"]
-        rows.append((qs.dataset, n, 100 * counts["hit"] / max(n, 1), 100 * f1 / max(n, 1), 100 * reach / max(n, 1), [counts[c] for c in CAUSES[1:]]))
+        rows.append(
+            (
+                qs.dataset,
+                n,
+                100 * counts["hit"] / max(n, 1),
+                100 * f1 / max(n, 1),
+                100 * reach / max(n, 1),
+                [counts[c] for c in CAUSES[1:]],
+            )
+        )
         print(f"\n{qs.dataset} ({n} {args.split} questions)")
         for c in CAUSES[1:]:
             for line in examples[c]:
@@ -109,10 +132,22 @@ def classify(q, it, arrays, mode, retriever, hops, shortest_relation_paths) -> t
     if pred and pred[0] in gold:
         return "hit", ""
     names = g.names
-    labels = set(shortest_relation_paths(arrays, q.topics, q.answers, max_hops=hops,
-                                         exact_hops=q.hop if q.hop and q.hop <= hops else None, best_f1=True))
+    labels = set(
+        shortest_relation_paths(
+            arrays,
+            q.topics,
+            q.answers,
+            max_hops=hops,
+            exact_hops=q.hop if q.hop and q.hop <= hops else None,
+            best_f1=True,
+        )
+    )
     if not labels:
-        why = "no answer in the graph" if not any(a in arrays.index for a in gold) else "no relation path joins topic and answer"
+        why = (
+            "no answer in the graph"
+            if not any(a in arrays.index for a in gold)
+            else "no relation path joins topic and answer"
+        )
         return "(a) unreachable", why
     beam = [tuple(zip(c.path.relations, c.path.directions)) for c in g.planned]
     topics, cvt = set(g.found.ids), g.cvt
@@ -122,13 +157,17 @@ def classify(q, it, arrays, mode, retriever, hops, shortest_relation_paths) -> t
     top_path = tuple(zip(top.path.relations, top.path.directions)) if top else None
     gold_names = sorted({names.get(a, a) for a in gold})[:4]
     label_txt = " | ".join(_fmt(p) for p in sorted(labels)[:2])
-    note = (f"answered {names.get(first, first) if first else None} via {_fmt(top_path) if top_path else '-'}; "
-            f"gold {gold_names}; labelled {label_txt}")
+    note = (
+        f"answered {names.get(first, first) if first else None} via {_fmt(top_path) if top_path else '-'}; "
+        f"gold {gold_names}; labelled {label_txt}"
+    )
     if not labels & set(beam):
         return "(b) not in beam", note + f"; beam {[_fmt(p) for p in dict.fromkeys(beam)][:3]}"
     if top_path not in labels:
         return "(b) not top", note
-    ends = {c.path.answer for c in g.planned + g.structural if tuple(zip(c.path.relations, c.path.directions)) == top_path}
+    ends = {
+        c.path.answer for c in g.planned + g.structural if tuple(zip(c.path.relations, c.path.directions)) == top_path
+    }
     if not ends & gold:
         return "(c) grounding cut", note + f"; {len(ends)} ends grounded"
     if first and names.get(first, "").lower() in {names.get(a, a).lower() for a in gold}:

@@ -29,6 +29,7 @@ with each size: the machine is shared, and the timings depend on it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -42,11 +43,21 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 # (header, result key, format); every cell is right-aligned to its header's width or more.
-COLUMNS = [("size", "triples", "{:>5}"), ("emb", "embeddings", "{:>5}"), ("load s", "load_s", "{:>7.0f}"),
-           ("ask s", "ask_s", "{:>6.1f}"), ("import s", "import_s", "{:>8.0f}"), ("import tr/s", "import_tps", "{:>11,.0f}"),
-           ("py RSS MB", "py_rss_mb", "{:>9,.0f}"), ("tree RSS MB", "tree_rss_mb", "{:>11,.0f}"),
-           ("store MB", "store_mb", "{:>8,.0f}"), ("p50 ms", "p50_ms", "{:>6.1f}"), ("p95 ms", "p95_ms", "{:>6.1f}"),
-           ("R@100", "recall_100", "{:>5.3f}"), ("load avg 1 min", "load_avg", "{:>14}")]
+COLUMNS = [
+    ("size", "triples", "{:>5}"),
+    ("emb", "embeddings", "{:>5}"),
+    ("load s", "load_s", "{:>7.0f}"),
+    ("ask s", "ask_s", "{:>6.1f}"),
+    ("import s", "import_s", "{:>8.0f}"),
+    ("import tr/s", "import_tps", "{:>11,.0f}"),
+    ("py RSS MB", "py_rss_mb", "{:>9,.0f}"),
+    ("tree RSS MB", "tree_rss_mb", "{:>11,.0f}"),
+    ("store MB", "store_mb", "{:>8,.0f}"),
+    ("p50 ms", "p50_ms", "{:>6.1f}"),
+    ("p95 ms", "p95_ms", "{:>6.1f}"),
+    ("R@100", "recall_100", "{:>5.3f}"),
+    ("load avg 1 min", "load_avg", "{:>14}"),
+]
 
 
 def parse_size(text: str) -> int:
@@ -75,8 +86,11 @@ def generate(n: int, seed: int, data: Path) -> tuple[Path, float]:
             return folder, 0.0
     t = time.perf_counter()
     print(f"[{label(n)}] generating {n:,} triples into {folder} ...", flush=True)
-    subprocess.run([sys.executable, str(HERE / "synth.py"), "--triples", str(n), "--seed", str(seed), "--out", str(folder)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, str(HERE / "synth.py"), "--triples", str(n), "--seed", str(seed), "--out", str(folder)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return folder, time.perf_counter() - t
 
 
@@ -100,10 +114,8 @@ class RssSampler:
                 own = self.proc.memory_info().rss
                 tree = own
                 for child in self.proc.children(recursive=True):
-                    try:
+                    with contextlib.suppress(psutil.Error):
                         tree += child.memory_info().rss
-                    except psutil.Error:
-                        pass
                 self.peak, self.peak_tree = max(self.peak, own), max(self.peak_tree, tree)
             except psutil.Error:
                 return
@@ -125,8 +137,17 @@ def summary_value(text: str, row: str) -> float | None:
 
 def bulk_load(folder: Path, embeddings: str, log: Path) -> dict:
     env = {**os.environ, "COLUMNS": "200"}
-    cmd = kgdb_cmd("load", "freebase-subset", str(folder / "triples.tsv"), "--names", str(folder / "names.tsv"),
-                   "--bulk", "--replace", "--embeddings", embeddings)
+    cmd = kgdb_cmd(
+        "load",
+        "freebase-subset",
+        str(folder / "triples.tsv"),
+        "--names",
+        str(folder / "names.tsv"),
+        "--bulk",
+        "--replace",
+        "--embeddings",
+        embeddings,
+    )
     t = time.perf_counter()
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -139,15 +160,22 @@ def bulk_load(folder: Path, embeddings: str, log: Path) -> dict:
         raise SystemExit(f"the load failed (exit {rc}); see {log}:\n{text[-2000:]}")
     triples = summary_value(text, "triples (distinct)")
     import_s = summary_value(text, "seconds: import")
-    return {"load_cmd_s": wall, "distinct_triples": triples, "import_s": import_s,
-            "import_tps": triples / import_s if triples and import_s else None,
-            "py_rss_mb": sampler.peak / 2**20, "tree_rss_mb": sampler.peak_tree / 2**20,
-            "phases": {m.group(1): float(m.group(2)) for m in re.finditer(r"seconds: ([\w +]+?)\s*│\s*([\d.]+)", text)}}
+    return {
+        "load_cmd_s": wall,
+        "distinct_triples": triples,
+        "import_s": import_s,
+        "import_tps": triples / import_s if triples and import_s else None,
+        "py_rss_mb": sampler.peak / 2**20,
+        "tree_rss_mb": sampler.peak_tree / 2**20,
+        "phases": {m.group(1): float(m.group(2)) for m in re.finditer(r"seconds: ([\w +]+?)\s*│\s*([\d.]+)", text)},
+    }
 
 
 def first_ask(question: dict, log: Path) -> dict:
     t = time.perf_counter()
-    out = subprocess.run(kgdb_cmd("ask", question["question"]), capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    out = subprocess.run(
+        kgdb_cmd("ask", question["question"]), capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}
+    )
     secs = time.perf_counter() - t
     log.write_text(out.stdout + out.stderr)
     answered = out.returncode == 0 and any(a in out.stdout for a in question["answer"])
@@ -162,8 +190,14 @@ def store_mb(home: Path) -> float:
 STAGES = ("link", "fetch", "featurise", "score")
 
 
-def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = "cosine", checkpoint: str | None = None,
-              cap: int | None = None) -> dict:
+def retrieval(
+    questions: list[dict],
+    k: int,
+    hops: int | None,
+    retriever: str = "cosine",
+    checkpoint: str | None = None,
+    cap: int | None = None,
+) -> dict:
     """Warm latency (total and per stage), subgraph sizes and answer recall@k on planted questions.
 
     Stages are the pipeline's own timings: link (candidate query + vectors filled for candidates),
@@ -185,23 +219,35 @@ def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = 
         pipe = RetrievePipeline(graph, settings, retriever, checkpoint, k=k, hops=hops, cap=cap, write=False)
         embs = pipe.embed([q["question"] for q in questions])
         t = time.perf_counter()
-        for q, emb in track(list(zip(questions, embs)), description="warm-up (untimed)"):  # caches, page cache, lazy vectors filled
+        for q, emb in track(
+            list(zip(questions, embs)), description="warm-up (untimed)"
+        ):  # caches, page cache, lazy vectors filled
             pipe.retrieve(q["question"], None, q_emb=emb)
         warm_s, filled = time.perf_counter() - t, pipe.vectors.filled
         per = []
         for q, emb in track(list(zip(questions, embs)), description="timed pass"):
             res = pipe.retrieve(q["question"], None, q_emb=emb)
             sg = res.subgraph
-            row = {"id": q["id"], "hop": q["hop"], **{s: res.timings.get(s, 0.0) for s in STAGES},
-                   "linked": set(q["q_entity"]) <= set(res.topics), "triples": sg.num_triples if sg is not None else 0,
-                   "truncated": bool(sg is not None and sg.meta.get("truncated")), "in_subgraph": False, "recall": 0.0}
+            row = {
+                "id": q["id"],
+                "hop": q["hop"],
+                **{s: res.timings.get(s, 0.0) for s in STAGES},
+                "linked": set(q["q_entity"]) <= set(res.topics),
+                "triples": sg.num_triples if sg is not None else 0,
+                "truncated": bool(sg is not None and sg.meta.get("truncated")),
+                "in_subgraph": False,
+                "recall": 0.0,
+            }
             row["total"] = sum(row[s] for s in STAGES)
             if sg is not None and sg.num_triples:
                 local = {e: i for i, e in enumerate(sg.entity_ids)}
                 answers = np.array([local[a] for a in q["a_entity"] if a in local], dtype=np.int64)
                 order = np.array([t.index for t in res.triples], dtype=np.int64)
                 row["in_subgraph"] = bool(answers.size)
-                row["recall"] = answer_recall_at(order, np.asarray(sg.head), np.asarray(sg.tail), answers, len(q["a_entity"]), k) or 0.0
+                row["recall"] = (
+                    answer_recall_at(order, np.asarray(sg.head), np.asarray(sg.tail), answers, len(q["a_entity"]), k)
+                    or 0.0
+                )
             per.append(row)
 
     def pct(key: str, rows: list[dict] = per) -> list[float]:
@@ -210,17 +256,34 @@ def retrieval(questions: list[dict], k: int, hops: int | None, retriever: str = 
     by_hop = {}
     for hop in sorted({r["hop"] for r in per}):
         rows = [r for r in per if r["hop"] == hop]
-        by_hop[str(hop)] = {"questions": len(rows), f"recall_{k}": float(np.mean([r["recall"] for r in rows])),
-                            "linked": float(np.mean([r["linked"] for r in rows])),
-                            "answer_in_subgraph": float(np.mean([r["in_subgraph"] for r in rows])),
-                            "p50_ms": pct("total", rows)[0], "p95_ms": pct("total", rows)[1]}
-    return {"p50_ms": pct("total")[0], "p95_ms": pct("total")[1], f"recall_{k}": float(np.mean([r["recall"] for r in per])),
-            "topics_linked": float(np.mean([r["linked"] for r in per])),
-            "answer_in_subgraph": float(np.mean([r["in_subgraph"] for r in per])), "questions": len(questions),
-            "stages_ms": {s: pct(s) for s in STAGES}, "triples_p50_p95": pct("triples"),
-            "truncated": float(np.mean([r["truncated"] for r in per])), "by_hop": by_hop, "retriever": pipe.name,
-            "hops": pipe.hops, "cap": pipe.cap or DEFAULT_CAP, "fetch_max_triples": settings.fetch_max_triples,
-            "fetch_hub_scan": settings.fetch_hub_scan, "warmup_s": warm_s, "vectors_filled": filled, "per_question": per}
+        by_hop[str(hop)] = {
+            "questions": len(rows),
+            f"recall_{k}": float(np.mean([r["recall"] for r in rows])),
+            "linked": float(np.mean([r["linked"] for r in rows])),
+            "answer_in_subgraph": float(np.mean([r["in_subgraph"] for r in rows])),
+            "p50_ms": pct("total", rows)[0],
+            "p95_ms": pct("total", rows)[1],
+        }
+    return {
+        "p50_ms": pct("total")[0],
+        "p95_ms": pct("total")[1],
+        f"recall_{k}": float(np.mean([r["recall"] for r in per])),
+        "topics_linked": float(np.mean([r["linked"] for r in per])),
+        "answer_in_subgraph": float(np.mean([r["in_subgraph"] for r in per])),
+        "questions": len(questions),
+        "stages_ms": {s: pct(s) for s in STAGES},
+        "triples_p50_p95": pct("triples"),
+        "truncated": float(np.mean([r["truncated"] for r in per])),
+        "by_hop": by_hop,
+        "retriever": pipe.name,
+        "hops": pipe.hops,
+        "cap": pipe.cap or DEFAULT_CAP,
+        "fetch_max_triples": settings.fetch_max_triples,
+        "fetch_hub_scan": settings.fetch_hub_scan,
+        "warmup_s": warm_s,
+        "vectors_filled": filled,
+        "per_question": per,
+    }
 
 
 def keep_per_question(row: dict, path: Path) -> None:
@@ -233,16 +296,20 @@ def report(size: str, row: dict, k: int) -> str:
     stages = ", ".join(f"{s} {a:.1f}/{b:.1f}" for s, (a, b) in row["stages_ms"].items())
     # rows measured before stop 22 did not record the hub bound (a count of 8 hubs then)
     hubs = f"hub scan {row['fetch_hub_scan']:,}" if "fetch_hub_scan" in row else "hub bound not recorded"
-    lines = [f"[{size}] retrieval ({row['retriever']}, {row['hops']} hops, cap {row['cap']}, "
-             f"max triples {row['fetch_max_triples']:,}, {hubs}, {row['questions']} questions): p50 {row['p50_ms']:.1f} ms, "
-             f"p95 {row['p95_ms']:.1f} ms, answer recall@{k} {row[f'recall_{k}']:.3f}, topics linked "
-             f"{row['topics_linked']:.1%}, answer in subgraph {row['answer_in_subgraph']:.1%}",
-             f"[{size}]   stages p50/p95 ms: {stages}; subgraph triples p50/p95 "
-             f"{row['triples_p50_p95'][0]:,.0f}/{row['triples_p50_p95'][1]:,.0f}, truncated {row['truncated']:.1%}; "
-             f"warm-up pass {row['warmup_s']:.0f} s ({row['vectors_filled']:,} entity vectors filled)"]
+    lines = [
+        f"[{size}] retrieval ({row['retriever']}, {row['hops']} hops, cap {row['cap']}, "
+        f"max triples {row['fetch_max_triples']:,}, {hubs}, {row['questions']} questions): p50 {row['p50_ms']:.1f} ms, "
+        f"p95 {row['p95_ms']:.1f} ms, answer recall@{k} {row[f'recall_{k}']:.3f}, topics linked "
+        f"{row['topics_linked']:.1%}, answer in subgraph {row['answer_in_subgraph']:.1%}",
+        f"[{size}]   stages p50/p95 ms: {stages}; subgraph triples p50/p95 "
+        f"{row['triples_p50_p95'][0]:,.0f}/{row['triples_p50_p95'][1]:,.0f}, truncated {row['truncated']:.1%}; "
+        f"warm-up pass {row['warmup_s']:.0f} s ({row['vectors_filled']:,} entity vectors filled)",
+    ]
     for hop, h in row["by_hop"].items():
-        lines.append(f"[{size}]   {hop}-hop ({h['questions']}): recall@{k} {h[f'recall_{k}']:.3f}, linked {h['linked']:.1%}, "
-                     f"answer in subgraph {h['answer_in_subgraph']:.1%}, p50/p95 {h['p50_ms']:.1f}/{h['p95_ms']:.1f} ms")
+        lines.append(
+            f"[{size}]   {hop}-hop ({h['questions']}): recall@{k} {h[f'recall_{k}']:.3f}, linked {h['linked']:.1%}, "
+            f"answer in subgraph {h['answer_in_subgraph']:.1%}, p50/p95 {h['p50_ms']:.1f}/{h['p95_ms']:.1f} ms"
+        )
     return "\n".join(lines)
 
 
@@ -291,19 +358,41 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1M,10M,50M", help="comma-separated triple counts (500k, 1M, 10M, ...)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data", type=Path, required=True, help="folder for the generated graphs (large: ~65 bytes per triple)")
+    ap.add_argument(
+        "--data", type=Path, required=True, help="folder for the generated graphs (large: ~65 bytes per triple)"
+    )
     ap.add_argument("--out", type=Path, default=HERE / "out" / "scale", help="results.json, scale.png and the logs")
-    ap.add_argument("--embeddings", choices=["eager", "lazy", "auto"], default="lazy", help="entity embeddings of the load")
-    ap.add_argument("--questions", type=int, default=200, help="planted questions timed per size (1, 2, 3 hops in turn)")
+    ap.add_argument(
+        "--embeddings", choices=["eager", "lazy", "auto"], default="lazy", help="entity embeddings of the load"
+    )
+    ap.add_argument(
+        "--questions", type=int, default=200, help="planted questions timed per size (1, 2, 3 hops in turn)"
+    )
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--hops", type=int, default=None, help="fetch depth (default: the pipeline's)")
-    ap.add_argument("--cap", type=int, default=None, help="per-node expansion cap (default: the checkpoint's, else the fetch default)")
-    ap.add_argument("--retriever", default="cosine", help="retriever timed (untrained: cosine; or one with a shipped checkpoint)")
-    ap.add_argument("--checkpoint", default=None, help="checkpoint name or folder of a trained --retriever (e.g. the shipped cosine-dde)")
+    ap.add_argument(
+        "--cap",
+        type=int,
+        default=None,
+        help="per-node expansion cap (default: the checkpoint's, else the fetch default)",
+    )
+    ap.add_argument(
+        "--retriever", default="cosine", help="retriever timed (untrained: cosine; or one with a shipped checkpoint)"
+    )
+    ap.add_argument(
+        "--checkpoint",
+        default=None,
+        help="checkpoint name or folder of a trained --retriever (e.g. the shipped cosine-dde)",
+    )
     ap.add_argument("--offset", type=int, default=0, help="skip this many planted questions first")
-    ap.add_argument("--no-retrieval", action="store_true", help="loads only (retrieval needs entity vectors, or lazy filling)")
-    ap.add_argument("--retrieval-only", action="store_true",
-                    help="time retrieval on the graph the server holds now (loaded by an earlier run of this size)")
+    ap.add_argument(
+        "--no-retrieval", action="store_true", help="loads only (retrieval needs entity vectors, or lazy filling)"
+    )
+    ap.add_argument(
+        "--retrieval-only",
+        action="store_true",
+        help="time retrieval on the graph the server holds now (loaded by an earlier run of this size)",
+    )
     args = ap.parse_args()
 
     from kgdb.config import load_settings
@@ -317,15 +406,21 @@ def main() -> None:
     for n in (parse_size(s) for s in args.sizes.split(",")):
         if args.retrieval_only:
             folder = args.data / f"synth-{label(n)}-seed{args.seed}"
-            questions = [json.loads(line) for line in (folder / "questions.jsonl").open(encoding="utf-8")][args.offset : args.offset + args.questions]
+            questions = [json.loads(line) for line in (folder / "questions.jsonl").open(encoding="utf-8")][
+                args.offset : args.offset + args.questions
+            ]
             row = next((r for r in results if (r["triples"], r["embeddings"]) == (n, args.embeddings)), None)
             if row is None:
-                raise SystemExit(f"--retrieval-only: {store} holds no {label(n)} --embeddings {args.embeddings} load; pass the "
-                                 "--out of the run that loaded this graph, or load it first (without --retrieval-only)")
+                raise SystemExit(
+                    f"--retrieval-only: {store} holds no {label(n)} --embeddings {args.embeddings} load; pass the "
+                    "--out of the run that loaded this graph, or load it first (without --retrieval-only)"
+                )
             before = load_average()
             row.update(retrieval(questions, args.k, args.hops, args.retriever, args.checkpoint, args.cap))
             keep_per_question(row, args.out / f"retrieval-{label(n)}-{args.embeddings}.json")
-            row["load_avg"] = f"{str(row.get('load_avg', '')).split('; retrieval')[0]}; retrieval {before:.1f} -> {load_average():.1f}"
+            row["load_avg"] = (
+                f"{str(row.get('load_avg', '')).split('; retrieval')[0]}; retrieval {before:.1f} -> {load_average():.1f}"
+            )
             print(report(label(n), row, args.k) + f"\n[{label(n)}]   load average {row['load_avg']}", flush=True)
             store.write_text(json.dumps(results, indent=1))
             continue
@@ -335,10 +430,21 @@ def main() -> None:
         load = bulk_load(folder, args.embeddings, args.out / f"load-{label(n)}-{args.embeddings}.log")
         questions = [json.loads(line) for line in (folder / "questions.jsonl").open(encoding="utf-8")][: args.questions]
         ask = first_ask(questions[0], args.out / f"ask-{label(n)}-{args.embeddings}.log")
-        row = {"triples": n, "seed": args.seed, "embeddings": args.embeddings, "generate_s": gen_s, **load, **ask,
-               "load_s": load["load_cmd_s"] + ask["ask_s"], "store_mb": store_mb(home)}
-        print(f"[{label(n)}] loaded in {row['load_s']:.0f} s (import {load['import_s']} s), peak Python RSS "
-              f"{load['py_rss_mb']:,.0f} MB; first ask {ask['ask_s']:.1f} s (answer found: {ask['ask_found_answer']})", flush=True)
+        row = {
+            "triples": n,
+            "seed": args.seed,
+            "embeddings": args.embeddings,
+            "generate_s": gen_s,
+            **load,
+            **ask,
+            "load_s": load["load_cmd_s"] + ask["ask_s"],
+            "store_mb": store_mb(home),
+        }
+        print(
+            f"[{label(n)}] loaded in {row['load_s']:.0f} s (import {load['import_s']} s), peak Python RSS "
+            f"{load['py_rss_mb']:,.0f} MB; first ask {ask['ask_s']:.1f} s (answer found: {ask['ask_found_answer']})",
+            flush=True,
+        )
         row["load_avg"] = f"{before:.1f} -> {load_average():.1f}"  # at the start -> at the end
         results = [r for r in results if (r["triples"], r["embeddings"]) != (n, args.embeddings)] + [row]
         results.sort(key=lambda r: (r["embeddings"], r["triples"]))

@@ -13,9 +13,9 @@ README gives 94.7% of the 977 questions within 2 undirected hops.
 
 from __future__ import annotations
 
-import os
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -25,8 +25,8 @@ import typer
 
 from kgdb.config import load_settings, mask_uri
 from kgdb.cypher import Graph
-from kgdb.data.labels import label_subgraph
 from kgdb.cypher.retrieval import DEFAULT_CAP, fetch_subgraph
+from kgdb.data.labels import label_subgraph
 from kgdb.embeddings import get_embedder
 
 # $KGDB_DATA, wherever the benchmark is started from.
@@ -36,9 +36,12 @@ DATA = Path(os.environ.get("KGDB_DATA", "data"))
 def require_file(path: Path, what: str) -> None:
     """One line and exit 2 instead of a traceback when the data is not where it is expected."""
     if not path.is_file():
-        print(f"error: {path}: {what} not found (expected $KGDB_DATA; "
-              "pass the file's path as an option)", file=sys.stderr)
+        print(
+            f"error: {path}: {what} not found (expected $KGDB_DATA; pass the file's path as an option)", file=sys.stderr
+        )
         raise SystemExit(2)
+
+
 app = typer.Typer(add_completion=False)
 logging.getLogger("neo4j").setLevel(logging.ERROR)
 
@@ -91,16 +94,22 @@ def webqsp(
     print(f"settings: hops={hops} cap={cap} uri={mask_uri(settings.neo4j_uri)}")
     print(f"question embedding (batch, not counted): {embed_s:.2f} s total")
     print(f"latency ms: p50 {_pct(ms, 50):.1f}  p95 {_pct(ms, 95):.1f}  max {max(ms):.1f}  mean {np.mean(ms):.1f}")
-    print(f"triples per subgraph: mean {np.mean(triples):.0f}  p50 {_pct(triples, 50):.0f}  "
-          f"p95 {_pct(triples, 95):.0f}  max {max(triples)}")
+    print(
+        f"triples per subgraph: mean {np.mean(triples):.0f}  p50 {_pct(triples, 50):.0f}  "
+        f"p95 {_pct(triples, 95):.0f}  max {max(triples)}"
+    )
     print(f"nodes per subgraph: mean {np.mean(nodes):.0f}  p50 {_pct(nodes, 50):.0f}  max {max(nodes)}")
     print(f"answer coverage: {covered}/{n} = {100 * covered / n:.1f}%  (data README 2-hop reachability: 94.7%)")
-    print(f"shortest-path labels: {labelled}/{reachable} questions with an answer in the subgraph have "
-          "at least one labelled triple")
+    print(
+        f"shortest-path labels: {labelled}/{reachable} questions with an answer in the subgraph have "
+        "at least one labelled triple"
+    )
 
 
 @app.command()
-def hub(caps: str = typer.Option("1000000,2000,1000,500,100", help="caps to compare (comma-separated)"), hops: int = 2) -> None:
+def hub(
+    caps: str = typer.Option("1000000,2000,1000,500,100", help="caps to compare (comma-separated)"), hops: int = 2
+) -> None:
     settings = load_settings()
     embedder = get_embedder(settings.embedding_model, settings.device, settings.embedding_batch_size)
     with Graph.connect(settings) as graph:
@@ -115,8 +124,10 @@ def hub(caps: str = typer.Option("1000000,2000,1000,500,100", help="caps to comp
                 start = time.perf_counter()
                 sg = fetch_subgraph(graph, [top["id"]], vector, hops=hops, cap=cap)
                 times.append(time.perf_counter() - start)
-            print(f"cap {cap:>8}: {sg.num_triples:>8} triples, {sg.num_nodes:>6} nodes, "
-                  f"best of 3 {min(times):.3f} s, median {np.median(times):.3f} s")
+            print(
+                f"cap {cap:>8}: {sg.num_triples:>8} triples, {sg.num_nodes:>6} nodes, "
+                f"best of 3 {min(times):.3f} s, median {np.median(times):.3f} s"
+            )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,11 @@ def subnormal_counts(folder: Path) -> dict[str, int]:
     from safetensors.torch import load_file
 
     state = load_file(str(folder / "model.safetensors"))
-    return {k: int(((t != 0) & (t.abs() < torch.finfo(t.dtype).tiny)).sum()) for k, t in state.items() if t.is_floating_point()}
+    return {
+        k: int(((t != 0) & (t.abs() < torch.finfo(t.dtype).tiny)).sum())
+        for k, t in state.items()
+        if t.is_floating_point()
+    }
 
 
 def main() -> None:
@@ -46,12 +50,13 @@ def run() -> None:
     ap.add_argument("--questions", type=Path, required=True)
     ap.add_argument("--split", default="val")
     ap.add_argument("--n", type=int, default=300, help="first N questions of the split")
-    ap.add_argument("--checkpoint", type=Path, action="append", default=[], help="another checkpoint folder to count (repeatable)")
+    ap.add_argument(
+        "--checkpoint", type=Path, action="append", default=[], help="another checkpoint folder to count (repeatable)"
+    )
     args = ap.parse_args()
 
-    from safetensors.torch import load_file
-
     import torch
+    from safetensors.torch import load_file
 
     from kgdb.config import load_settings
     from kgdb.cypher import Graph
@@ -68,7 +73,10 @@ def run() -> None:
     folders = sorted({p.parent for p in (shipped.parent).glob("*/model.safetensors")}) + args.checkpoint
     for folder in folders:
         counts = subnormal_counts(folder)
-        print(f"{folder.name}: {sum(counts.values()):,} subnormal weights" + "".join(f"; {k} {n:,}" for k, n in counts.items() if n))
+        print(
+            f"{folder.name}: {sum(counts.values()):,} subnormal weights"
+            + "".join(f"; {k} {n:,}" for k, n in counts.items() if n)
+        )
 
     settings = load_settings()
     graph = Graph.connect(settings)
@@ -77,7 +85,10 @@ def run() -> None:
         raise SystemExit(f"{settings.neo4j_uri}: the shipped portable ranker does not fit this graph's embedding model")
     served, table = ranker.model, torch.from_numpy(ranker.model.relation_emb)  # served: numpy, kgdb's weights
     modules = {}
-    for name, weights in (("as stored", load_file(str(shipped / "model.safetensors"))), ("as read", read_weights(shipped / "model.safetensors"))):
+    for name, weights in (
+        ("as stored", load_file(str(shipped / "model.safetensors"))),
+        ("as read", read_weights(shipped / "model.safetensors")),
+    ):
         modules[name] = PathRanker(served.cfg, table)
         modules[name].load_state_dict(weights, strict=False)  # its relation table is the graph's, not stored
         modules[name].eval()
@@ -88,17 +99,29 @@ def run() -> None:
     sizes = []
     for i, q in enumerate(questions):
         text, emb = ranker.encode(q.text, [])
-        candidates = relation_paths_around(graph, q.topics, max_hops=ranker.hops[0], cvt_hops=ranker.hops[1], cap=ranker.frontier_cap,
-                                           hub_scan=ranker.hub_scan, prefixes=ranker.prefixes, prefix_score=prefix_score(ranker.relations, emb))
-        kept, tokens, dense = candidate_features(ranker.relations, text, emb, q.topics, candidates, max_hops=served.cfg.max_hops)
+        candidates = relation_paths_around(
+            graph,
+            q.topics,
+            max_hops=ranker.hops[0],
+            cvt_hops=ranker.hops[1],
+            cap=ranker.frontier_cap,
+            hub_scan=ranker.hub_scan,
+            prefixes=ranker.prefixes,
+            prefix_score=prefix_score(ranker.relations, emb),
+        )
+        kept, tokens, dense = candidate_features(
+            ranker.relations, text, emb, q.topics, candidates, max_hops=served.cfg.max_hops
+        )
         if not kept:
             continue
         none = np.zeros(len(kept), np.float32)
         words = text_features(text, served.cfg.buckets)
         ex = RankerExample(q.id, np.asarray(emb, np.float32), words, tokens, dense, none.astype(bool), none, none)
-        runs = [("torch, weights as stored", lambda: rank_scores(modules["as stored"], ex)),
-                ("torch, weights as read", lambda: rank_scores(modules["as read"], ex)),
-                ("numpy, as served", lambda: served.scores(emb, words, tokens, dense))]
+        runs = [
+            ("torch, weights as stored", lambda: rank_scores(modules["as stored"], ex)),
+            ("torch, weights as read", lambda: rank_scores(modules["as read"], ex)),
+            ("numpy, as served", lambda: served.scores(emb, words, tokens, dense)),
+        ]
         scores = {}
         for name, run_one in runs[:: 1 if i % 2 else -1]:  # alternating which goes first
             t = time.perf_counter()
@@ -113,12 +136,18 @@ def run() -> None:
         served_diff = max(served_diff, float(np.abs(scores["numpy, as served"] - read).max()))
     graph.close()
     if not n:
-        raise SystemExit(f"{args.questions}: none of the first {args.n} {args.split} questions has a candidate path on {settings.neo4j_uri}")
-    print(f"{n} {args.split} questions with candidates ({statistics.median(sizes):.0f} per question p50, {max(sizes):,} max) on "
-          f"{settings.neo4j_uri}: scores bitwise equal {same}, same top path {top}; numpy as served against torch: same top path "
-          f"{served_top}, largest score difference {served_diff:.1e}")
+        raise SystemExit(
+            f"{args.questions}: none of the first {args.n} {args.split} questions has a candidate path on {settings.neo4j_uri}"
+        )
+    print(
+        f"{n} {args.split} questions with candidates ({statistics.median(sizes):.0f} per question p50, {max(sizes):,} max) on "
+        f"{settings.neo4j_uri}: scores bitwise equal {same}, same top path {top}; numpy as served against torch: same top path "
+        f"{served_top}, largest score difference {served_diff:.1e}"
+    )
     for name, values in ms.items():
-        print(f"  scoring ms per question, {name}: p50 {statistics.median(values):.2f}, mean {statistics.mean(values):.2f}")
+        print(
+            f"  scoring ms per question, {name}: p50 {statistics.median(values):.2f}, mean {statistics.mean(values):.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from collections import Counter
@@ -82,10 +81,17 @@ def measure(triples, names: dict[str, str] | None) -> tuple[Shape, Counter]:
     deg_in = np.array([inn.get(e, 0) for e in entities])
     n = len(triples)
     return Shape(
-        triples=n, entities=len(entities), relations=len(rel), triples_per_entity=n / len(entities),
-        out_alpha=powerlaw_alpha(deg_out), in_alpha=powerlaw_alpha(deg_in),
-        max_out_degree=int(deg_out.max()), max_in_degree=int(deg_in.max()), cvt_share=cvt / len(entities),
-        name_words_mean=float(np.mean([len(x.split()) for x in labels])), name_chars_mean=float(np.mean([len(x) for x in labels])),
+        triples=n,
+        entities=len(entities),
+        relations=len(rel),
+        triples_per_entity=n / len(entities),
+        out_alpha=powerlaw_alpha(deg_out),
+        in_alpha=powerlaw_alpha(deg_in),
+        max_out_degree=int(deg_out.max()),
+        max_in_degree=int(deg_in.max()),
+        cvt_share=cvt / len(entities),
+        name_words_mean=float(np.mean([len(x.split()) for x in labels])),
+        name_chars_mean=float(np.mean([len(x) for x in labels])),
         top_relation_share=rel.most_common(1)[0][1] / n,
     ), rel
 
@@ -122,7 +128,9 @@ def fit(shared: Path) -> Profile:
     """Fit the shape to WebQSP kg.tsv and FB15k-237 (triples + names), each weighted equally."""
     webqsp = list(_read_tsv(shared / "webqsp" / "kg.tsv"))
     fb = [(h, _dotted(r), t) for h, r, t in _read_tsv(shared / "fb15k237" / "triples.tsv")]
-    fb_names = dict(line.rstrip("\n").split("\t", 1) for line in (shared / "fb15k237" / "names.tsv").open(encoding="utf-8"))
+    fb_names = dict(
+        line.rstrip("\n").split("\t", 1) for line in (shared / "fb15k237" / "names.tsv").open(encoding="utf-8")
+    )
     shape_w, rel_w = measure(webqsp, None)
     shape_f, rel_f = measure(fb, fb_names)
     vocab = sorted(set(rel_w) | set(rel_f))
@@ -130,14 +138,23 @@ def fit(shared: Path) -> Profile:
     names = [e for h, _, t in webqsp for e in (h, t) if not _is_cvt(e)] + list(fb_names.values())
     words = np.bincount(np.clip([len(x.split()) for x in names], 1, 12))[1:].astype(np.float64)
     return Profile(
-        relations=vocab, relation_p=p / p.sum(),
-        out_alpha=(shape_w.out_alpha + shape_f.out_alpha) / 2, in_alpha=(shape_w.in_alpha + shape_f.in_alpha) / 2,
-        out_hub_ratio=(shape_w.max_out_degree / shape_w.triples_per_entity + shape_f.max_out_degree / shape_f.triples_per_entity) / 2,
-        in_hub_ratio=(shape_w.max_in_degree / shape_w.triples_per_entity + shape_f.max_in_degree / shape_f.triples_per_entity) / 2,
+        relations=vocab,
+        relation_p=p / p.sum(),
+        out_alpha=(shape_w.out_alpha + shape_f.out_alpha) / 2,
+        in_alpha=(shape_w.in_alpha + shape_f.in_alpha) / 2,
+        out_hub_ratio=(
+            shape_w.max_out_degree / shape_w.triples_per_entity + shape_f.max_out_degree / shape_f.triples_per_entity
+        )
+        / 2,
+        in_hub_ratio=(
+            shape_w.max_in_degree / shape_w.triples_per_entity + shape_f.max_in_degree / shape_f.triples_per_entity
+        )
+        / 2,
         # Pooled: WebQSP is a sparse neighbourhood crawl (1.9 triples per entity), FB15k-237 a dense core (21).
         triples_per_entity=(shape_w.triples + shape_f.triples) / (shape_w.entities + shape_f.entities),
         cvt_share=shape_w.cvt_share,  # FB15k-237 has its CVTs collapsed into paths; WebQSP keeps them
-        name_words=words / words.sum(), real={"webqsp": shape_w, "fb15k237": shape_f},
+        name_words=words / words.sum(),
+        real={"webqsp": shape_w, "fb15k237": shape_f},
     )
 
 
@@ -206,7 +223,7 @@ def generate(triples: int, seed: int, out: Path, profile: Profile, questions: in
     reserved: set[int] = set()  # head * n_rel + relation pairs no random triple may use
     qs = []
     names_needed: dict[int, None] = {}
-    middle = heads.order[n // 100: max(n // 100 + 1, n // 5)]  # mid-popularity entities as topics
+    middle = heads.order[n // 100 : max(n // 100 + 1, n // 5)]  # mid-popularity entities as topics
     for qi in range(questions):
         hop = 1 + qi % 3
         topic = int(rng.choice(middle))
@@ -241,12 +258,18 @@ def generate(triples: int, seed: int, out: Path, profile: Profile, questions: in
     written = 0
     start = time.perf_counter()
     with (out / "triples.tsv").open("w", encoding="utf-8") as fh:
+
         def emit(h: np.ndarray, r: np.ndarray, t: np.ndarray) -> None:
             nonlocal written
             np.add.at(deg_out, h, 1)
             np.add.at(deg_in, t, 1)
             rel_count[:] += np.bincount(r, minlength=n_rel)
-            fh.write("".join(f"{mid(a)}\t{profile.relations[b]}\t{mid(c)}\n" for a, b, c in zip(h.tolist(), r.tolist(), t.tolist())))
+            fh.write(
+                "".join(
+                    f"{mid(a)}\t{profile.relations[b]}\t{mid(c)}\n"
+                    for a, b, c in zip(h.tolist(), r.tolist(), t.tolist())
+                )
+            )
             written += len(h)
 
         p = np.array(planted, np.int64).reshape(-1, 3)
@@ -257,7 +280,10 @@ def generate(triples: int, seed: int, out: Path, profile: Profile, questions: in
             r = np.minimum(np.searchsorted(rel_cdf, rng.random(size) * rel_cdf[-1]), n_rel - 1)
             keep = (h != t) & ~np.isin(h * n_rel + r, reserved_keys)
             emit(h[keep], r[keep], t[keep])
-            print(f"triples: {written:,}/{triples:,} ({written / triples:.0%}), {time.perf_counter() - start:.1f} s", file=sys.stderr)
+            print(
+                f"triples: {written:,}/{triples:,} ({written / triples:.0%}), {time.perf_counter() - start:.1f} s",
+                file=sys.stderr,
+            )
 
     used = (deg_out + deg_in) > 0
     ids = np.flatnonzero(used)
@@ -268,7 +294,7 @@ def generate(triples: int, seed: int, out: Path, profile: Profile, questions: in
     topic_names: dict[int, str] = {}
     with (out / "names.tsv").open("w", encoding="utf-8") as fh:
         for lo in range(0, len(ids), CHUNK):
-            block, block_cvt = ids[lo: lo + CHUNK], cvt_mask[lo: lo + CHUNK]
+            block, block_cvt = ids[lo : lo + CHUNK], cvt_mask[lo : lo + CHUNK]
             labels = names_chunk(lo, lo + len(block), profile, seed)
             lines = []
             for e, c, name in zip(block.tolist(), block_cvt.tolist(), labels):
@@ -286,17 +312,33 @@ def generate(triples: int, seed: int, out: Path, profile: Profile, questions: in
     with (out / "questions.jsonl").open("w", encoding="utf-8") as fh:
         for qid, rels, topic, answers, hop, _ in qs:
             chain = " of the ".join(relation_text(profile.relations[r]) for r in reversed(rels))
-            fh.write(json.dumps({
-                "id": qid, "question": f"what is the {chain} of {topic_names[topic]}?", "q_entity": [mid(topic)],
-                "a_entity": [mid(a) for a in answers], "answer": [topic_names[a] for a in answers], "hop": hop,
-                "relations": [profile.relations[r] for r in rels],
-            }) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": qid,
+                        "question": f"what is the {chain} of {topic_names[topic]}?",
+                        "q_entity": [mid(topic)],
+                        "a_entity": [mid(a) for a in answers],
+                        "answer": [topic_names[a] for a in answers],
+                        "hop": hop,
+                        "relations": [profile.relations[r] for r in rels],
+                    }
+                )
+                + "\n"
+            )
 
     shape = Shape(
-        triples=written, entities=int(used.sum()), relations=int((rel_count > 0).sum()),
-        triples_per_entity=written / max(1, int(used.sum())), out_alpha=powerlaw_alpha(deg_out[used]),
-        in_alpha=powerlaw_alpha(deg_in[used]), max_out_degree=int(deg_out.max()), max_in_degree=int(deg_in.max()),
-        cvt_share=float(cvt_mask.mean()), name_words_mean=float(np.mean(name_words)), name_chars_mean=float(np.mean(name_chars)),
+        triples=written,
+        entities=int(used.sum()),
+        relations=int((rel_count > 0).sum()),
+        triples_per_entity=written / max(1, int(used.sum())),
+        out_alpha=powerlaw_alpha(deg_out[used]),
+        in_alpha=powerlaw_alpha(deg_in[used]),
+        max_out_degree=int(deg_out.max()),
+        max_in_degree=int(deg_in.max()),
+        cvt_share=float(cvt_mask.mean()),
+        name_words_mean=float(np.mean(name_words)),
+        name_chars_mean=float(np.mean(name_chars)),
         top_relation_share=float(rel_count.max() / written),
     )
     return shape
@@ -317,19 +359,30 @@ def main() -> None:
     t = time.perf_counter()
     profile = fit(args.shared)
     shape = generate(args.triples, args.seed, args.out, profile, args.questions)
-    fitted = {"out_alpha": profile.out_alpha, "in_alpha": profile.in_alpha, "triples_per_entity": profile.triples_per_entity,
-              "cvt_share": profile.cvt_share, "relations": len(profile.relations)}
+    fitted = {
+        "out_alpha": profile.out_alpha,
+        "in_alpha": profile.in_alpha,
+        "triples_per_entity": profile.triples_per_entity,
+        "cvt_share": profile.cvt_share,
+        "relations": len(profile.relations),
+    }
     rows = {**{k: asdict(v) for k, v in profile.real.items()}, "fitted": fitted, "generated": asdict(shape)}
-    (args.out / "stats.json").write_text(json.dumps({"seed": args.seed, "triples": args.triples, "shape": rows}, indent=1))
+    (args.out / "stats.json").write_text(
+        json.dumps({"seed": args.seed, "triples": args.triples, "shape": rows}, indent=1)
+    )
 
     def cell(value) -> str:
-        return f"{value:>14,.3f}" if isinstance(value, float) else f"{value:>14,}" if value is not None else f"{'-':>14}"
+        return (
+            f"{value:>14,.3f}" if isinstance(value, float) else f"{value:>14,}" if value is not None else f"{'-':>14}"
+        )
 
     print(f"{'statistic':<20}" + "".join(f"{k:>14}" for k in rows))
     for field in asdict(shape):
         print(f"{field:<20}" + "".join(cell(rows[k].get(field)) for k in rows))
-    print(f"wrote {shape.triples:,} triples, {shape.entities:,} entities and {args.questions} questions to {args.out} "
-          f"in {time.perf_counter() - t:.1f} s (seed {args.seed})")
+    print(
+        f"wrote {shape.triples:,} triples, {shape.entities:,} entities and {args.questions} questions to {args.out} "
+        f"in {time.perf_counter() - t:.1f} s (seed {args.seed})"
+    )
 
 
 if __name__ == "__main__":

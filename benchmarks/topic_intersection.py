@@ -98,18 +98,24 @@ def main() -> None:
             was, now = bool(base) and base[0] in gold, bool(joint) and joint[0] in gold
             if was != now:
                 changed["+" if now else "-"].append(q.text)
-        base_rows.append(ScoredQuestion(q.id, gold, base, reachable, kind="several" if len(set(q.topics)) >= 2 else "one"))
+        base_rows.append(
+            ScoredQuestion(q.id, gold, base, reachable, kind="several" if len(set(q.topics)) >= 2 else "one")
+        )
         joint_rows.append(ScoredQuestion(q.id, gold, joint, reachable, kind=base_rows[-1].kind))
     graph.close()
     several = sum(r.kind == "several" for r in base_rows)
-    print(f"{qs.dataset} {split}: {len(records)} questions, {several} naming two or more topics; {args.paths} path(s) per topic")
+    print(
+        f"{qs.dataset} {split}: {len(records)} questions, {several} naming two or more topics; {args.paths} path(s) per topic"
+    )
     print(f"{'':<28}{'Hit@1':>7}{'Mac-F1':>8}{'Hit':>7}")
     for subset, pick in (("several topics", lambda r: r.kind == "several"), ("all", lambda r: True)):
         for name, rows in (("ranker", base_rows), ("joint grounding", joint_rows)):
             m = summarise([r for r in rows if pick(r)])
             print(f"{subset + ', ' + name:<28}{m['hit1']:>7.2f}{m['macro_f1']:>8.2f}{m['hit']:>7.2f}")
-    print(f"turned right {len(changed['+'])}, turned wrong {len(changed['-'])}; joint planning and grounding "
-          f"{1000 * sum(seconds) / max(len(seconds), 1):.0f} ms per several-topic question")
+    print(
+        f"turned right {len(changed['+'])}, turned wrong {len(changed['-'])}; joint planning and grounding "
+        f"{1000 * sum(seconds) / max(len(seconds), 1):.0f} ms per several-topic question"
+    )
     for sign in "+-":
         for text in changed[sign][:8]:
             print(f"  {sign} {text}")

@@ -25,7 +25,9 @@ def ask(text: str, topics: list[str] | None) -> dict:
     cmd = [sys.executable, "-m", "kgdb", "ask", text, "--reasoner", "rrp", "--no-write", "--json"]
     for t in topics or []:
         cmd += ["--topic", t]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)  # a failed ask is a wrong answer, reported
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=600, check=False
+    )  # a failed ask is a wrong answer, reported
     try:
         return json.loads(done.stdout)
     except json.JSONDecodeError:
@@ -47,12 +49,24 @@ def main() -> None:
             answers = [a.get("entity_id") or a["answer"] for a in res.get("answers") or []]
             ok = bool(answers) and answers[0] in set(q.answers)
             right[source] += ok
-            row = {"id": q.id, "question": q.text, "topics": source, "linked": res.get("topics"), "answers": answers[:5],
-                   "grounded": [a.get("grounded") for a in (res.get("answers") or [])[:5]], "right": ok, "error": res.get("error")}
+            row = {
+                "id": q.id,
+                "question": q.text,
+                "topics": source,
+                "linked": res.get("topics"),
+                "answers": answers[:5],
+                "grounded": [a.get("grounded") for a in (res.get("answers") or [])[:5]],
+                "right": ok,
+                "error": res.get("error"),
+            }
             rows.append(row)
             first = answers[0] if answers else "(no answer)"
-            print(f"{'RIGHT' if ok else 'WRONG'} [{source}] {q.text!r}: {first!r}" + (f" (+{len(answers) - 1} more)" if len(answers) > 1 else "")
-                  + (f"; error {row['error']}" if row["error"] else ""), flush=True)
+            print(
+                f"{'RIGHT' if ok else 'WRONG'} [{source}] {q.text!r}: {first!r}"
+                + (f" (+{len(answers) - 1} more)" if len(answers) > 1 else "")
+                + (f"; error {row['error']}" if row["error"] else ""),
+                flush=True,
+            )
     n = len(qs.questions)
     print(f"{args.questions}: first answer right " + ", ".join(f"{right[s]}/{n} with {s} topics" for s in sources))
     if args.out:

@@ -31,13 +31,13 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
-if TYPE_CHECKING:  # pragma: no cover  # noqa: F401 (names for type checkers)
-    from kgdb.api import Kgdb, connect
-    from kgdb.config import Settings
-    from kgdb.errors import DatabaseError, InputError, KgdbError
-    from kgdb.models.base import Retriever
-    from kgdb.models.registry import register as register_retriever
-    from kgdb.protocol import QuestionRetriever, Retrieval, ScoredEntity, ScoredPath, ScoredTriple
+if TYPE_CHECKING:  # pragma: no cover (names for type checkers; at run time __getattr__ imports them)
+    from kgdb.api import Kgdb, connect  # noqa: F401
+    from kgdb.config import Settings  # noqa: F401
+    from kgdb.errors import DatabaseError, InputError, KgdbError  # noqa: F401
+    from kgdb.models.base import Retriever  # noqa: F401
+    from kgdb.models.registry import register as register_retriever  # noqa: F401
+    from kgdb.protocol import QuestionRetriever, Retrieval, ScoredEntity, ScoredPath, ScoredTriple  # noqa: F401
 
 
 def _installed_version() -> str:

@@ -56,7 +56,14 @@ class Kgdb:
             facts = GraphFacts.of(self.graph)
             choice = choose_retriever_model(facts, self.settings, name, checkpoint, Fallback.STAND_IN)
             self._pipelines[key] = RetrievePipeline(
-                self.graph, self.settings, choice.retriever, choice.checkpoint, k=k, hops=hops, cap=cap, write=write,
+                self.graph,
+                self.settings,
+                choice.retriever,
+                choice.checkpoint,
+                k=k,
+                hops=hops,
+                cap=cap,
+                write=write,
                 note=choice.note,
             )
         return self._pipelines[key]
@@ -140,8 +147,14 @@ class Kgdb:
             )
         return self._pipelines[key].ask(question, list(topics) if topics is not None else None)
 
-    def explain(self, *, retriever: str | None = None, checkpoint: str | None = None, reasoner: str | Reasoner = "auto",
-                fmt: str | None = None):
+    def explain(
+        self,
+        *,
+        retriever: str | None = None,
+        checkpoint: str | None = None,
+        reasoner: str | Reasoner = "auto",
+        fmt: str | None = None,
+    ):
         """The `AnsweringPlan` `ask` would follow with these arguments: what answers, and why
         (`.lines()`, `.to_json()`)."""
         from kgdb.qa.ask import plan_for
@@ -169,8 +182,14 @@ class Kgdb:
         found = trainable(kind)
         files = [Path(q) for q in questions] if isinstance(questions, (list, tuple)) else [Path(questions)]
         settings = self.settings
-        job = TrainJob(self.graph, settings, files, found.make_options(options), events or TrainEvents(),
-                       connect=lambda uri: Graph.connect(settings.with_overrides(neo4j_uri=uri)))
+        job = TrainJob(
+            self.graph,
+            settings,
+            files,
+            found.make_options(options),
+            events or TrainEvents(),
+            connect=lambda uri: Graph.connect(settings.with_overrides(neo4j_uri=uri)),
+        )
         outcome = found.train(job)
         return outcome.checkpoint, outcome.result
 

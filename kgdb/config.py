@@ -154,7 +154,9 @@ class Settings:
         toml = _read_toml()
         if unknown := sorted(set(toml) - set(fields)):
             hints = "; ".join(_RETIRED[k] for k in unknown if k in _RETIRED)
-            raise InputError(f"unknown key(s) {', '.join(unknown)}" + (f" ({hints})" if hints else ""), path=_toml_path())
+            raise InputError(
+                f"unknown key(s) {', '.join(unknown)}" + (f" ({hints})" if hints else ""), path=_toml_path()
+            )
         given: set[str] = set()
         for name, f in fields.items():
             env = f"KGDB_{name.upper()}"
@@ -220,7 +222,9 @@ def _read_toml() -> dict[str, Any]:
     would otherwise run every command on the defaults without a word)."""
     named = os.environ.get("KGDB_CONFIG")
     if named is not None and not named.strip():
-        raise InputError(f"is set but empty: name a config file, or unset it ({os.devnull} reads none)", path="KGDB_CONFIG")
+        raise InputError(
+            f"is set but empty: name a config file, or unset it ({os.devnull} reads none)", path="KGDB_CONFIG"
+        )
     path = _toml_path()
     if named is None and not path.is_file():
         return {}
@@ -245,9 +249,20 @@ def _read_toml() -> dict[str, Any]:
 # The smallest value a number setting takes (ports also have a largest): below it a setting is a typo,
 # and `neo4j_bolt_port = -1` would only fail later as an unreadable URI.
 _LEAST = {
-    "neo4j_bolt_port": 1, "neo4j_http_port": 1, "neo4j_dense_threshold": 1, "fetch_chunk": 1, "fetch_max_triples": 1,
-    "fetch_hub_scan": 1, "rrp_prefixes": 1, "rrp_step_scan": 1, "embedding_batch_size": 1, "llm_timeout": 0,
-    "llm_max_retries": 0, "llm_context": 1, "llm_concurrency": 1, "llm_max_tokens": 1,
+    "neo4j_bolt_port": 1,
+    "neo4j_http_port": 1,
+    "neo4j_dense_threshold": 1,
+    "fetch_chunk": 1,
+    "fetch_max_triples": 1,
+    "fetch_hub_scan": 1,
+    "rrp_prefixes": 1,
+    "rrp_step_scan": 1,
+    "embedding_batch_size": 1,
+    "llm_timeout": 0,
+    "llm_max_retries": 0,
+    "llm_context": 1,
+    "llm_concurrency": 1,
+    "llm_max_tokens": 1,
 }
 _MOST = {"neo4j_bolt_port": 65535, "neo4j_http_port": 65535}
 

@@ -46,7 +46,11 @@ class Embedder:
     """
 
     def __init__(
-        self, model: str = DEFAULT_EMBEDDING_MODEL, device: str = "auto", batch_size: int = 256, trust_remote_code: bool = False
+        self,
+        model: str = DEFAULT_EMBEDDING_MODEL,
+        device: str = "auto",
+        batch_size: int = 256,
+        trust_remote_code: bool = False,
     ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -90,8 +94,9 @@ class Embedder:
         try:
             # Remote code runs whatever a model repository ships: only when the user opts in
             # (KGDB_EMBEDDING_TRUST_REMOTE_CODE=1, needed for e.g. gte-large-en-v1.5).
-            return SentenceTransformer(self.path, device=self.device, trust_remote_code=self.trust_remote_code,
-                                       local_files_only=offline)
+            return SentenceTransformer(
+                self.path, device=self.device, trust_remote_code=self.trust_remote_code, local_files_only=offline
+            )
         except Exception as exc:  # hub lookups fail offline with many exception types
             raise KgdbError(
                 f"cannot load embedding model {self.name!r}: {exc}. Models cannot be downloaded here; "

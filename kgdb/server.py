@@ -19,9 +19,9 @@ import subprocess
 import time
 import urllib.request
 from contextlib import contextmanager
-from typing import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator
 
 import psutil
 from platformdirs import user_cache_dir
@@ -112,9 +112,11 @@ HOME_MARKER = ".kgdb-neo4j-home"
 
 def is_kgdb_home(folder: Path) -> bool:
     """A folder kgdb made a Neo4j home (the marker), or one from before the marker (its conf)."""
-    return (folder / HOME_MARKER).is_file() or (folder / "conf" / "neo4j.conf").is_file() or (
-        folder / "lib" / ".kgdb-complete"
-    ).is_file()
+    return (
+        (folder / HOME_MARKER).is_file()
+        or (folder / "conf" / "neo4j.conf").is_file()
+        or (folder / "lib" / ".kgdb-complete").is_file()
+    )
 
 
 def check_home(home: Path | str) -> None:
@@ -124,12 +126,14 @@ def check_home(home: Path | str) -> None:
     1777 folder, a project) would be taken over, and another user's folder cannot be made private.
     """
     if not str(home).strip():
-        raise KgdbError("KGDB_NEO4J_HOME / --home is empty: name the folder for the Neo4j server (or unset it "
-                        "for the default)")
+        raise KgdbError(
+            "KGDB_NEO4J_HOME / --home is empty: name the folder for the Neo4j server (or unset it for the default)"
+        )
     path = Path(home).expanduser()
     if path.is_symlink():
-        raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} is a symbolic link: name the real folder "
-                        f"({path.resolve()}) or a new one")
+        raise KgdbError(
+            f"KGDB_NEO4J_HOME / --home {path} is a symbolic link: name the real folder ({path.resolve()}) or a new one"
+        )
     if not path.exists():
         return
     if not path.is_dir():
@@ -137,8 +141,10 @@ def check_home(home: Path | str) -> None:
     if path.stat().st_uid != os.getuid():
         raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} belongs to another user: name a folder of your own")
     if not is_kgdb_home(path) and any(path.iterdir()):
-        raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} is a non-empty folder that is not a kgdb Neo4j home: "
-                        "name a new or empty folder (kgdb makes it private and puts the database in it)")
+        raise KgdbError(
+            f"KGDB_NEO4J_HOME / --home {path} is a non-empty folder that is not a kgdb Neo4j home: "
+            "name a new or empty folder (kgdb makes it private and puts the database in it)"
+        )
 
 
 def free_port() -> int:
@@ -263,9 +269,10 @@ class LocalServer:
         shutil.rmtree(staging, ignore_errors=True)
         log(f"Resolving Neo4j {NEO4J_VERSION} + Browser {BROWSER_VERSION} from Maven Central ...")
         proc = subprocess.run(
-            [mvn, "-B", "-q", "dependency:copy-dependencies", f"-DoutputDirectory={staging}",
-             "-DincludeScope=runtime"],
-            cwd=build, capture_output=True, text=True,
+            [mvn, "-B", "-q", "dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
+            cwd=build,
+            capture_output=True,
+            text=True,
         )
         if proc.returncode != 0:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
@@ -328,7 +335,9 @@ class LocalServer:
         env = {k: v for k, v in os.environ.items() if k not in _SECRET_ENV}
         return {**env, "NEO4J_HOME": str(self.home), "NEO4J_CONF": str(self.conf_dir)}
 
-    def admin(self, *args: str, check: bool = True, on_output: Callable[[str], None] | None = None) -> subprocess.CompletedProcess:
+    def admin(
+        self, *args: str, check: bool = True, on_output: Callable[[str], None] | None = None
+    ) -> subprocess.CompletedProcess:
         """Run neo4j-admin in-process (AdminTool), e.g. `database import full ...`.
 
         `on_output` gets its output as it comes (an import prints its progress for minutes)."""
@@ -337,8 +346,15 @@ class LocalServer:
         if on_output is None:
             proc = subprocess.run(cmd, cwd=self.home, env=self._env(), capture_output=True, text=True)
         else:
-            with subprocess.Popen(cmd, cwd=self.home, env=self._env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, bufsize=1) as popen:
+            with subprocess.Popen(
+                cmd,
+                cwd=self.home,
+                env=self._env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+            ) as popen:
                 assert popen.stdout is not None
                 out = []
                 while chunk := popen.stdout.read(256):
@@ -377,8 +393,10 @@ class LocalServer:
         self.install_jars(log)
         with self._home_lock():  # a concurrent start must not set the initial password a second time
             if self.running():
-                log(f"Neo4j is running from {self.home}: left its neo4j.conf as it is "
-                    "(`kgdb neo4j stop` first to apply new settings)")
+                log(
+                    f"Neo4j is running from {self.home}: left its neo4j.conf as it is "
+                    "(`kgdb neo4j stop` first to apply new settings)"
+                )
                 return
             conf = self.write_conf()
             log(f"Wrote {conf}")
@@ -407,8 +425,12 @@ class LocalServer:
             homes = [arg.split("=", 1)[1] for arg in cmdline if arg.startswith("--home-dir=")]
             # The pid file alone proves nothing (a copied home, a reused pid): the process must be
             # a Neo4j server started on this very home.
-            if (proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE and ENTRY_POINT in cmdline
-                    and any(Path(h).resolve() == self.home.resolve() for h in homes)):
+            if (
+                proc.is_running()
+                and proc.status() != psutil.STATUS_ZOMBIE
+                and ENTRY_POINT in cmdline
+                and any(Path(h).resolve() == self.home.resolve() for h in homes)
+            ):
                 return pid
         except psutil.Error:
             pass
@@ -436,8 +458,10 @@ class LocalServer:
                 "password: set KGDB_NEO4J_PASSWORD to your own before the first start, or keep "
                 "KGDB_NEO4J_LISTEN_ADDRESS=127.0.0.1"
             )
-        log(f"warning: Neo4j listens on {self.listen_address}; Bolt and Browser (HTTP) are not encrypted, so "
-            "the password and data cross the network in plain text: use a firewall or an SSH tunnel")
+        log(
+            f"warning: Neo4j listens on {self.listen_address}; Bolt and Browser (HTTP) are not encrypted, so "
+            "the password and data cross the network in plain text: use a firewall or an SSH tunnel"
+        )
 
     def _start_locked(self, log, timeout: float) -> bool:
         if self.running():
@@ -461,15 +485,27 @@ class LocalServer:
         java = require_tool("java", "install Java 17 or 21")
         heap = self.heap or default_memory()[0]
         cmd = [
-            java, "-cp", f"{self.home}/plugins/*:{self.conf_dir}/*:{self.lib}/*",
-            "-Xms512m", f"-Xmx{heap}", *_JVM_FLAGS, ENTRY_POINT,
-            f"--home-dir={self.home}", f"--config-dir={self.conf_dir}", "--console-mode",
+            java,
+            "-cp",
+            f"{self.home}/plugins/*:{self.conf_dir}/*:{self.lib}/*",
+            "-Xms512m",
+            f"-Xmx{heap}",
+            *_JVM_FLAGS,
+            ENTRY_POINT,
+            f"--home-dir={self.home}",
+            f"--config-dir={self.conf_dir}",
+            "--console-mode",
         ]
         self.console_log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.console_log, "ab") as out:
             proc = subprocess.Popen(
-                cmd, cwd=self.home, env=self._env(), stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
+                cmd,
+                cwd=self.home,
+                env=self._env(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.pid_file.write_text(f"{proc.pid}\n")
@@ -491,22 +527,30 @@ class LocalServer:
         documented default password still opens it. The password a home has is the one set at its
         first start (or changed in Neo4j since), not whatever KGDB_NEO4J_PASSWORD says today."""
         probe = dataclasses.replace(self, listen_address="127.0.0.1")
-        log(f"checking the password this server really has before it listens on {self.listen_address} "
-            "(a start on 127.0.0.1 first) ...")
+        log(
+            f"checking the password this server really has before it listens on {self.listen_address} "
+            "(a start on 127.0.0.1 first) ..."
+        )
         probe._start_locked(log=lambda _msg: None, timeout=timeout)
         try:
             default_opens = probe.password_works(DEFAULT_PASSWORD)
         finally:
             probe.stop(log=lambda _msg: None)
-        fix = ("Start it on 127.0.0.1, change the password (ALTER CURRENT USER SET PASSWORD FROM 'old' TO 'new'), "
-               "then start it here again")
+        fix = (
+            "Start it on 127.0.0.1, change the password (ALTER CURRENT USER SET PASSWORD FROM 'old' TO 'new'), "
+            "then start it here again"
+        )
         refusing = f"refusing to listen on {self.listen_address} (beyond this machine)"
         if default_opens:
-            raise KgdbError(f"{refusing}: the server in {self.home} still has the documented default password for "
-                            f"user 'neo4j', whatever KGDB_NEO4J_PASSWORD says. {fix}")
+            raise KgdbError(
+                f"{refusing}: the server in {self.home} still has the documented default password for "
+                f"user 'neo4j', whatever KGDB_NEO4J_PASSWORD says. {fix}"
+            )
         if default_opens is None:
-            raise KgdbError(f"{refusing}: could not check that the server in {self.home} no longer has the "
-                            f"documented default password. {fix}")
+            raise KgdbError(
+                f"{refusing}: could not check that the server in {self.home} no longer has the "
+                f"documented default password. {fix}"
+            )
 
     def password_works(self, password: str | None = None) -> bool | None:
         """Whether the configured password (or `password`) opens this server (None: could not tell)."""
@@ -525,9 +569,11 @@ class LocalServer:
 
     def warn_if_password_differs(self, log=print) -> None:
         if self.password_works() is False:
-            log("warning: KGDB_NEO4J_PASSWORD does not open this server. The password is set only at the first "
+            log(
+                "warning: KGDB_NEO4J_PASSWORD does not open this server. The password is set only at the first "
                 "install/start of a home; a later one is not applied. Change it in Neo4j (Browser or cypher-shell: "
-                "ALTER CURRENT USER SET PASSWORD FROM 'old' TO 'new'), or set KGDB_NEO4J_PASSWORD to the old one")
+                "ALTER CURRENT USER SET PASSWORD FROM 'old' TO 'new'), or set KGDB_NEO4J_PASSWORD to the old one"
+            )
 
     def http_ready(self) -> bool:
         try:
@@ -579,4 +625,3 @@ def server_from_settings(settings) -> LocalServer:
         pagecache=settings.neo4j_pagecache,
         dense_threshold=settings.neo4j_dense_threshold,
     )
-

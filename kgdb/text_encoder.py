@@ -71,7 +71,10 @@ class NumpyBertEncoder:
             or config.get("hidden_act") != "gelu"
             or config.get("position_embedding_type", "absolute") != "absolute"
             or not pooling.get("pooling_mode_mean_tokens")
-            or any(pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens"))
+            or any(
+                pooling.get(k)
+                for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens")
+            )
             or kinds != ["Transformer", "Pooling", "Normalize"]
             or st_config.get("do_lower_case")
         ):
@@ -88,7 +91,7 @@ class NumpyBertEncoder:
         self.tokenizer.enable_truncation(max_length=self.max_length)
 
         with safe_open(str(folder / "model.safetensors"), framework="numpy") as f:
-            w = {k: f.get_tensor(k) for k in f.keys() if not k.endswith("position_ids")}
+            w = {k: f.get_tensor(k) for k in f.keys() if not k.endswith("position_ids")}  # noqa: SIM118 (safe_open has keys(), no __iter__)
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
         self.word = w[f"{prefix}embeddings.word_embeddings.weight"]
         self.position = w[f"{prefix}embeddings.position_embeddings.weight"]

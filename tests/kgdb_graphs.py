@@ -29,7 +29,11 @@ def random_multigraph(seed: int, nodes: int = 8, edges: int = 16, relations: int
     triples = set()
     for i in range(1, nodes):  # a random spanning tree (random directions) keeps it connected
         a, b = names[rng.randrange(i)], names[i]
-        triples.add((a, f"rel.r{rng.randrange(relations)}", b) if rng.random() < 0.5 else (b, f"rel.r{rng.randrange(relations)}", a))
+        triples.add(
+            (a, f"rel.r{rng.randrange(relations)}", b)
+            if rng.random() < 0.5
+            else (b, f"rel.r{rng.randrange(relations)}", a)
+        )
     while len(triples) < edges:
         h, t = rng.sample(names, 2)
         triples.add((h, f"rel.r{rng.randrange(relations)}", t))

@@ -52,7 +52,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass
 
-    def _send(self, status: int, body: bytes, content_type: str = "application/json", headers: dict | None = None) -> None:
+    def _send(
+        self, status: int, body: bytes, content_type: str = "application/json", headers: dict | None = None
+    ) -> None:
         try:
             self.send_response(status)
             for key, value in (headers or {}).items():
@@ -70,7 +72,10 @@ class _Handler(BaseHTTPRequestHandler):
             body = {"default_generation_settings": {"n_ctx": owner.context}, "total_slots": owner.slots}
             self._send(200, json.dumps(body).encode())
         elif self.path.rstrip("/").endswith("/models"):
-            body = {"object": "list", "data": [{"id": self.server.owner.model, "object": "model", "owned_by": "kgdb-test"}]}
+            body = {
+                "object": "list",
+                "data": [{"id": self.server.owner.model, "object": "model", "owned_by": "kgdb-test"}],
+            }
             self._send(200, json.dumps(body).encode())
         else:
             self._send(404, json.dumps({"error": {"message": "not found", "type": "invalid_request_error"}}).encode())
@@ -97,7 +102,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps({"tokens": list(range(_count_tokens(text)))}).encode())
             return
         if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send(404, json.dumps({"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}}).encode())
+            self._send(
+                404,
+                json.dumps({"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}}).encode(),
+            )
             return
         try:
             request = json.loads(raw)
@@ -115,10 +123,17 @@ class _Handler(BaseHTTPRequestHandler):
         if wants_schema and owner.structured == "reject":
             with owner._lock:
                 owner.rejected.append(request)
-            self._send(400, json.dumps({"error": {"message": "response_format is not supported", "type": "invalid_request_error"}}).encode())
+            self._send(
+                400,
+                json.dumps(
+                    {"error": {"message": "response_format is not supported", "type": "invalid_request_error"}}
+                ).encode(),
+            )
             return
         if owner.context:
-            asked = sum(_count_tokens(m.get("content") or "") + 8 for m in request.get("messages", [])) + int(request.get("max_tokens") or 0)
+            asked = sum(_count_tokens(m.get("content") or "") + 8 for m in request.get("messages", [])) + int(
+                request.get("max_tokens") or 0
+            )
             if asked > owner.context:
                 with owner._lock:
                     owner.rejected.append(request)
@@ -242,7 +257,9 @@ def _as_json(content: str, response_format: dict[str, Any]) -> str:
     that are among the schema's enum names (a grammar admits nothing else)."""
     schema = response_format.get("json_schema", {}).get("schema") or response_format.get("schema") or {}
     allowed = schema.get("properties", {}).get("answers", {}).get("items", {}).get("enum")
-    answers = [line.split(":", 1)[1].strip() for line in content.splitlines() if line.strip().lower().startswith("ans:")]
+    answers = [
+        line.split(":", 1)[1].strip() for line in content.splitlines() if line.strip().lower().startswith("ans:")
+    ]
     answers = [a for a in answers if allowed is None or a in allowed]
     return json.dumps({"answers": answers})
 
@@ -307,14 +324,21 @@ def select_relations(messages: list[dict[str, Any]]) -> str:
     segment shares a word of 4+ letters with the question (`capital` in location.country.capital),
     else the first listed relation. Replies with an explanation and one `ans: → relation` line each."""
     user = messages[-1].get("content", "") if messages else ""
-    listed = [(m.group(1), m.group(2).strip()) for line in user.splitlines() if (m := _RELATION_LINE.match(line.strip()))]
+    listed = [
+        (m.group(1), m.group(2).strip()) for line in user.splitlines() if (m := _RELATION_LINE.match(line.strip()))
+    ]
     if not listed:
         return "I see no relations.\nans: none"
     question = user.rsplit("Question:", 1)[-1].lower()
     words = {w for w in re.findall(r"[a-z]+", question) if len(w) >= 4}
 
     def fits(name: str) -> bool:
-        return any(w in part or part in w for part in re.split(r"[._]", name.rsplit(".", 1)[-1].lower()) if len(part) >= 4 for w in words)
+        return any(
+            w in part or part in w
+            for part in re.split(r"[._]", name.rsplit(".", 1)[-1].lower())
+            if len(part) >= 4
+            for w in words
+        )
 
     chosen = [(a, n) for a, n in listed if fits(n)] or listed[:1]
     return "These relations match the question's words.\n" + "\n".join(f"ans: {a} {n}" for a, n in chosen)

@@ -16,19 +16,27 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from kgdb.config import Settings, SecretStr
+from kgdb.config import SecretStr, Settings
 from kgdb.data.questions import read_questions
 from kgdb.errors import InputError
 from kgdb.loaders.badlines import BadLines
 from kgdb.loaders.questions import read_question_file
 
 # -- question files ---------------------------------------------------------------------------
-NAMES = st.sampled_from(["Paris", " Paris ", "\ufeffParis", "m.0abc", "Zoë", "a [b] c", "x\x1b[2Jy", "q\"uote", "", " "])
-SCALARS = st.one_of(NAMES, st.integers(-10**30, 10**30), st.floats(allow_nan=True, allow_subnormal=False), st.booleans(), st.none(),
-                    st.text(max_size=8))
-JSON_VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                            st.dictionaries(st.text(max_size=4), inner, max_size=3)),
-                           max_leaves=8)
+NAMES = st.sampled_from(["Paris", " Paris ", "\ufeffParis", "m.0abc", "Zoë", "a [b] c", "x\x1b[2Jy", 'q"uote', "", " "])
+SCALARS = st.one_of(
+    NAMES,
+    st.integers(-(10**30), 10**30),
+    st.floats(allow_nan=True, allow_subnormal=False),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=8),
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+    max_leaves=8,
+)
 LIST_FIELD = st.one_of(st.lists(NAMES, max_size=3), NAMES, JSON_VALUES)
 ENCODINGS = st.sampled_from(["utf-8", "utf-8", "utf-8", "utf-8-sig", "utf-16", "latin-1"])
 
@@ -38,12 +46,25 @@ def question_records(draw) -> str:
     """One JSONL line: mostly a record with some fields wrong, sometimes not a record at all."""
     mode = draw(st.integers(0, 9))
     if mode == 0:
-        return draw(st.sampled_from(["{", "[1, 2]", "null", "\"text\"", "[" * 3000 + "]" * 3000,
-                                     '{"id": 1' + "2" * 5000 + "}", '{"id": "\\ud800", "question": "x"}']))
+        return draw(
+            st.sampled_from(
+                [
+                    "{",
+                    "[1, 2]",
+                    "null",
+                    '"text"',
+                    "[" * 3000 + "]" * 3000,
+                    '{"id": 1' + "2" * 5000 + "}",
+                    '{"id": "\\ud800", "question": "x"}',
+                ]
+            )
+        )
     if mode == 1:
         return json.dumps(draw(JSON_VALUES))
-    record = {"id": draw(st.one_of(st.text(min_size=1, max_size=6), st.integers(), JSON_VALUES)),
-              "question": draw(st.one_of(st.sampled_from(["where is paris?", "who {x} is?"]), JSON_VALUES))}
+    record = {
+        "id": draw(st.one_of(st.text(min_size=1, max_size=6), st.integers(), JSON_VALUES)),
+        "question": draw(st.one_of(st.sampled_from(["where is paris?", "who {x} is?"]), JSON_VALUES)),
+    }
     for key in ("q_entity", "answer", "a_entity"):
         if draw(st.booleans()):
             record[key] = draw(LIST_FIELD)
@@ -116,9 +137,27 @@ def check_question_file(path: Path) -> str:
 FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 KEYS = st.one_of(st.sampled_from(sorted(FIELDS)), st.sampled_from(["port", "neo4j_url", "fetch_max_hubs", "x-y"]))
 TOML_VALUES = st.one_of(
-    st.integers(-2**63, 2**63 - 1).map(str), st.floats(allow_nan=False, allow_subnormal=False).map(lambda f: repr(f) if math.isfinite(f) else "inf"),
-    st.sampled_from(["true", "false", "nan", "-inf", "1979-05-27", "07:32:00", "[]", "[1, 'a']", "{a = 1}", "''",
-                     "'bolt://localhost:7687'", "'/tmp/kgdb-cache'", "'cuda'", "\"\\u0000\"", "'''multi\nline'''"]),
+    st.integers(-(2**63), 2**63 - 1).map(str),
+    st.floats(allow_nan=False, allow_subnormal=False).map(lambda f: repr(f) if math.isfinite(f) else "inf"),
+    st.sampled_from(
+        [
+            "true",
+            "false",
+            "nan",
+            "-inf",
+            "1979-05-27",
+            "07:32:00",
+            "[]",
+            "[1, 'a']",
+            "{a = 1}",
+            "''",
+            "'bolt://localhost:7687'",
+            "'/tmp/kgdb-cache'",
+            "'cuda'",
+            '"\\u0000"',
+            "'''multi\nline'''",
+        ]
+    ),
     st.text(max_size=10).map(json.dumps),
 )
 

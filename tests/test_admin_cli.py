@@ -8,12 +8,16 @@ import sys
 import pytest
 
 from kgdb.config import Settings
+from kgdb.server import HOME_MARKER
 
 
 def kgdb(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "kgdb", *args],
-        capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
     )
 
 
@@ -40,12 +44,19 @@ def test_unknown_and_retired_settings_are_named(tmp_path):
     toml = tmp_path / "kgdb.toml"
     toml.write_text('neo4j_databse = "typo"\n')
     out = kgdb("config", "show", env={"KGDB_CONFIG": str(toml)})
-    assert out.returncode != 0 and "neo4j_databse" in out.stderr and str(toml) in out.stderr and "Traceback" not in out.stderr
+    assert (
+        out.returncode != 0
+        and "neo4j_databse" in out.stderr
+        and str(toml) in out.stderr
+        and "Traceback" not in out.stderr
+    )
     toml.write_text("fetch_max_hubs = 8\n")
     out = kgdb("config", "show", env={"KGDB_CONFIG": str(toml)})
     assert out.returncode != 0 and "KGDB_FETCH_HUB_SCAN" in out.stderr
     out = kgdb("config", "show", env={"KGDB_FETCH_MAX_HUBS": "8", "KGDB_CONFIG": "/nonexistent.toml"})
-    assert out.returncode != 0 and "KGDB_FETCH_MAX_HUBS is no longer read" in out.stderr and "Traceback" not in out.stderr
+    assert (
+        out.returncode != 0 and "KGDB_FETCH_MAX_HUBS is no longer read" in out.stderr and "Traceback" not in out.stderr
+    )
 
 
 def test_wrong_password_is_one_clear_line(neo4j_settings: Settings):
@@ -64,7 +75,9 @@ def test_unreachable_server_is_one_clear_line():
 
 
 def test_status_counts_the_database(neo4j_settings: Settings, graph):
-    out = kgdb("--uri", neo4j_settings.neo4j_uri, "--password", neo4j_settings.neo4j_password.get_secret_value(), "status")
+    out = kgdb(
+        "--uri", neo4j_settings.neo4j_uri, "--password", neo4j_settings.neo4j_password.get_secret_value(), "status"
+    )
     assert out.returncode == 0, out.stderr
     assert "entities" in out.stdout
 
@@ -80,7 +93,8 @@ def test_start_on_running_server_says_so_and_busy_port_is_explained(neo4j_settin
     # A fresh home whose ports are taken by the running test server.
     shared_lib = Settings().neo4j_home / "lib"
     fresh = tmp_path / "other"
-    (fresh).mkdir()
+    fresh.mkdir()
+    (fresh / HOME_MARKER).touch()  # a kgdb home whose jars are the shared ones: nothing to install
     os.symlink(shared_lib, fresh / "lib")
     out = kgdb("neo4j", "start", "--home", str(fresh), *ports, env=env)
     assert out.returncode == 1
@@ -93,11 +107,18 @@ START_UP_HEAVY = ("torch", "sentence_transformers", "transformers", "pydantic", 
 
 def _heavy_modules_after(*args: str, env: dict | None = None, code: int = 0) -> list[str]:
     """Runs `kgdb ARGS` in a fresh interpreter; the heavy modules it imported on the way."""
-    script = ("import sys\nfrom kgdb.cli import main\n"
-              "try:\n    main()\nexcept SystemExit as e:\n    print('EXIT', e.code or 0)\n"
-              f"print('HEAVY', sorted(m for m in {START_UP_HEAVY!r} if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True,
-                         env={**os.environ, **(env or {}), "COLUMNS": "200"}, timeout=120)
+    script = (
+        "import sys\nfrom kgdb.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    print('EXIT', e.code or 0)\n"
+        f"print('HEAVY', sorted(m for m in {START_UP_HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {}), "COLUMNS": "200"},
+        timeout=120,
+    )
     assert f"EXIT {code}" in out.stdout and "Traceback" not in out.stderr, out.stdout + out.stderr
     last = out.stdout.strip().splitlines()[-1]
     assert last.startswith("HEAVY ")
@@ -122,9 +143,17 @@ def test_bad_setting_in_the_environment_is_one_clear_line():
     assert "KGDB_NEO4J_BOLT_PORT must be an integer, got 'seventy'" in out.stderr
 
 
-
-@pytest.mark.parametrize("args", [["train", "rapl", "--cap"], ["train", "rapl", "--hops"], ["train", "rapl", "--max-val"],
-                                  ["label", "--cap"], ["label", "--hops"], ["label", "--limit"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["train", "rapl", "--cap"],
+        ["train", "rapl", "--hops"],
+        ["train", "rapl", "--max-val"],
+        ["label", "--cap"],
+        ["label", "--hops"],
+        ["label", "--limit"],
+    ],
+)
 def test_a_count_below_one_is_refused_before_anything_runs(args, tmp_path):
     # `cap or default` read 0 as "unset" and trained or labelled with the default instead
     from typer.testing import CliRunner
@@ -138,7 +167,7 @@ def test_a_count_below_one_is_refused_before_anything_runs(args, tmp_path):
 
 
 def test_tune_per_file_zero_skips_the_tuning_and_a_negative_count_is_refused(tmp_path):
-    # 0 means "no tuning" (rrp-ranker, rrp); stop 40's lower bound of 1 had made that documented value unusable
+    # 0 means "no tuning" (rrp-ranker, rrp), as documented; a lower bound of 1 would make it unusable
     from typer.testing import CliRunner
 
     from kgdb.cli import app
@@ -147,7 +176,11 @@ def test_tune_per_file_zero_skips_the_tuning_and_a_negative_count_is_refused(tmp
     questions.write_text("")
     refused = CliRunner().invoke(app, ["train", "rrp-ranker", "--questions", str(questions), "--tune-per-file", "-1"])
     assert refused.exit_code == 2 and "not in the range x>=0" in refused.output, refused.output
-    accepted = CliRunner().invoke(app, ["--uri", "bolt://localhost:1", "train", "rrp-ranker", "--questions", str(questions),
-                                        "--tune-per-file", "0"])
+    accepted = CliRunner().invoke(
+        app,
+        ["--uri", "bolt://localhost:1", "train", "rrp-ranker", "--questions", str(questions), "--tune-per-file", "0"],
+    )
     # past option parsing: it fails later, on the unreachable server
-    assert accepted.exit_code == 1 and "cannot reach Neo4j at bolt://localhost:1" in str(accepted.exception), accepted.output
+    assert accepted.exit_code == 1 and "cannot reach Neo4j at bolt://localhost:1" in str(accepted.exception), (
+        accepted.output
+    )

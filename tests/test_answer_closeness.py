@@ -14,14 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from kgdb_graphs import load
+from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
 
 from kgdb.pipeline.answer_closeness import WEIGHTS
 from kgdb.pipeline.answering_rules import ENDS_PER_PATH, Gathered, GroundedPath, weigh_by_answer_closeness, with_weight
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, names_of
 from kgdb.pipeline.relation_paths import RelationPathRetriever, relation_path_retriever
 from kgdb.protocol import ScoredPath
-from kgdb_graphs import load
-from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -44,19 +44,28 @@ def test_weighing_reorders_paths_as_long_as_the_best_one_and_keeps_their_total()
         asked.append(list(ids))
         return {e: close[e] for e in ids if e in close} if len(ids) > 1 else {}
 
-    planned = [_candidate(("place_of_birth",), 0.6, "Uppsala"), _candidate(("nationality",), 0.3, "Sweden"),
-               _candidate(("places_lived", "location"), 0.1, "Lund")]
-    assert weigh_by_answer_closeness(planned, closeness, 0.0, set()) is planned and not asked  # weight 0: nothing read, nothing changed
+    planned = [
+        _candidate(("place_of_birth",), 0.6, "Uppsala"),
+        _candidate(("nationality",), 0.3, "Sweden"),
+        _candidate(("places_lived", "location"), 0.1, "Lund"),
+    ]
+    assert (
+        weigh_by_answer_closeness(planned, closeness, 0.0, set()) is planned and not asked
+    )  # weight 0: nothing read, nothing changed
 
     weighed = _scores(weigh_by_answer_closeness(planned, closeness, 6.0, set()))
     birth, nation = 0.6 * math.exp(6 * 0.2), 0.3 * math.exp(6 * 0.35)
     lived = 0.1 * math.exp(6 * 0.2)  # another length: the best path's factor, however close its answer is
     scale = 1.0 / (birth + nation + lived)
-    assert weighed[("nationality",)] == pytest.approx(nation * scale) and weighed[("place_of_birth",)] == pytest.approx(birth * scale)
+    assert weighed[("nationality",)] == pytest.approx(nation * scale) and weighed[("place_of_birth",)] == pytest.approx(
+        birth * scale
+    )
     assert weighed[("places_lived", "location")] == pytest.approx(lived * scale)
     assert max(weighed, key=weighed.get) == ("nationality",) and sum(weighed.values()) == pytest.approx(1.0)
     assert asked[-1] == ["Sweden", "Uppsala"]  # the other length's answers are not read (no encoding on a lazy graph)
-    assert [c.s1 for c in weigh_by_answer_closeness(planned, closeness, 6.0, set())] == [c.path.score for c in weigh_by_answer_closeness(planned, closeness, 6.0, set())]
+    assert [c.s1 for c in weigh_by_answer_closeness(planned, closeness, 6.0, set())] == [
+        c.path.score for c in weigh_by_answer_closeness(planned, closeness, 6.0, set())
+    ]
     assert [c.path.score for c in planned] == [0.6, 0.3, 0.1]  # the input is not changed
 
 
@@ -68,8 +77,11 @@ def test_weighing_reads_the_first_answers_of_a_path_and_never_topics_or_cvt_node
         return {e: 0.5 for e in ids}
 
     ends = [f"e{i:02d}" for i in range(12, 0, -1)]  # grounded in any order
-    planned = [_candidate(("r",), 0.5, e) for e in ends] + [_candidate(("r",), 0.5, "topic"), _candidate(("r",), 0.5, "m.cvt"),
-                                                            _candidate(("s",), 0.5, "m.cvt")]
+    planned = [_candidate(("r",), 0.5, e) for e in ends] + [
+        _candidate(("r",), 0.5, "topic"),
+        _candidate(("r",), 0.5, "m.cvt"),
+        _candidate(("s",), 0.5, "m.cvt"),
+    ]
     weighed = weigh_by_answer_closeness(planned, closeness, 4.0, {"topic", "m.cvt"})
     assert asked == [sorted(ends)[:ENDS_PER_PATH]]  # the first ENDS_PER_PATH by id; s reaches only excluded nodes
     # s's answers are unknown: its mean closeness counts as 0, so r (0.5 each) moves above it
@@ -81,7 +93,9 @@ def test_with_weight_copies_a_gathering():
     from types import SimpleNamespace
 
     planned = [_candidate(("a",), 0.6, "x"), _candidate(("b",), 0.4, "y")]
-    g = Gathered(SimpleNamespace(ids=["topic"]), {}, set(), planned, [], {}, {}, [], lambda ids: {"x": 0.0, "y": 0.5}, None)
+    g = Gathered(
+        SimpleNamespace(ids=["topic"]), {}, set(), planned, [], {}, {}, [], lambda ids: {"x": 0.0, "y": 0.5}, None
+    )
     assert with_weight(g, 0.0) is g and with_weight(None, 6.0) is None
     copy = with_weight(g, 6.0)
     assert copy is not g and g.planned is planned and copy.planned[1].path.score > copy.planned[0].path.score
@@ -107,22 +121,35 @@ class _FixedPlanner(PathPlanner):
 
 
 def test_the_questions_type_word_picks_the_path_on_a_real_graph(graph, neo4j_settings):
-    """"which *country* was anna lindqvist born in?": the planner prefers place of birth (Uppsala); the
+    """ "which *country* was anna lindqvist born in?": the planner prefers place of birth (Uppsala); the
     answers' closeness to the question (real MiniLM vectors read from the graph) moves nationality first."""
     load(graph, PERSON)
-    planner = _FixedPlanner([PlannedPath(("people.person.place_of_birth",), 0.6, (1,)), PlannedPath(("people.person.nationality",), 0.4, (1,))])
+    planner = _FixedPlanner(
+        [
+            PlannedPath(("people.person.place_of_birth",), 0.6, (1,)),
+            PlannedPath(("people.person.nationality",), 0.4, (1,)),
+        ]
+    )
     question = "which country was anna lindqvist born in?"
     answers = {}
     for weight in (0.0, 6.0):
-        retriever = RelationPathRetriever(graph, neo4j_settings, planner=planner, write=False, mode="planner", closeness_weight=weight)
+        retriever = RelationPathRetriever(
+            graph, neo4j_settings, planner=planner, write=False, mode="planner", closeness_weight=weight
+        )
         res = retriever.retrieve(question, ["Anna Lindqvist"])
         answers[weight] = [e.name for e in res.entities]
         assert sum(p.score for p in res.paths) == pytest.approx(1.0)  # the grounded paths keep their total
         assert ("rethink" in res.timings) == bool(weight) and retriever.describe()["answer_closeness_weight"] == weight
         moved = [n for n in res.notes if n.startswith("what the paths reach put")]
-        assert moved == ([] if not weight else ["what the paths reach put people.person.nationality first, above the planner's first, "
-                                                "people.person.place_of_birth: its answers fit the question's words better "
-                                                "(answering.closeness_weight 6)"])
+        assert moved == (
+            []
+            if not weight
+            else [
+                "what the paths reach put people.person.nationality first, above the planner's first, "
+                "people.person.place_of_birth: its answers fit the question's words better "
+                "(answering.closeness_weight 6)"
+            ]
+        )
     assert answers[0.0] == ["Uppsala", "Sweden"] and answers[6.0] == ["Sweden", "Uppsala"]
 
 
@@ -134,7 +161,10 @@ def test_the_weight_comes_from_the_planners_checkpoint(graph, neo4j_settings, tm
     settings = neo4j_settings.with_overrides(checkpoints_dir=tmp_path / "none", cache_dir=tmp_path / "cache")
     shipped = json.loads((shipped_checkpoint("rrp-ranker") / "config.json").read_text())
     assert shipped["answering"]["closeness_weight"] in WEIGHTS and shipped["answering"]["split"] == "val"
-    assert relation_path_retriever(graph, settings, write=False).closeness_weight == shipped["answering"]["closeness_weight"]
+    assert (
+        relation_path_retriever(graph, settings, write=False).closeness_weight
+        == shipped["answering"]["closeness_weight"]
+    )
     assert relation_path_retriever(graph, settings, write=False, closeness_weight=0.0).closeness_weight == 0.0
 
 
@@ -153,10 +183,19 @@ def test_benchmark_chooses_the_weight_on_val_and_stores_it(movie_files, tmp_path
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "answer_closeness.py"
     run_env = {**os.environ, **env, "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
     spec = f"{settings.neo4j_uri},{settings.cache_dir},{files[1]}"
-    out = subprocess.run([sys.executable, str(script), "--checkpoint", str(copy), "--graph", spec, "--write"],
-                         capture_output=True, text=True, env=run_env, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(script), "--checkpoint", str(copy), "--graph", spec, "--write"],
+        capture_output=True,
+        text=True,
+        env=run_env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
-    rows = [line.split()[0] for line in out.stdout.splitlines() if line.strip() and line.split()[0].replace(".", "").isdigit()]
+    rows = [
+        line.split()[0]
+        for line in out.stdout.splitlines()
+        if line.strip() and line.split()[0].replace(".", "").isdigit()
+    ]
     assert rows == [str(w) for w in WEIGHTS], out.stdout
     chosen = float(out.stdout.split("chosen closeness weight: ")[1].split()[0])
     answering = json.loads((copy / "config.json").read_text())["answering"]
@@ -165,12 +204,24 @@ def test_benchmark_chooses_the_weight_on_val_and_stores_it(movie_files, tmp_path
     assert sorted(grid, key=float) == [str(w) for w in WEIGHTS] and all("hit1" in v for v in grid.values())
     with pytest.raises(InputError, match="no val questions to choose the answer closeness weight on"):
         choose_closeness_weight(find_checkpoint(str(copy), settings.checkpoints_dir), [(graph, files[1])], per_file=0)
-    bad = subprocess.run([sys.executable, str(script), "--checkpoint", str(copy), "--graph", settings.neo4j_uri],
-                         capture_output=True, text=True, env=run_env, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, str(script), "--checkpoint", str(copy), "--graph", settings.neo4j_uri],
+        capture_output=True,
+        text=True,
+        env=run_env,
+        timeout=120,
+    )
     assert bad.returncode != 0 and "expected URI,CACHE_DIR,QUESTIONS" in bad.stderr + bad.stdout
     # a beam planner's weight belongs to its structural checkpoint (`kgdb train rrp`), not to this script
     config = json.loads((copy / "config.json").read_text())
     (copy / "config.json").write_text(json.dumps({**config, "retriever": "rrp-planner"}))
-    planner = subprocess.run([sys.executable, str(script), "--checkpoint", str(copy), "--graph", spec],
-                             capture_output=True, text=True, env=run_env, timeout=120)
-    assert planner.returncode != 0 and "--checkpoint" in planner.stderr and "not an rrp-ranker" in planner.stderr, planner.stderr
+    planner = subprocess.run(
+        [sys.executable, str(script), "--checkpoint", str(copy), "--graph", spec],
+        capture_output=True,
+        text=True,
+        env=run_env,
+        timeout=120,
+    )
+    assert planner.returncode != 0 and "--checkpoint" in planner.stderr and "not an rrp-ranker" in planner.stderr, (
+        planner.stderr
+    )

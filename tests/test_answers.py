@@ -13,7 +13,7 @@ def test_ans_lines_and_explanation():
 
 
 def test_bullets_numbering_markdown_and_quotes():
-    reply = "- ans: Paris\n2. ans: Lyon\n**ans:** Nice\n* **Ans**: \"Lille\"\n`ans: Metz`"
+    reply = '- ans: Paris\n2. ans: Lyon\n**ans:** Nice\n* **Ans**: "Lille"\n`ans: Metz`'
     assert parse_answers(reply).answers == ["Paris", "Lyon", "Nice", "Lille", "Metz"]
 
 
@@ -24,7 +24,13 @@ def test_duplicates_kept_once_first_position_wins():
 
 
 def test_refusals():
-    for text in ("ans: not available", "ans: Not available.", "ans: no information available", "ans: None", "ans: unknown"):
+    for text in (
+        "ans: not available",
+        "ans: Not available.",
+        "ans: no information available",
+        "ans: None",
+        "ans: unknown",
+    ):
         out = parse_answers(text)
         assert out.answers == [] and out.refused and not out.malformed, text
     mixed = parse_answers("ans: not available\nans: Paris")

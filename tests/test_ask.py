@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+from kgdb_graphs import load
 from openai_server import OpenAIServer, echo_first_evidence
 from typer.testing import CliRunner
 
-from kgdb_graphs import load
 from kgdb.cli import app
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
-from kgdb.qa.reasoners.extractive import FEATURES, ExtractiveReasoner, enumerate_paths
 from kgdb.qa.ask import AskPipeline
+from kgdb.qa.reasoners.extractive import FEATURES, ExtractiveReasoner, enumerate_paths
 
 TRIPLES = [
     ("Jamaica", "location.country.capital", "Kingston"),
@@ -43,11 +43,13 @@ QUESTIONS = [
     {"id": "Q-2", "question": "what is the capital of france?", "q_entity": ["France"], "answer": ["Paris"]},
     {"id": "Q-3", "question": "where was usain bolt born?", "q_entity": ["Usain Bolt"], "answer": ["Sherwood Content"]},
     # two raw hops through a CVT award record
-    {"id": "Q-4", "question": "what awards did john bradfield win?",
-     "q_entity": ["John Bradfield"], "answer": ["Telford Medal", "Peter Nicol Russell Medal"]},
+    {
+        "id": "Q-4",
+        "question": "what awards did john bradfield win?",
+        "q_entity": ["John Bradfield"],
+        "answer": ["Telford Medal", "Peter Nicol Russell Medal"],
+    },
 ]
-
-
 
 
 @pytest.fixture
@@ -112,8 +114,13 @@ def test_enumerate_paths_looks_through_cvts_and_skips_topics():
 def test_extractive_reasoner_on_hand_made_evidence():
     r = ExtractiveReasoner(get_embedder())
     triples = [T(h, r_, t, s) for s, (h, r_, t) in zip(range(len(TRIPLES), 0, -1), TRIPLES)]
-    out = r.answer("what awards did the designer of the sydney harbour bridge win?", triples,
-                   ["Sydney Harbour Bridge"], ["Sydney Harbour Bridge"], cvt={"m.0aw1", "m.0aw2"})
+    out = r.answer(
+        "what awards did the designer of the sydney harbour bridge win?",
+        triples,
+        ["Sydney Harbour Bridge"],
+        ["Sydney Harbour Bridge"],
+        cvt={"m.0aw1", "m.0aw2"},
+    )
     assert sorted(out.answers) == ["Peter Nicol Russell Medal", "Telford Medal"]
     assert not out.llm_used and "No LLM was used" in out.reply and out.calls == 0
     assert all(out.support[a] for a in out.answers)  # each answer cites the triples it rests on
@@ -128,12 +135,18 @@ def test_extractive_scores_are_the_weighted_features():
     fits), column by column as `FEATURES` says."""
     r = ExtractiveReasoner(get_embedder())
     triples = [T(h, r_, t, s) for s, (h, r_, t) in zip(range(len(TRIPLES), 0, -1), TRIPLES)]
-    question, topics, cvt = "what awards did the designer of the sydney harbour bridge win?", ["Sydney Harbour Bridge"], {"m.0aw1", "m.0aw2"}
+    question, topics, cvt = (
+        "what awards did the designer of the sydney harbour bridge win?",
+        ["Sydney Harbour Bridge"],
+        {"m.0aw1", "m.0aw2"},
+    )
     paths, features = r.path_features(question, triples, topics, topics, cvt)
     assert features.shape == (len(paths), len(FEATURES)) and len(paths) == 3
     assert features[:, 1].tolist() == [p.path.hops - 1 for p in paths]
     assert all(0.0 <= x <= 1.0 for x in features[:, 2]) and all(0.0 < x <= 1.0 for x in features[:, 3])
-    designer = next(i for i, p in enumerate(paths) if [s for s, _, _ in p.path.steps] == ["architecture.structure.designer"])
+    designer = next(
+        i for i, p in enumerate(paths) if [s for s, _, _ in p.path.steps] == ["architecture.structure.designer"]
+    )
     assert features[designer, 2] == 1.0  # "designer" names the relation outright
     expected = {p.path: float(f @ np.asarray(r.weights())) for p, f in zip(paths, features)}
     ranked = r.rank_paths(question, triples, topics, topics, cvt)
@@ -187,7 +200,9 @@ def test_ask_through_openai_server_with_chains(loaded):
         pipe = AskPipeline(graph, s, retriever="cosine", k=20, fmt="chains")
         res = pipe.ask("what is the capital of france?", topics=["France"])
         sent = server.requests[-1]["messages"][-1]["content"]
-        paths = AskPipeline(graph, s, retriever="cosine", k=20, fmt="paths").ask("what is the capital of france?", topics=["France"])
+        paths = AskPipeline(graph, s, retriever="cosine", k=20, fmt="paths").ask(
+            "what is the capital of france?", topics=["France"]
+        )
         sent_paths = server.requests[-1]["messages"][-1]["content"]
     assert sent.startswith("Evidence Chains:\nChain 1. France → [")
     assert sent_paths.startswith("Reasoning Paths:\nFrance → location.") and "[" not in sent_paths.split("Question:")[0]
@@ -233,12 +248,16 @@ def test_cli_ask_without_llm(loaded):
     out = " ".join(result.output.split())
     assert "Reasoner: rrp: no LLM was used" in out and "portable rrp-ranker shipped with kgdb" in out
     assert "Kingston" in out and "Run:" in out and "Timings" in out
-    result = cli(settings, "ask", "what is the capital of jamaica?", "--timings", "--k", "20", "--reasoner", "extractive")
+    result = cli(
+        settings, "ask", "what is the capital of jamaica?", "--timings", "--k", "20", "--reasoner", "extractive"
+    )
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
     assert "no LLM was used" in out and "Kingston" in out and "Run:" in out and "cosine" in out
     assert "Timings" in out and "reason" in out
-    as_json = cli(settings, "ask", "what is the capital of france?", "--json", "--no-write", "--retriever", "cosine", "--cap", "7")
+    as_json = cli(
+        settings, "ask", "what is the capital of france?", "--json", "--no-write", "--retriever", "cosine", "--cap", "7"
+    )
     data = json.loads(as_json.output)
     assert data["answers"][0]["answer"] == "Paris" and data["run"] is None
     assert data["retrieval"]["cap"] == 7 and data["retrieval"]["hops"] == 2  # how the evidence was fetched
@@ -253,7 +272,16 @@ def test_ask_fetches_with_the_checkpoints_radius_unless_told(loaded):
     config = json.loads((one_hop / "config.json").read_text())
     config["fetch"]["hops"] = 1  # as `kgdb train cosine-dde --hops 1` records it
     (one_hop / "config.json").write_text(json.dumps(config))
-    args = ["ask", "what is the capital of france?", "--json", "--no-write", "--retriever", "cosine-dde", "--checkpoint", str(one_hop)]
+    args = [
+        "ask",
+        "what is the capital of france?",
+        "--json",
+        "--no-write",
+        "--retriever",
+        "cosine-dde",
+        "--checkpoint",
+        str(one_hop),
+    ]
     assert json.loads(cli(settings, *args).output)["retrieval"]["hops"] == 1  # the checkpoint's, not a fixed 2
     assert json.loads(cli(settings, *args, "--hops", "2").output)["retrieval"]["hops"] == 2
     zero = cli(settings, *args, "--hops", "0")  # refused, not read as "unset"
@@ -286,7 +314,16 @@ def test_cli_ask_malformed_llm_output(loaded):
     # replies that name no entity of the evidence: nothing can be read from them
     with OpenAIServer(script=[{"content": "I cannot say."}, {"content": "I cannot say."}]) as server:
         env = {"KGDB_LLM_BASE_URL": server.base_url, "KGDB_LLM_MODEL": "m"}
-        result = cli(settings, "ask", "what is the capital of jamaica?", "--retriever", "cosine", "--no-write", "--show-prompt", env=env)
+        result = cli(
+            settings,
+            "ask",
+            "what is the capital of jamaica?",
+            "--retriever",
+            "cosine",
+            "--no-write",
+            "--show-prompt",
+            env=env,
+        )
     assert result.exit_code == 0, result.output
     flat = " ".join(result.output.split())
     assert "no answer could be read from its reply" in flat and "Triples:" in flat
@@ -300,7 +337,20 @@ def test_eval_qa_extractive_then_llm_resumable(loaded, tmp_path):
     qfile = tmp_path / "questions.jsonl"
     qfile.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
     out = tmp_path / "qa-extractive"
-    args = ["eval", "qa", "--questions", str(qfile), "--split", "all", "--retriever", "cosine", "--k", "20", "--out", str(out)]
+    args = [
+        "eval",
+        "qa",
+        "--questions",
+        str(qfile),
+        "--split",
+        "all",
+        "--retriever",
+        "cosine",
+        "--k",
+        "20",
+        "--out",
+        str(out),
+    ]
     result = cli(settings, *args, "--reasoner", "extractive", "--concurrency", "2")
     assert result.exit_code == 0, result.output
     assert "Macro-F1" in result.output and "Hit@1" in result.output
@@ -317,7 +367,13 @@ def test_eval_qa_extractive_then_llm_resumable(loaded, tmp_path):
     done = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.endswith("}")]
     assert sorted(r["qid"] for r in done) == ["Q-1", "Q-2", "Q-3", "Q-4"]
     # a different reasoner into the same folder is refused
-    clash = cli(settings, *args, "--reasoner", "openai", env={"KGDB_LLM_MODEL": "m", "KGDB_LLM_BASE_URL": "http://127.0.0.1:9/v1"})
+    clash = cli(
+        settings,
+        *args,
+        "--reasoner",
+        "openai",
+        env={"KGDB_LLM_MODEL": "m", "KGDB_LLM_BASE_URL": "http://127.0.0.1:9/v1"},
+    )
     assert clash.exit_code == 1 and "different run" in str(clash.exception)
     clash = cli(settings, *args, "--reasoner", "extractive", "--cap", "1")  # other subgraphs: not resumed into these
     assert clash.exit_code == 1 and "cap differ" in str(clash.exception)
@@ -325,8 +381,24 @@ def test_eval_qa_extractive_then_llm_resumable(loaded, tmp_path):
     with OpenAIServer(responder=echo_first_evidence) as server:
         env = {"KGDB_LLM_BASE_URL": server.base_url, "KGDB_LLM_MODEL": "kgdb-test-model"}
         llm_out = tmp_path / "qa-llm"
-        llm = cli(settings, "eval", "qa", "--questions", str(qfile), "--split", "all", "--retriever", "cosine",
-                  "--reasoner", "openai", "--k", "20", "--out", str(llm_out), env=env)
+        llm = cli(
+            settings,
+            "eval",
+            "qa",
+            "--questions",
+            str(qfile),
+            "--split",
+            "all",
+            "--retriever",
+            "cosine",
+            "--reasoner",
+            "openai",
+            "--k",
+            "20",
+            "--out",
+            str(llm_out),
+            env=env,
+        )
     assert llm.exit_code == 0, llm.output
     m = json.loads((llm_out / "metrics.json").read_text())
     assert m["tokens"]["avg_prompt_tokens"] > 50 and m["tokens"]["avg_completion_tokens"] > 0

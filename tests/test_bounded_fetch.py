@@ -9,13 +9,13 @@ import sys
 
 import numpy as np
 import pytest
+from kgdb_graphs import load, random_multigraph
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph, is_read_only, query
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb.cypher.writeback import show_run, write_scores
 from kgdb.embeddings import get_embedder
-from kgdb_graphs import load, random_multigraph
 
 
 @pytest.mark.parametrize("seed", [21, 22])
@@ -92,8 +92,13 @@ def test_a_tiny_server_memory_limit_is_one_line_naming_the_settings(neo4j_settin
     from kgdb.server import LocalServer, free_port, server_from_settings
 
     server = LocalServer(
-        home=tmp_path / "tiny", password="tiny-memory-pass", bolt_port=free_port(), http_port=free_port(),
-        heap="512m", pagecache="128m", lib_dir=server_from_settings(Settings()).lib,
+        home=tmp_path / "tiny",
+        password="tiny-memory-pass",
+        bolt_port=free_port(),
+        http_port=free_port(),
+        heap="512m",
+        pagecache="128m",
+        lib_dir=server_from_settings(Settings()).lib,
     )
     settings = neo4j_settings.with_overrides(neo4j_uri=server.bolt_uri, neo4j_password="tiny-memory-pass")
     server.start(log=lambda *_: None)
@@ -107,9 +112,25 @@ def test_a_tiny_server_memory_limit_is_one_line_naming_the_settings(neo4j_settin
         server.start(log=lambda *_: None)
         env = {"KGDB_NEO4J_PASSWORD": "tiny-memory-pass", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
         out = subprocess.run(
-            [sys.executable, "-m", "kgdb", "--uri", server.bolt_uri, "subgraph", "what is near the hub", "--topic", "Hub",
-             "--hops", "1", "--cap", "20000"],
-            capture_output=True, text=True, env=env, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "kgdb",
+                "--uri",
+                server.bolt_uri,
+                "subgraph",
+                "what is near the hub",
+                "--topic",
+                "Hub",
+                "--hops",
+                "1",
+                "--cap",
+                "20000",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
         )
         assert out.returncode == 1, out.stdout + out.stderr
         assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr

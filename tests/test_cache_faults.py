@@ -19,7 +19,9 @@ from kgdb.data.cache import CachedQuestion, load_cache, save_cache
 
 def _mount(path: Path, *options: str) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    out = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(path)], capture_output=True, text=True)
+    out = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(path)], capture_output=True, text=True
+    )
     if out.returncode:
         pytest.skip(f"cannot mount a tmpfs here ({out.stderr.strip()})")
 
@@ -59,10 +61,21 @@ def warn_again(monkeypatch):
 def _items(n: int = 3, m: int = 20_000) -> list[CachedQuestion]:
     rng = np.random.default_rng(0)
     return [
-        CachedQuestion(qid=f"q{i}", question="q?", head=rng.integers(0, 50, m), relation=rng.integers(0, 5, m),
-                       tail=rng.integers(0, 50, m), entity_idx=np.arange(50), is_cvt=np.zeros(50, bool), topic=np.array([0]),
-                       labels=np.zeros(m, bool), answers=np.array([1]), n_answers_in_graph=1,
-                       question_embedding=np.ones(8, np.float32), hop=1)
+        CachedQuestion(
+            qid=f"q{i}",
+            question="q?",
+            head=rng.integers(0, 50, m),
+            relation=rng.integers(0, 5, m),
+            tail=rng.integers(0, 50, m),
+            entity_idx=np.arange(50),
+            is_cvt=np.zeros(50, bool),
+            topic=np.array([0]),
+            labels=np.zeros(m, bool),
+            answers=np.array([1]),
+            n_answers_in_graph=1,
+            question_embedding=np.ones(8, np.float32),
+            hop=1,
+        )
         for i in range(n)
     ]
 
@@ -135,20 +148,41 @@ def test_an_entity_table_in_a_read_only_folder_is_kept_in_memory(small_fs):
 
 @pytest.mark.parametrize("kind", ["full", "read-only"])
 def test_ask_and_eval_go_on_without_a_cache_with_one_warning(graph, small_fs, tmp_path, kind):
-    from test_load_cli import KGDB, env_for  # imports the CLI: only tests that run it
     from kgdb_graphs import LOU_SEAL, load
+    from test_load_cli import KGDB, env_for  # imports the CLI: only tests that run it
 
     load(graph, LOU_SEAL)
     folder = small_fs("1m", leave_free=8_192) if kind == "full" else small_fs("1m", read_only=True)
     env = env_for(graph.settings, KGDB_CACHE_DIR=str(folder / "kgdb"), KGDB_RUNS_DIR=str(tmp_path / "runs"))
-    ask = subprocess.run([*KGDB, "ask", "what is Lou Seal?", "--topic", "Lou Seal", "--retriever", "cosine"],
-                         capture_output=True, text=True, env=env, timeout=300)
+    ask = subprocess.run(
+        [*KGDB, "ask", "what is Lou Seal?", "--topic", "Lou Seal", "--retriever", "cosine"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert ask.returncode == 0, ask.stderr
     assert "Traceback" not in ask.stderr and ask.stderr.count("warning") == 1 and "going on without it" in ask.stderr
     questions = tmp_path / "q.jsonl"
     questions.write_text('{"id": "Q1", "question": "what is Lou Seal?", "q_entity": ["Lou Seal"], "answer": ["x"]}\n')
-    ev = subprocess.run([*KGDB, "eval", "retrieval", "--questions", str(questions), "--retriever", "cosine", "--no-write",
-                         "--out", str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=300)
+    ev = subprocess.run(
+        [
+            *KGDB,
+            "eval",
+            "retrieval",
+            "--questions",
+            str(questions),
+            "--retriever",
+            "cosine",
+            "--no-write",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert ev.returncode == 0, ev.stderr
     assert "Traceback" not in ev.stderr and ev.stderr.count("warning") == 1, ev.stderr
     assert not [p for p in folder.rglob("*") if ".tmp" in p.name]

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from kgdb_graphs import LOU_SEAL, load, random_multigraph
 
 from kgdb.cypher.chains import evidence_chains
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb.cypher.writeback import write_scores
-from kgdb_graphs import LOU_SEAL, load, random_multigraph
 
 
 def _run(graph, topics, scores_by_triple, k=100, run=None, anchors=None):
@@ -55,11 +55,11 @@ def test_first_route_wins_and_unreachable_and_length_limit(graph):
 
 def test_backward_chains_end_at_the_anchor(graph):
     load(graph, [("Ann", "people.person.spouse", "Bob"), ("Cid", "people.person.parent", "Ann")])
-    run = _run(graph, ["Bob"], {("Ann", "people.person.spouse", "Bob"): 0.8, ("Cid", "people.person.parent", "Ann"): 0.7})
+    run = _run(
+        graph, ["Bob"], {("Ann", "people.person.spouse", "Bob"): 0.8, ("Cid", "people.person.parent", "Ann"): 0.7}
+    )
     chains = evidence_chains(graph, run)
-    assert [c.render() for c in chains.chains] == [
-        "Cid → [people.person.parent] → Ann → [people.person.spouse] → Bob"
-    ]
+    assert [c.render() for c in chains.chains] == ["Cid → [people.person.parent] → Ann → [people.person.spouse] → Bob"]
     assert chains.chains[0].direction == "in" and chains.chains[0].targets == ["Cid"]
 
 
@@ -88,8 +88,12 @@ def test_two_runs_on_one_question_keep_their_own_chains(graph):
     run_b = _run(graph, ["Lou Seal"], {LOU_SEAL[0]: 0.9, LOU_SEAL[4]: 0.8}, run="B")
     a = [c.render() for c in evidence_chains(graph, run_a).chains]
     b = [c.render() for c in evidence_chains(graph, run_b).chains]
-    assert a == ["Lou Seal → [sports.mascot.team] → San Francisco Giants → [sports.sports_team.championships] → 2010 World Series"]
-    assert b == ["Lou Seal → [sports.mascot.team] → San Francisco Giants → [sports.sports_team.arena_stadium] → AT&T Park"]
+    assert a == [
+        "Lou Seal → [sports.mascot.team] → San Francisco Giants → [sports.sports_team.championships] → 2010 World Series"
+    ]
+    assert b == [
+        "Lou Seal → [sports.mascot.team] → San Francisco Giants → [sports.sports_team.arena_stadium] → AT&T Park"
+    ]
 
 
 def test_cli_chains_runs_subgraph_paths(graph, neo4j_settings):

@@ -11,7 +11,15 @@ import torch
 from safetensors.torch import save_file
 
 import kgdb
-from kgdb.models.checkpoints import CONFIG, WEIGHTS, CheckpointError, find_checkpoint, list_checkpoints, load_model, save_checkpoint
+from kgdb.models.checkpoints import (
+    CONFIG,
+    WEIGHTS,
+    CheckpointError,
+    find_checkpoint,
+    list_checkpoints,
+    load_model,
+    save_checkpoint,
+)
 from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
 from kgdb.models.weights import read_arrays
 
@@ -21,8 +29,11 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.fixture
 def ckpt_dir(tmp_path):
     folder = tmp_path / "ckpts" / "small"
-    save_checkpoint(SubgraphRAG(SubgraphRAGConfig(hidden=8), 16), folder,
-                    {"graph_fingerprint": "f" * 64, "embedding_model": "m", "embedding_dim": 16})
+    save_checkpoint(
+        SubgraphRAG(SubgraphRAGConfig(hidden=8), 16),
+        folder,
+        {"graph_fingerprint": "f" * 64, "embedding_model": "m", "embedding_dim": 16},
+    )
     return folder
 
 
@@ -58,37 +69,59 @@ def _rewrite(folder, change) -> None:
     save_file(tensors, str(folder / WEIGHTS))
 
 
-@pytest.mark.parametrize("change, needle", [
-    (lambda t: t["hidden.weight"].__setitem__((0, 0), float("nan")), "non-finite"),
-    (lambda t: t["out.bias"].__setitem__(0, float("inf")), "non-finite"),
-    (lambda t: t.__setitem__("hidden.weight", torch.zeros(8, 85)), "shape"),
-    (lambda t: t.__setitem__("hidden.bias", t["hidden.bias"].double()), "dtype"),
-    (lambda t: t.__setitem__("hidden.bias", t["hidden.bias"].to(torch.int64)), "dtype"),
-    (lambda t: t.pop("out.bias"), "missing"),
-    (lambda t: t.__setitem__("extra", torch.zeros(1)), "unexpected"),
-], ids=["nan", "inf", "shape", "float64", "int64", "missing", "unexpected"])
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (lambda t: t["hidden.weight"].__setitem__((0, 0), float("nan")), "non-finite"),
+        (lambda t: t["out.bias"].__setitem__(0, float("inf")), "non-finite"),
+        (lambda t: t.__setitem__("hidden.weight", torch.zeros(8, 85)), "shape"),
+        (lambda t: t.__setitem__("hidden.bias", t["hidden.bias"].double()), "dtype"),
+        (lambda t: t.__setitem__("hidden.bias", t["hidden.bias"].to(torch.int64)), "dtype"),
+        (lambda t: t.pop("out.bias"), "missing"),
+        (lambda t: t.__setitem__("extra", torch.zeros(1)), "unexpected"),
+    ],
+    ids=["nan", "inf", "shape", "float64", "int64", "missing", "unexpected"],
+)
 def test_weights_that_do_not_fit_the_model_are_refused(ckpt_dir, change, needle):
     _rewrite(ckpt_dir, change)
     _refused(ckpt_dir, needle, file=WEIGHTS)
 
 
-@pytest.mark.parametrize("edit, needle", [
-    (lambda c: "{not json", "not valid JSON"),
-    (lambda c: b"\xff\xfe{}", "not valid JSON"),
-    (lambda c: [1, 2], "JSON object"),
-    (lambda c: {**c, "retriever": 7}, "retriever"),
-    (lambda c: {**c, "retriever": "no-such-retriever"}, "no-such-retriever"),
-    (lambda c: {**c, "model": "hidden=8"}, "model"),
-    (lambda c: {**c, "model": {**c["model"], "hidden": "eight"}}, "hidden"),
-    (lambda c: {**c, "model": {**c["model"], "hidden": [8]}}, "hidden"),
-    (lambda c: {**c, "model": {**c["model"], "hidden": True}}, "hidden"),
-    (lambda c: {**c, "model": {**c["model"], "hidden": 8.5}}, "hidden"),
-    (lambda c: {**c, "model": {**c["model"], "hidden": -3}}, "hidden"),
-    (lambda c: {**c, "model": {**c["model"], "width": 3}}, "width"),
-    (lambda c: {**c, "embedding_dim": "sixteen"}, "embedding_dim"),
-    (lambda c: {**c, "embedding_dim": 17}, "shape"),
-], ids=["broken", "not-utf8", "list", "retriever-type", "retriever-unknown", "model-type", "hidden-text", "hidden-list",
-        "hidden-bool", "hidden-fraction", "hidden-negative", "unknown-setting", "dim-text", "dim-wrong"])
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        (lambda c: "{not json", "not valid JSON"),
+        (lambda c: b"\xff\xfe{}", "not valid JSON"),
+        (lambda c: [1, 2], "JSON object"),
+        (lambda c: {**c, "retriever": 7}, "retriever"),
+        (lambda c: {**c, "retriever": "no-such-retriever"}, "no-such-retriever"),
+        (lambda c: {**c, "model": "hidden=8"}, "model"),
+        (lambda c: {**c, "model": {**c["model"], "hidden": "eight"}}, "hidden"),
+        (lambda c: {**c, "model": {**c["model"], "hidden": [8]}}, "hidden"),
+        (lambda c: {**c, "model": {**c["model"], "hidden": True}}, "hidden"),
+        (lambda c: {**c, "model": {**c["model"], "hidden": 8.5}}, "hidden"),
+        (lambda c: {**c, "model": {**c["model"], "hidden": -3}}, "hidden"),
+        (lambda c: {**c, "model": {**c["model"], "width": 3}}, "width"),
+        (lambda c: {**c, "embedding_dim": "sixteen"}, "embedding_dim"),
+        (lambda c: {**c, "embedding_dim": 17}, "shape"),
+    ],
+    ids=[
+        "broken",
+        "not-utf8",
+        "list",
+        "retriever-type",
+        "retriever-unknown",
+        "model-type",
+        "hidden-text",
+        "hidden-list",
+        "hidden-bool",
+        "hidden-fraction",
+        "hidden-negative",
+        "unknown-setting",
+        "dim-text",
+        "dim-wrong",
+    ],
+)
 def test_an_edited_config_is_refused_naming_the_file(ckpt_dir, edit, needle):
     config = json.loads((ckpt_dir / CONFIG).read_text())
     new = edit(config)

@@ -33,15 +33,19 @@ def _refused(path, *needles: str) -> str:
     return message
 
 
-@pytest.mark.parametrize("text, key, why", [
-    ("neo4j_bolt_port = true", "neo4j_bolt_port", "an integer"),
-    ("neo4j_bolt_port = 7687.5", "neo4j_bolt_port", "an integer"),
-    ("llm_timeout = nan", "llm_timeout", "finite"),
-    ("llm_timeout = false", "llm_timeout", "a number"),
-    ("neo4j_uri = 7687", "neo4j_uri", "str"),
-    ("cache_dir = ['a']", "cache_dir", "Path"),
-    ("neo4j_heap = {size = '1g'}", "neo4j_heap", "str"),
-], ids=["port-bool", "port-fraction", "timeout-nan", "timeout-bool", "uri-number", "path-list", "heap-table"])
+@pytest.mark.parametrize(
+    "text, key, why",
+    [
+        ("neo4j_bolt_port = true", "neo4j_bolt_port", "an integer"),
+        ("neo4j_bolt_port = 7687.5", "neo4j_bolt_port", "an integer"),
+        ("llm_timeout = nan", "llm_timeout", "finite"),
+        ("llm_timeout = false", "llm_timeout", "a number"),
+        ("neo4j_uri = 7687", "neo4j_uri", "str"),
+        ("cache_dir = ['a']", "cache_dir", "Path"),
+        ("neo4j_heap = {size = '1g'}", "neo4j_heap", "str"),
+    ],
+    ids=["port-bool", "port-fraction", "timeout-nan", "timeout-bool", "uri-number", "path-list", "heap-table"],
+)
 def test_a_value_of_the_wrong_type_names_file_and_key(toml, text, key, why):
     toml.write_text(text + "\n", encoding="utf-8")
     _refused(toml, f"key {key}", why)
@@ -51,8 +55,8 @@ def test_a_port_given_as_true_never_becomes_a_uri(toml):
     toml.write_text("neo4j_bolt_port = true\n", encoding="utf-8")
     with pytest.raises(InputError):
         Settings()
-    toml.write_text("neo4j_bolt_port = 7711\n", encoding="utf-8")
-    assert Settings().neo4j_uri == "bolt://localhost:7711"
+    toml.write_text("neo4j_bolt_port = 17711\n", encoding="utf-8")
+    assert Settings().neo4j_uri == "bolt://localhost:17711"
 
 
 def test_unknown_keys_and_sections_are_named(toml):
@@ -84,11 +88,14 @@ def test_kgdb_config_set_but_empty_is_an_error(monkeypatch):
 
 def test_every_command_reports_a_bad_config_in_one_line(tmp_path):
     from test_load_cli import KGDB  # imports the CLI: only tests that run it
+
     path = tmp_path / "kgdb.toml"
     path.write_bytes(b"\xff\xfeneo4j_bolt_port = 1\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KGDB_")}
     for args in (["config", "show"], ["runs", "list"]):
-        out = subprocess.run([*KGDB, *args], capture_output=True, text=True, timeout=120, env={**env, "KGDB_CONFIG": str(path)})
+        out = subprocess.run(
+            [*KGDB, *args], capture_output=True, text=True, timeout=120, env={**env, "KGDB_CONFIG": str(path)}
+        )
         lines = [line for line in out.stderr.splitlines() if line.strip()]
         assert out.returncode == 1 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
         assert str(path) in lines[0] and "UTF-8" in lines[0]

@@ -10,11 +10,11 @@ import threading
 from urllib.parse import urlparse
 
 import pytest
+from test_load_cli import _one_line_error, kgdb
 
 from kgdb.cypher import Graph
 from kgdb.cypher.connection_problems import DATABASE_NOT_FOUND, unreachable_reason
 from kgdb.errors import DatabaseError
-from test_load_cli import _one_line_error, kgdb
 
 
 @pytest.fixture
@@ -42,16 +42,19 @@ def test_an_http_port_given_as_bolt_is_still_named(http_port):
 
 
 def test_a_missing_database_is_named_with_its_setting(neo4j_settings):
-    with Graph.connect(neo4j_settings.with_overrides(neo4j_database="nosuchdb")) as graph:
-        with pytest.raises(DatabaseError) as err:
-            graph.run("counts")
+    with (
+        Graph.connect(neo4j_settings.with_overrides(neo4j_database="nosuchdb")) as graph,
+        pytest.raises(DatabaseError) as err,
+    ):
+        graph.run("counts")
     assert getattr(err.value.__cause__, "code", None) == DATABASE_NOT_FOUND
     assert "no database 'nosuchdb'" in str(err.value) and "KGDB_NEO4J_DATABASE" in str(err.value)
 
 
 def test_the_cli_says_what_failed(neo4j_settings):
     where = urlparse(neo4j_settings.neo4j_uri)
-    tls: subprocess.CompletedProcess = kgdb(neo4j_settings, "--uri", f"bolt+s://{where.hostname}:{where.port}",
-                                            "status")
+    tls: subprocess.CompletedProcess = kgdb(
+        neo4j_settings, "--uri", f"bolt+s://{where.hostname}:{where.port}", "status"
+    )
     _one_line_error(tls, "speaks Bolt without TLS", f"bolt://{where.hostname}:{where.port}")
     _one_line_error(kgdb(neo4j_settings, "--database", "nosuchdb", "status"), "no database 'nosuchdb'")

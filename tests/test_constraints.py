@@ -48,13 +48,22 @@ GRAPH = [
 ]
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("When was the last time the Giants won the Super Bowl?", Constraints((), "latest", "when")),
-    ("Which film directed by X was released after 2000?", Constraints((YearBound("after", 2000),), None, "which film")),
-    ("For what magazine did Poe work before 1841?", Constraints((YearBound("before", 1841),), None, "what magazine")),
-    ("who was the first wife of X, married in 1990?", Constraints((YearBound("in", 1990),), "earliest", "who")),
-    ("where was the wife of barack obama born?", Constraints((), None, "where")),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("When was the last time the Giants won the Super Bowl?", Constraints((), "latest", "when")),
+        (
+            "Which film directed by X was released after 2000?",
+            Constraints((YearBound("after", 2000),), None, "which film"),
+        ),
+        (
+            "For what magazine did Poe work before 1841?",
+            Constraints((YearBound("before", 1841),), None, "what magazine"),
+        ),
+        ("who was the first wife of X, married in 1990?", Constraints((YearBound("in", 1990),), "earliest", "who")),
+        ("where was the wife of barack obama born?", Constraints((), None, "where")),
+    ],
+)
 def test_question_wording_gives_year_bounds_extremes_and_the_answer_cue(text, expected):
     assert parse_constraints(text) == expected
 
@@ -81,8 +90,14 @@ def test_last_puts_the_latest_won_final_first_and_first_the_earliest(graph):
     won = ["Final A", "Final B"]  # the ranker's order, the runner-up final already excluded by the path
     values = attached_values(graph, won)
     years = {c: years_of(c, c, values.get(c, [])) for c in won}
-    assert apply_literal(won, years, parse_constraints("when did the giants last win the final?")) == ["Final B", "Final A"]
-    assert apply_literal(won[::-1], years, parse_constraints("when did the giants first win the final?")) == ["Final A", "Final B"]
+    assert apply_literal(won, years, parse_constraints("when did the giants last win the final?")) == [
+        "Final B",
+        "Final A",
+    ]
+    assert apply_literal(won[::-1], years, parse_constraints("when did the giants first win the final?")) == [
+        "Final A",
+        "Final B",
+    ]
     assert apply_extreme(["Undated"] + won, years, "latest") == ["Final B", "Undated", "Final A"]
 
 
@@ -92,7 +107,11 @@ def test_year_bounds_put_films_released_after_before_or_in_a_year_first(graph):
     values = attached_values(graph, films)
     years = {c: years_of(c, c, values.get(c, [])) for c in films}
     assert years == {"Film Old": [1994], "Film Mid": [2000], "Film New": [2006]}
-    assert apply_literal(films, years, parse_constraints("which film did he release after 2000?")) == ["Film New", "Film Old", "Film Mid"]
+    assert apply_literal(films, years, parse_constraints("which film did he release after 2000?")) == [
+        "Film New",
+        "Film Old",
+        "Film Mid",
+    ]
     assert apply_bounds(films, years, [YearBound("before", 2000)]) == ["Film Old", "Film Mid", "Film New"]
     assert apply_bounds(films, years, [YearBound("in", 2000)]) == ["Film Mid", "Film Old", "Film New"]
     # a bound no candidate meets changes nothing, and the list is never emptied
@@ -105,7 +124,9 @@ def test_answer_types_learned_from_the_graph_put_a_place_first_for_where_and_a_p
     write_graph(graph, GRAPH, embedder=None)
     people, places = ["Ann", "Bob", "Cid"], ["Springfield", "Shelbyville"]
     feats = type_features(graph, people + places + ["Springfield College", "m.0marriage_ab", "1987-01-25"])
-    assert "out:people.person.place_of_birth" in feats["Ann"] and "in:people.person.place_of_birth" in feats["Springfield"]
+    assert (
+        "out:people.person.place_of_birth" in feats["Ann"] and "in:people.person.place_of_birth" in feats["Springfield"]
+    )
     assert "cvt" in feats["m.0marriage_ab"] and "literal" in feats["1987-01-25"]
     # training questions: a where-question's gold is the place, a who-question's the person, each against the other
     examples = []
@@ -120,4 +141,7 @@ def test_answer_types_learned_from_the_graph_put_a_place_first_for_where_and_a_p
     assert model.rerank("where exactly", ["Bob", "Shelbyville"], feats) == ["Shelbyville", "Bob"]
     assert model.rerank("where", ["Springfield", "Shelbyville", "Bob"], feats) == ["Springfield", "Shelbyville", "Bob"]
     # too few training questions for a cue: no weights, the order stays
-    assert AnswerTypeModel.fit(examples, min_questions=10).rerank("where", ["Bob", "Shelbyville"], feats) == ["Bob", "Shelbyville"]
+    assert AnswerTypeModel.fit(examples, min_questions=10).rerank("where", ["Bob", "Shelbyville"], feats) == [
+        "Bob",
+        "Shelbyville",
+    ]

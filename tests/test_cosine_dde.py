@@ -33,9 +33,17 @@ def random_subgraph(seed: int = 0, n: int = 30, m: int = 90, d: int = 16):
     q = rng.normal(size=d).astype(np.float32)
     q /= np.linalg.norm(q)
     sg = Subgraph(
-        entity_ids=[f"e{i}" for i in range(n)], entity_names=[f"e{i}" for i in range(n)], entity_idx=entity_idx,
-        is_cvt=is_cvt, head=head, relation=rel, tail=tail, relation_names=[f"r{r}" for r in rel],
-        edge_ids=[str(i) for i in range(m)], topic=np.array([0, 3]), question_embedding=q,
+        entity_ids=[f"e{i}" for i in range(n)],
+        entity_names=[f"e{i}" for i in range(n)],
+        entity_idx=entity_idx,
+        is_cvt=is_cvt,
+        head=head,
+        relation=rel,
+        tail=tail,
+        relation_names=[f"r{r}" for r in rel],
+        edge_ids=[str(i) for i in range(m)],
+        topic=np.array([0, 3]),
+        question_embedding=q,
     )
     return entity, relation, sg, q
 
@@ -45,8 +53,16 @@ def test_numpy_twin_equals_the_torch_module():
     torch.manual_seed(0)
     model = CosineDDE(embedding_dim=entity.shape[1]).eval()
     tables = TensorTables.from_numpy(entity, relation)
-    x = build_tensors(tables, head=sg.head, relation=sg.relation, tail=sg.tail, entity_idx=sg.entity_idx,
-                      topic=sg.topic, is_cvt=sg.is_cvt, question_embedding=q)
+    x = build_tensors(
+        tables,
+        head=sg.head,
+        relation=sg.relation,
+        tail=sg.tail,
+        entity_idx=sg.entity_idx,
+        topic=sg.topic,
+        is_cvt=sg.is_cvt,
+        question_embedding=q,
+    )
     with torch.no_grad():
         want = model(x).numpy()
     weights = {k: v.numpy() for k, v in model.state_dict().items()}
@@ -66,8 +82,16 @@ def test_walk_feature_is_the_best_relation_score_sum_from_a_topic():
     # The topic keeps 0: walking 0->4->0 (2 + 2) is not a shortest walk.
     assert got.tolist() == pytest.approx([0.0, 1.0, 1.5, floor, 2.0])
     entity, relation, sg, q = random_subgraph(seed=1)
-    x = build_tensors(TensorTables.from_numpy(entity, relation), head=head, relation=np.zeros(4, np.int64), tail=tail,
-                      entity_idx=np.arange(5), topic=np.array([0]), is_cvt=np.zeros(5, bool), question_embedding=q)
+    x = build_tensors(
+        TensorTables.from_numpy(entity, relation),
+        head=head,
+        relation=np.zeros(4, np.int64),
+        tail=tail,
+        entity_idx=np.arange(5),
+        topic=np.array([0]),
+        is_cvt=np.zeros(5, bool),
+        question_embedding=q,
+    )
     assert path_relevance(x, torch.from_numpy(w), rounds=2).tolist() == pytest.approx(got.tolist())
 
 

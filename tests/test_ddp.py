@@ -5,7 +5,6 @@ from the cache the parent prepared, which is what makes this possible)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from kgdb.data.cache import CachedQuestion
 
@@ -25,12 +24,23 @@ def _task(n_questions: int, seed: int, entity: np.ndarray, relation: np.ndarray)
         rel[0] = target
         labels = (head == 0) & (rel == target)
         q = relation[target] + 0.1 * rng.standard_normal(relation.shape[1]).astype(np.float32)
-        items.append(CachedQuestion(
-            qid=f"q{seed}-{i}", question="", head=head.astype(np.int64), relation=rel.astype(np.int64), tail=tail.astype(np.int64),
-            entity_idx=rng.choice(len(entity), n, replace=False).astype(np.int64), is_cvt=np.zeros(n, bool),
-            topic=np.array([0], np.int64), labels=labels, answers=np.unique(tail[labels]).astype(np.int64),
-            n_answers_in_graph=int(len(np.unique(tail[labels]))), question_embedding=(q / np.linalg.norm(q)).astype(np.float32), hop=1,
-        ))
+        items.append(
+            CachedQuestion(
+                qid=f"q{seed}-{i}",
+                question="",
+                head=head.astype(np.int64),
+                relation=rel.astype(np.int64),
+                tail=tail.astype(np.int64),
+                entity_idx=rng.choice(len(entity), n, replace=False).astype(np.int64),
+                is_cvt=np.zeros(n, bool),
+                topic=np.array([0], np.int64),
+                labels=labels,
+                answers=np.unique(tail[labels]).astype(np.int64),
+                n_answers_in_graph=int(len(np.unique(tail[labels]))),
+                question_embedding=(q / np.linalg.norm(q)).astype(np.float32),
+                hop=1,
+            )
+        )
     return items
 
 
@@ -81,7 +91,9 @@ def test_two_processes_reach_the_validation_recall_of_one(tmp_path, one_thread):
 
     for name, (_, one_result), (_, many_result) in zip(args, one, many):
         assert len(many_result.epochs) == len(one_result.epochs) == 6, name
-        assert one_result.best_val_triple_recall > 0.7, name  # learnt (a random ranking gets ~0.1), so the comparison means something
+        assert one_result.best_val_triple_recall > 0.7, (
+            name
+        )  # learnt (a random ranking gets ~0.1), so the comparison means something
         # Tolerance: two processes average two questions' gradients per step and take half the steps,
         # so the path differs; the recall reached must not.
         assert abs(many_result.best_val_triple_recall - one_result.best_val_triple_recall) <= 0.05, name

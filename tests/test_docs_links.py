@@ -14,7 +14,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 LINK = re.compile(r"\]\(([^)\s]+\.md)(?:#([^)\s]+))?\)")
@@ -44,8 +43,10 @@ def pages() -> list[Path]:
 
 
 def test_slug_follows_github():
-    assert slug("RRP on any graph: the portable path ranker shipped with kgdb (no LLM, nothing to train)") == \
-        "rrp-on-any-graph-the-portable-path-ranker-shipped-with-kgdb-no-llm-nothing-to-train"
+    assert (
+        slug("RRP on any graph: the portable path ranker shipped with kgdb (no LLM, nothing to train)")
+        == "rrp-on-any-graph-the-portable-path-ranker-shipped-with-kgdb-no-llm-nothing-to-train"
+    )
     assert slug("Loading at scale: the streamed `--bulk` path") == "loading-at-scale-the-streamed---bulk-path"
     assert slug("Answers that fit the question's words") == "answers-that-fit-the-questions-words"
 
@@ -65,32 +66,45 @@ def test_every_link_between_readme_and_docs_resolves():
 
 
 def test_no_page_names_development_paths_ports_or_work_labels():
-    hits = [f"{page.relative_to(ROOT)}:{n}: {line.strip()[:100]}"
-            for page in pages() for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
-            if FORBIDDEN.search(line)]
+    hits = [
+        f"{page.relative_to(ROOT)}:{n}: {line.strip()[:100]}"
+        for page in pages()
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if FORBIDDEN.search(line)
+    ]
     assert not hits, "\n".join(hits)
 
 
 def test_readme_is_a_front_door_with_the_two_set_up_commands():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 250
-    setup = ('python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/kgdb neo4j start && '
-             '.venv/bin/kgdb load freebase-subset && .venv/bin/kgdb status && '
-             '.venv/bin/kgdb ask "What is the capital of France?"')
+    setup = (
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/kgdb neo4j start && "
+        ".venv/bin/kgdb load freebase-subset && .venv/bin/kgdb status && "
+        '.venv/bin/kgdb ask "What is the capital of France?"'
+    )
     assert f"```bash\n{setup}\n```" in text
     assert "```bash\nbash .ci/run\n```" in text
 
 
 def test_every_results_row_names_its_date_version_commit_machine_and_command():
-    rows = [line for line in (DOCS / "results.md").read_text(encoding="utf-8").splitlines()
-            if line.startswith("| ") and not line.startswith("| result ") and not line.startswith("|---")]
+    rows = [
+        line
+        for line in (DOCS / "results.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| ") and not line.startswith("| result ") and not line.startswith("|---")
+    ]
     assert len(rows) >= 15
     bad = []
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split(" | ")]
         _result, figure, date, version, machine, command = (cells + [""] * 6)[:6]
-        if not (re.fullmatch(r"\d{4}-\d{2}-\d{2}", date) and re.fullmatch(r"\d+\.\d+\.\d+, `[0-9a-f]{7,40}`", version)
-                and machine and figure and command):
+        if not (
+            re.fullmatch(r"\d{4}-\d{2}-\d{2}", date)
+            and re.fullmatch(r"\d+\.\d+\.\d+, `[0-9a-f]{7,40}`", version)
+            and machine
+            and figure
+            and command
+        ):
             bad.append(row[:120])
     assert not bad, "rows without full provenance:\n" + "\n".join(bad)
 

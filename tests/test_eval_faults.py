@@ -16,11 +16,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+from kgdb_graphs import load
+from test_pipeline import QUESTIONS, TRIPLES
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
-from kgdb_graphs import load
-from test_pipeline import QUESTIONS, TRIPLES
 
 PASSWORD = "kgdb-fault-password"
 
@@ -31,8 +31,15 @@ def local_server(tmp_path_factory):
 
     shared = server_from_settings(Settings())
     shared.install_jars(log=lambda *_: None)
-    server = LocalServer(home=tmp_path_factory.mktemp("neo4j-faults"), password=PASSWORD, bolt_port=free_port(),
-                         http_port=free_port(), heap="512m", pagecache="128m", lib_dir=shared.lib)
+    server = LocalServer(
+        home=tmp_path_factory.mktemp("neo4j-faults"),
+        password=PASSWORD,
+        bolt_port=free_port(),
+        http_port=free_port(),
+        heap="512m",
+        pagecache="128m",
+        lib_dir=shared.lib,
+    )
     server.start(log=lambda *_: None)
     try:
         yield server
@@ -55,9 +62,16 @@ def loaded(local_server, tmp_path_factory):
 
 def _env(settings: Settings, tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KGDB_")}
-    return {**env, "COLUMNS": "300", "KGDB_NEO4J_URI": settings.neo4j_uri, "KGDB_NEO4J_PASSWORD": PASSWORD,
-            "KGDB_CACHE_DIR": str(tmp / "cache"), "KGDB_CHECKPOINTS_DIR": str(tmp / "ckpt"), "KGDB_RUNS_DIR": str(tmp / "runs"),
-            "KGDB_CONFIG": os.devnull}
+    return {
+        **env,
+        "COLUMNS": "300",
+        "KGDB_NEO4J_URI": settings.neo4j_uri,
+        "KGDB_NEO4J_PASSWORD": PASSWORD,
+        "KGDB_CACHE_DIR": str(tmp / "cache"),
+        "KGDB_CHECKPOINTS_DIR": str(tmp / "ckpt"),
+        "KGDB_RUNS_DIR": str(tmp / "runs"),
+        "KGDB_CONFIG": os.devnull,
+    }
 
 
 def _kgdb(env, *args: str) -> subprocess.CompletedProcess:
@@ -108,7 +122,18 @@ def _one_line(err: str) -> str:
 def test_a_server_stopped_during_eval_qa_stops_the_run_and_a_rerun_resumes_to_the_undisturbed_metrics(loaded, tmp_path):
     server, settings, questions, total = loaded
     env = _env(settings, tmp_path)
-    args = ["eval", "qa", "--questions", str(questions), "--retriever", "cosine", "--reasoner", "extractive", "--concurrency", "2"]
+    args = [
+        "eval",
+        "qa",
+        "--questions",
+        str(questions),
+        "--retriever",
+        "cosine",
+        "--reasoner",
+        "extractive",
+        "--concurrency",
+        "2",
+    ]
     clean = _kgdb(env, *args, "--out", str(tmp_path / "clean"))
     assert clean.returncode == 0, clean.stderr
     expected = json.loads((tmp_path / "clean" / "metrics.json").read_text())
@@ -133,12 +158,27 @@ def test_a_resumed_eval_qa_asks_again_rows_a_lost_server_recorded_as_no_topic(lo
     """Files written before the rule may hold such rows: they are recomputed, not kept."""
     server, settings, questions, total = loaded
     env = _env(settings, tmp_path)
-    args = ["eval", "qa", "--questions", str(questions), "--retriever", "cosine", "--reasoner", "extractive",
-            "--out", str(tmp_path / "out")]
+    args = [
+        "eval",
+        "qa",
+        "--questions",
+        str(questions),
+        "--retriever",
+        "cosine",
+        "--reasoner",
+        "extractive",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     assert _kgdb(env, *args).returncode == 0
     results = tmp_path / "out" / "results.jsonl"
     rows = _lines(results)
-    fake = {**rows[0], "stage": "no_topic_in_graph", "answers": [], "error": "none of the topics is an entity of the graph"}
+    fake = {
+        **rows[0],
+        "stage": "no_topic_in_graph",
+        "answers": [],
+        "error": "none of the topics is an entity of the graph",
+    }
     results.write_text("".join(json.dumps(r) + "\n" for r in [fake, *rows[1:]]), encoding="utf-8")
     again = _kgdb(env, *args)
     assert again.returncode == 0 and "resuming: " + str(total - 1) in again.stdout, again.stdout
@@ -150,8 +190,22 @@ def test_a_server_stopped_during_eval_retrieval_resumes_without_duplicate_runs(l
     server, settings, questions, total = loaded
     env = _env(settings, tmp_path)
     out_dir = tmp_path / "eval"
-    args = ["eval", "retrieval", "--questions", str(questions), "--retriever", "cosine", "--write", "--out", str(out_dir)]
-    log = out_dir / f"eval-many-{_tag(questions)}-all-cosine.jsonl"
+    args = [
+        "eval",
+        "retrieval",
+        "--questions",
+        str(questions),
+        "--retriever",
+        "cosine",
+        "--cap",
+        "50",
+        "--hops",
+        "2",
+        "--write",
+        "--out",
+        str(out_dir),
+    ]
+    log = out_dir / f"eval-many-{_tag(questions)}-all-cosine-cap50-hops2.jsonl"
     with Graph.connect(settings) as graph:
         graph.run_auto("MATCH (r:Retrieval) DETACH DELETE r")
         graph.run_auto("MATCH ()-[s:SCORED]->() DELETE s")

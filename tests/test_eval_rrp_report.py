@@ -30,32 +30,55 @@ def test_hit_counts_any_listed_gold_answer_and_hit1_only_the_first():
     assert m["hit"] == pytest.approx(50.0) and m["hit1"] == pytest.approx(25.0)
     assert m["macro_f1"] == pytest.approx(100 * (2 / 3 + 2 / 3) / 4)
     assert m["reachable"] == pytest.approx(50.0)
-    assert m["seconds_mean"] == pytest.approx(0.2) and m["seconds_p50"] == pytest.approx(0.2) and m["seconds_p95"] == pytest.approx(0.3)
+    assert (
+        m["seconds_mean"] == pytest.approx(0.2)
+        and m["seconds_p50"] == pytest.approx(0.2)
+        and m["seconds_p95"] == pytest.approx(0.3)
+    )
 
 
 def test_figures_by_question_type_leave_out_types_without_questions():
-    rows = [_row("a", {"x"}, ["x"], kind="superlative"), _row("b", {"x"}, ["y"], kind="composition"), _row("c", {"x"}, ["x"], kind="composition")]
+    rows = [
+        _row("a", {"x"}, ["x"], kind="superlative"),
+        _row("b", {"x"}, ["y"], kind="composition"),
+        _row("c", {"x"}, ["x"], kind="composition"),
+    ]
     kinds = by_type(rows)
     assert list(kinds) == ["composition", "superlative"]
     assert kinds["composition"]["hit1"] == pytest.approx(50.0) and kinds["superlative"]["n"] == 1
 
 
-@pytest.mark.parametrize("text, topics, kind", [
-    ("When was the last time a team led by Larry Baer won the World Series?", ["Larry Baer"], "superlative"),
-    ("What is the largest city in the country that uses the peso?", ["Peso"], "superlative"),
-    ("Which country bordering France has a population of more than 80 million?", ["France"], "comparative"),
-    ("What film starring Taylor Lautner was released after 2009?", ["Taylor Lautner"], "comparative"),
-    ("Which nation has the Alta Verapaz Department and is in Central America?", ["Central America", "Alta Verapaz Department"], "conjunction"),
-    ("What David Slade film starred Taylor Lautner?", ["David Slade", "Taylor Lautner"], "conjunction"),
-    ("The people from the country that contains Nord-Ouest Department speak what languages today?", ["Nord-Ouest Department"], "composition"),
-])
+@pytest.mark.parametrize(
+    "text, topics, kind",
+    [
+        ("When was the last time a team led by Larry Baer won the World Series?", ["Larry Baer"], "superlative"),
+        ("What is the largest city in the country that uses the peso?", ["Peso"], "superlative"),
+        ("Which country bordering France has a population of more than 80 million?", ["France"], "comparative"),
+        ("What film starring Taylor Lautner was released after 2009?", ["Taylor Lautner"], "comparative"),
+        (
+            "Which nation has the Alta Verapaz Department and is in Central America?",
+            ["Central America", "Alta Verapaz Department"],
+            "conjunction",
+        ),
+        ("What David Slade film starred Taylor Lautner?", ["David Slade", "Taylor Lautner"], "conjunction"),
+        (
+            "The people from the country that contains Nord-Ouest Department speak what languages today?",
+            ["Nord-Ouest Department"],
+            "composition",
+        ),
+    ],
+)
 def test_question_type_is_read_from_the_wording(text, topics, kind):
     assert question_type(text, topics) == kind
 
 
 def _questions(tmp_path, name, ids):
     path = tmp_path / name
-    path.write_text("".join(json.dumps({"id": i, "question": f"q {i}?", "q_entity": ["Lou Seal"], "answer": ["x"]}) + "\n" for i in ids))
+    path.write_text(
+        "".join(
+            json.dumps({"id": i, "question": f"q {i}?", "q_entity": ["Lou Seal"], "answer": ["x"]}) + "\n" for i in ids
+        )
+    )
     return read_questions(path)
 
 
@@ -83,15 +106,41 @@ def test_a_file_whose_ids_are_not_in_splits_is_scored_whole_with_a_note(tmp_path
 def test_eval_rrp_prints_hit_hit1_f1_reachable_and_seconds_on_a_whole_handwritten_file(graph, tmp_path):
     load(graph, LOU_SEAL)
     questions = tmp_path / "lou_seal_questions.jsonl"
-    rows = [{"id": "ws", "question": "what championships did the team of lou seal win?", "q_entity": ["Lou Seal"],
-             "answer": ["2010 World Series", "2012 World Series", "2014 World Series"]},
-            {"id": "park", "question": "where does the team of lou seal play?", "q_entity": ["Lou Seal"], "answer": ["AT&T Park"]}]
+    rows = [
+        {
+            "id": "ws",
+            "question": "what championships did the team of lou seal win?",
+            "q_entity": ["Lou Seal"],
+            "answer": ["2010 World Series", "2012 World Series", "2014 World Series"],
+        },
+        {
+            "id": "park",
+            "question": "where does the team of lou seal play?",
+            "q_entity": ["Lou Seal"],
+            "answer": ["AT&T Park"],
+        },
+    ]
     questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
     s = graph.settings
     env = {"KGDB_CHECKPOINTS_DIR": str(tmp_path / "none"), "KGDB_RUNS_DIR": str(tmp_path / "runs"), "COLUMNS": "200"}
-    out = CliRunner().invoke(app, ["--uri", s.neo4j_uri, "--password", s.neo4j_password.get_secret_value(), "eval", "rrp",
-                                   "--questions", str(questions), "--checkpoint", "kgdb/models/default/rrp-ranker-portable",
-                                   "--out", str(tmp_path / "out.json")], env=env)
+    out = CliRunner().invoke(
+        app,
+        [
+            "--uri",
+            s.neo4j_uri,
+            "--password",
+            s.neo4j_password.get_secret_value(),
+            "eval",
+            "rrp",
+            "--questions",
+            str(questions),
+            "--checkpoint",
+            "kgdb/models/default/rrp-ranker-portable",
+            "--out",
+            str(tmp_path / "out.json"),
+        ],
+        env=env,
+    )
     assert out.exit_code == 0, out.output
     assert "the whole file is evaluated (--split all)" in " ".join(out.output.split())
     for column in ("Hit", "Hit@1", "Macro-F1", "reachable %", "s/question"):

@@ -1,4 +1,4 @@
-"""Evaluation results a user can trust (issue 12, items 13-17): the method asked for is the method
+"""Evaluation results a user can trust: the method asked for is the method
 evaluated, one topic policy, result files that never overwrite each other, and the split said aloud."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from kgdb_graphs import load
+from test_pipeline import QUESTIONS, TRIPLES
 from typer.testing import CliRunner
 
 from kgdb.cli import app
-from kgdb_graphs import load
-from test_pipeline import QUESTIONS, TRIPLES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -38,7 +38,7 @@ def _questions(path, rows) -> str:
 
 
 def test_eval_qa_never_swaps_the_method(cli):
-    """Item 13: no checkpoint for this graph stops `eval qa` (ask alone falls back, and says so)."""
+    """No checkpoint for this graph stops `eval qa` (ask alone falls back, and says so)."""
     run, tmp = cli
     path = _questions(tmp / "mine.jsonl", QUESTIONS[:3])
     out = run("eval", "qa", "--questions", path, "--retriever", "subgraphrag", "--reasoner", "extractive")
@@ -55,10 +55,26 @@ def test_a_checkpoint_from_another_graph_runs_with_a_recorded_warning(cli):
     save_checkpoint(
         SubgraphRAG(SubgraphRAGConfig(hidden=8), 384),
         tmp / "ckpt" / "elsewhere",
-        {"graph_fingerprint": "f" * 64, "dataset": "other", "embedding_model": "all-MiniLM-L6-v2", "embedding_dim": 384},
+        {
+            "graph_fingerprint": "f" * 64,
+            "dataset": "other",
+            "embedding_model": "all-MiniLM-L6-v2",
+            "embedding_dim": 384,
+        },
     )
     path = _questions(tmp / "mine.jsonl", QUESTIONS[:2])
-    out = run("eval", "qa", "--questions", path, "--retriever", "subgraphrag", "--checkpoint", "elsewhere", "--reasoner", "extractive")
+    out = run(
+        "eval",
+        "qa",
+        "--questions",
+        path,
+        "--retriever",
+        "subgraphrag",
+        "--checkpoint",
+        "elsewhere",
+        "--reasoner",
+        "extractive",
+    )
     assert out.exit_code == 0, out.output
     assert "warning:" in out.output and "trained on another graph" in out.output
     (settings_file,) = (tmp / "runs" / "qa").glob("*/settings.json")
@@ -68,10 +84,15 @@ def test_a_checkpoint_from_another_graph_runs_with_a_recorded_warning(cli):
 
 
 def test_one_topic_policy_missing_topics_are_dropped_and_counted(cli):
-    """Item 14: a question with one missing and one present topic is answered from the present one."""
+    """A question with one missing and one present topic is answered from the present one."""
     run, tmp = cli
     rows = [
-        {"id": "A", "question": "what is the capital of jamaica?", "q_entity": ["Jamaica", "Atlantis"], "answer": ["Kingston"]},
+        {
+            "id": "A",
+            "question": "what is the capital of jamaica?",
+            "q_entity": ["Jamaica", "Atlantis"],
+            "answer": ["Kingston"],
+        },
         {"id": "B", "question": "what is the capital of atlantis?", "q_entity": ["Atlantis"], "answer": ["Poseidonis"]},
     ]
     path = _questions(tmp / "topics.jsonl", rows)
@@ -80,7 +101,10 @@ def test_one_topic_policy_missing_topics_are_dropped_and_counted(cli):
     (metrics_file,) = (tmp / "runs" / "qa").glob("*/metrics.json")
     metrics = json.loads(metrics_file.read_text())
     assert metrics["errors"]["questions_with_dropped_topics"] == 1 and metrics["errors"]["no_topic_in_graph"] == 1
-    records = {r["qid"]: r for r in map(json.loads, next((tmp / "runs" / "qa").glob("*/results.jsonl")).read_text().splitlines())}
+    records = {
+        r["qid"]: r
+        for r in map(json.loads, next((tmp / "runs" / "qa").glob("*/results.jsonl")).read_text().splitlines())
+    }
     assert records["A"]["missing_topics"] == ["Atlantis"] and records["A"]["answers"][:1] == ["Kingston"]
     assert records["B"]["stage"] == "no_topic_in_graph"
 

@@ -10,10 +10,10 @@ import copy
 
 import numpy as np
 import pytest
-import torch
 
 # at module level, so that CI (no GPU: every test skipped) still fails if a helper these tests share is renamed
 import test_models_rapl as rapl_helpers
+import torch
 from test_models_subgraphrag import _cached_items, _random_subgraph, _tables
 from test_rrp_planner import examples
 from test_rrp_structural import _chain_example
@@ -45,7 +45,9 @@ def test_subgraphrag_scores_on_the_gpu_as_on_the_cpu_and_trains_there():
             _close(on_gpu.score(_random_subgraph(gpu, seed=seed)), model.score(_random_subgraph(cpu, seed=seed)))
     seed_everything(7)
     fresh = SubgraphRAG(SubgraphRAGConfig(hidden=32), gpu.dim).to(GPU)
-    fresh, log = train(fresh, _cached_items(cpu), _cached_items(cpu), gpu, TrainConfig(max_epochs=3, patience=3, seed=7, select_k=5))
+    fresh, log = train(
+        fresh, _cached_items(cpu), _cached_items(cpu), gpu, TrainConfig(max_epochs=3, patience=3, seed=7, select_k=5)
+    )
     assert len(log.epochs) == 3 and all(np.isfinite(e.loss) for e in log.epochs)
     assert 0.0 <= log.best_val_triple_recall <= 1.0 and next(fresh.parameters()).device.type == "cuda"
 
@@ -81,15 +83,17 @@ def test_rapl_learns_its_labelled_path_on_the_gpu():
 
 
 def test_planner_overfits_on_the_gpu():
-    from kgdb.models.planner import PathDecoder, PlannerConfig
     from kgdb.models.path_tokens import token_of
+    from kgdb.models.planner import PathDecoder, PlannerConfig
     from kgdb.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
 
     cfg = PlannerConfig(hidden=32, word_dim=16, buckets=1 << 10, max_hops=3, dropout=0.0)
     data = examples(cfg.buckets)
     torch.manual_seed(0)
     model = PathDecoder(cfg, torch.randn(4, 8, generator=torch.Generator().manual_seed(0))).to(GPU)
-    model, result = train_planner_model(model, data, data, PlannerTrainConfig(lr=1e-2, batch_size=4, max_epochs=80, patience=80, seed=1, beam=3))
+    model, result = train_planner_model(
+        model, data, data, PlannerTrainConfig(lr=1e-2, batch_size=4, max_epochs=80, patience=80, seed=1, beam=3)
+    )
     assert result.best_val_hit1 == 1.0 and evaluate_planner(model, data, beam=3) == (1.0, 1.0)
     top = model.beam_search(torch.from_numpy(data[3].q_emb).to(GPU), torch.tensor(data[3].words, device=GPU), beam=3)
     assert top[0][0] == (token_of(1, -1), token_of(0, 1))
@@ -99,25 +103,49 @@ def test_path_ranker_scores_on_the_gpu_as_on_the_cpu_and_overfits_there():
     from kgdb.models.path_ranker import PathRanker
     from kgdb.models.path_ranker_numpy import RankerConfig
     from kgdb.models.path_tokens import text_features, token_of
-    from kgdb.training.path_ranker import RankerExample, RankerTrainConfig, evaluate_ranker, rank_scores, train_ranker_model
+    from kgdb.training.path_ranker import (
+        RankerExample,
+        RankerTrainConfig,
+        evaluate_ranker,
+        rank_scores,
+        train_ranker_model,
+    )
 
     cfg = RankerConfig.for_any_graph(hidden=16, word_dim=8, buckets=1 << 10, max_hops=3, dropout=0.0)
     rng = np.random.default_rng(0)
     data = []
     for i, right in enumerate([0, 1, 2, 1, 0, 2]):  # three candidate paths per question, one right
-        tokens = np.array([[token_of(r, d), token_of(r + 1, 1) if r % 2 else 0] for r, d in ((i % 3, 1), (3, -1), (i % 2, -1))])
+        tokens = np.array(
+            [[token_of(r, d), token_of(r + 1, 1) if r % 2 else 0] for r, d in ((i % 3, 1), (3, -1), (i % 2, -1))]
+        )
         pos = np.arange(3) == right
-        data.append(RankerExample(f"q{i}", rng.normal(size=8).astype(np.float32), text_features(f"question {i} about {right}", cfg.buckets),
-                                  tokens, rng.normal(size=(3, cfg.dense)).astype(np.float32), pos, pos.astype(np.float32), pos.astype(np.float32)))
+        data.append(
+            RankerExample(
+                f"q{i}",
+                rng.normal(size=8).astype(np.float32),
+                text_features(f"question {i} about {right}", cfg.buckets),
+                tokens,
+                rng.normal(size=(3, cfg.dense)).astype(np.float32),
+                pos,
+                pos.astype(np.float32),
+                pos.astype(np.float32),
+            )
+        )
     relations = torch.randn(5, 8, generator=torch.Generator().manual_seed(0))
     torch.manual_seed(0)
     model = PathRanker(cfg, relations).eval()
     on_gpu = copy.deepcopy(model).to(GPU)
     for ex in data:
-        torch.testing.assert_close(torch.from_numpy(rank_scores(on_gpu, ex)), torch.from_numpy(rank_scores(model, ex)), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(
+            torch.from_numpy(rank_scores(on_gpu, ex)), torch.from_numpy(rank_scores(model, ex)), rtol=1e-4, atol=1e-5
+        )
     torch.manual_seed(0)
-    trained, result = train_ranker_model(PathRanker(cfg, relations).to(GPU), data, [data],
-                                         RankerTrainConfig(lr=1e-2, batch_size=2, max_epochs=80, patience=80, seed=1))
+    trained, result = train_ranker_model(
+        PathRanker(cfg, relations).to(GPU),
+        data,
+        [data],
+        RankerTrainConfig(lr=1e-2, batch_size=2, max_epochs=80, patience=80, seed=1),
+    )
     assert result.best_val_hit1 == 1.0 and evaluate_ranker(trained, data)[:3] == (1.0, 1.0, 1.0)
     assert trained.relation_emb.device.type == "cuda"
 
@@ -128,13 +156,21 @@ def test_structural_reasoner_propagates_on_the_gpu_as_on_the_cpu_and_overfits_th
 
     train = [_chain_example(2), _chain_example(3)]
     torch.manual_seed(0)
-    model = StructuralReasoner(StructuralConfig(hidden=16, word_dim=4, buckets=16, steps=2, dropout=0.0), torch.randn(3, 8)).eval()
+    model = StructuralReasoner(
+        StructuralConfig(hidden=16, word_dim=4, buckets=16, steps=2, dropout=0.0), torch.randn(3, 8)
+    ).eval()
     on_gpu = copy.deepcopy(model).to(GPU)
     with torch.no_grad():
-        _close(on_gpu.loss(collate([to_data(ex) for ex in train], GPU)), model.loss(collate([to_data(ex) for ex in train])))
-        for want, got in zip(model(collate([to_data(train[0])])).log_probs, on_gpu(collate([to_data(train[0])], GPU)).log_probs):
+        _close(
+            on_gpu.loss(collate([to_data(ex) for ex in train], GPU)), model.loss(collate([to_data(ex) for ex in train]))
+        )
+        for want, got in zip(
+            model(collate([to_data(train[0])])).log_probs, on_gpu(collate([to_data(train[0])], GPU)).log_probs
+        ):
             _close(got, want)
-    trained, result = train_structural_model(on_gpu, train, train, StructuralTrainConfig(lr=0.02, batch_size=2, max_epochs=150, patience=150))
+    trained, result = train_structural_model(
+        on_gpu, train, train, StructuralTrainConfig(lr=0.02, batch_size=2, max_epochs=150, patience=150)
+    )
     assert result.best_val_hit1 == 1.0
     with torch.no_grad():
         p = trained(collate([to_data(train[1])], GPU)).log_probs[-1].exp()

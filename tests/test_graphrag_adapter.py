@@ -10,12 +10,12 @@ import pytest
 
 pytest.importorskip("neo4j_graphrag", reason="neo4j-graphrag is not installed (pip install 'kgdb[graphrag]')")
 
+from kgdb_graphs import load
 from neo4j_graphrag.generation import GraphRAG
 from neo4j_graphrag.llm import OpenAILLM
 from neo4j_graphrag.types import RetrieverResult, RetrieverResultItem
 from openai_server import OpenAIServer
 
-from kgdb_graphs import load
 from kgdb.api import connect
 from kgdb.errors import InputError, KgdbError
 from kgdb.integrations.neo4j_graphrag import KgdbRetriever
@@ -76,7 +76,9 @@ def test_graphrag_search_with_kgdb_retriever_and_openai_llm(kg):
     stored = kg.read_run(run)  # written back to the graph
     assert stored["question"] == "What is the capital of France?" and stored["retriever"] == "cosine"
     assert [t["rank"] for t in stored["triples"]] == [1, 2, 3, 4, 5]
-    assert {(t["h_name"], t["rel"], t["t_name"]) for t in stored["triples"]} >= {("France", "location.country.capital", "Paris")}
+    assert {(t["h_name"], t["rel"], t["t_name"]) for t in stored["triples"]} >= {
+        ("France", "location.country.capital", "Paris")
+    }
 
     # The LLM saw kgdb's triples as GraphRAG's context, next to the question.
     assert CAPITAL in sent and "What is the capital of France?" in sent

@@ -119,7 +119,10 @@ def test_render_path_against_the_edge():
         ("I think the answer is Gridlock'd.", Selection("malformed", [], [])),
         ("Path 2 looks right", Selection("malformed", [], [])),
         ("ans: Gridlock'd", Selection("malformed", [], ["Gridlock'd"])),
-        ("ans: Path 0\nans: Path 7", Selection("malformed", [], ["Path 0 (only 4 candidates)", "Path 7 (only 4 candidates)"])),
+        (
+            "ans: Path 0\nans: Path 7",
+            Selection("malformed", [], ["Path 0 (only 4 candidates)", "Path 7 (only 4 candidates)"]),
+        ),
         ("", Selection("malformed", [], [])),
     ],
 )
@@ -131,7 +134,10 @@ def test_mask_from_paths_maps_stored_paths_and_skips_incomplete_ones():
     sg = tiny()
     r = {name: int(sg.relation[i]) for i, name in enumerate(sg.relation_names)}
     actor = [(100, r["film.actor.film"], 101), (101, r["film.performance.film"], 102)]
-    broken = [(100, r["music.featured_artist.recordings"], 103), (103, r["film.film.starring"], 102)]  # no such 2nd triple
+    broken = [
+        (100, r["music.featured_artist.recordings"], 103),
+        (103, r["film.film.starring"], 102),
+    ]  # no such 2nd triple
     mask, complete = mask_from_paths(sg.entity_idx, sg.head, sg.relation, sg.tail, [actor, broken])
     assert complete == 1
     assert mask.tolist() == [True, True, False, False, False, False, False]

@@ -13,19 +13,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from openai_server import OpenAIServer, select_relations
+from test_labelling import TRAIN, _base, _env, _relation_names, toy  # noqa: F401  (toy: the fixture)
+from test_models_rapl import _tables
 from typer.testing import CliRunner
 
 from kgdb.cli import app
 from kgdb.data.cache import CachedQuestion, load_cache, save_cache
-from kgdb.data.label_relations import FORWARD, INVERSE, parse_relations, relation_lines, relation_pool, relation_target_mask
+from kgdb.data.label_relations import (
+    FORWARD,
+    INVERSE,
+    parse_relations,
+    relation_lines,
+    relation_pool,
+    relation_target_mask,
+)
 from kgdb.models.base import Targets
 from kgdb.models.features import build_tensors
 from kgdb.models.retrievers.rapl import RAPL, RAPLConfig, target_paths
 from kgdb.subgraph import Subgraph
 from kgdb.training.trainer import seed_everything, targets_of
-from openai_server import OpenAIServer, select_relations
-from test_labelling import TRAIN, _base, _env, _relation_names, toy  # noqa: F401  (toy: the fixture)
-from test_models_rapl import _tables
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -45,9 +52,15 @@ TRIPLES = [
 def _subgraph() -> Subgraph:
     rel_idx = {r: i for i, r in enumerate(dict.fromkeys(r for _, r, _ in TRIPLES))}
     return Subgraph(
-        entity_ids=[n.replace(" ", "_") for n in NAMES], entity_names=NAMES, entity_idx=np.arange(5), is_cvt=np.zeros(5, bool),
-        head=np.array([h for h, _, _ in TRIPLES]), relation=np.array([rel_idx[r] for _, r, _ in TRIPLES]),
-        tail=np.array([t for _, _, t in TRIPLES]), relation_names=[r for _, r, _ in TRIPLES], edge_ids=[str(i) for i in range(6)],
+        entity_ids=[n.replace(" ", "_") for n in NAMES],
+        entity_names=NAMES,
+        entity_idx=np.arange(5),
+        is_cvt=np.zeros(5, bool),
+        head=np.array([h for h, _, _ in TRIPLES]),
+        relation=np.array([rel_idx[r] for _, r, _ in TRIPLES]),
+        tail=np.array([t for _, _, t in TRIPLES]),
+        relation_names=[r for _, r, _ in TRIPLES],
+        edge_ids=[str(i) for i in range(6)],
         topic=np.array([0]),
     )
 
@@ -67,7 +80,9 @@ def test_candidates_are_the_topics_relations_in_both_directions_most_populated_f
 
 def test_parse_well_formed_reply():
     cands = relation_pool(_subgraph()).candidates
-    sel = parse_relations("The capital relation answers it.\nans: → location.country.capital\nans: ← location.location.containedby", cands)
+    sel = parse_relations(
+        "The capital relation answers it.\nans: → location.country.capital\nans: ← location.location.containedby", cands
+    )
     assert (sel.status, sel.indices, sel.ignored) == ("ok", [1, 3], [])
     # ASCII arrows, several on one line, markdown bullets and backticks
     sel = parse_relations("- ans: -> `location.country.official_language`; <- location.country.capital", cands)
@@ -95,19 +110,35 @@ def test_parse_garbage_is_malformed():
 def test_target_mask_marks_the_topic_triples_of_r_star_by_direction():
     sg = _subgraph()
     capital, official, containedby, postal = (int(sg.relation[i]) for i in (0, 1, 3, 4))
-    mask = relation_target_mask(sg.head, sg.relation, sg.tail, sg.topic, [(capital, FORWARD), (containedby, INVERSE), (postal, FORWARD)])
+    mask = relation_target_mask(
+        sg.head, sg.relation, sg.tail, sg.topic, [(capital, FORWARD), (containedby, INVERSE), (postal, FORWARD)]
+    )
     # triple 0 read forward leaves Jamaica by capital; triple 3 read backwards leaves it by containedby;
     # triple 5 is a capital triple entering Jamaica (inverse reading), not selected in that direction;
     # postal_codes leaves Kingston, not a topic.
     assert mask.tolist() == [1, 0, 0, 2, 0, 0]
-    both = relation_target_mask(sg.head, sg.relation, sg.tail, sg.topic, [(capital, FORWARD), (capital, INVERSE), (official, FORWARD)])
+    both = relation_target_mask(
+        sg.head, sg.relation, sg.tail, sg.topic, [(capital, FORWARD), (capital, INVERSE), (official, FORWARD)]
+    )
     assert both.tolist() == [1, 1, 1, 0, 0, 2]
 
 
 def _cached(qid: str, m: int, rt) -> CachedQuestion:
     return CachedQuestion(
-        qid, "q?", np.zeros(m, np.int64), np.zeros(m, np.int64), np.ones(m, np.int64), np.arange(2), np.zeros(2, bool), np.array([0]),
-        np.ones(m, bool), np.array([1]), 1, np.ones(4, np.float32), 1, relation_targets=rt,
+        qid,
+        "q?",
+        np.zeros(m, np.int64),
+        np.zeros(m, np.int64),
+        np.ones(m, np.int64),
+        np.arange(2),
+        np.zeros(2, bool),
+        np.array([0]),
+        np.ones(m, bool),
+        np.array([1]),
+        1,
+        np.ones(4, np.float32),
+        1,
+        relation_targets=rt,
     )
 
 
@@ -138,8 +169,16 @@ def _loss_setup(r_star):
     tables = _tables()
     rng = np.random.default_rng(5)
     q = rng.normal(size=tables.dim).astype(np.float32)
-    x = build_tensors(tables, head=L_HEAD, relation=L_REL, tail=L_TAIL, entity_idx=np.array([5, 6, 7, 8, 9]), topic=np.array([0]),
-                      is_cvt=np.zeros(5, bool), question_embedding=q / np.linalg.norm(q))
+    x = build_tensors(
+        tables,
+        head=L_HEAD,
+        relation=L_REL,
+        tail=L_TAIL,
+        entity_idx=np.array([5, 6, 7, 8, 9]),
+        topic=np.array([0]),
+        is_cvt=np.zeros(5, bool),
+        question_embedding=q / np.linalg.norm(q),
+    )
     labels = np.array([1, 0, 0, 0, 1, 0], np.float32)
     answers = np.array([0, 0, 1, 0, 0], np.float32)
     rt = None
@@ -170,7 +209,9 @@ def test_question_triple_loss_with_r_star_is_eq_8_and_eq_9_by_hand():
     hand = -sum(_log_sigmoid(score[v]) for v in (0, 1, 2, M + 3)) / 4 - _log_sigmoid(-score[M + 5]) / 1
     assert float(lq.detach()) == pytest.approx(hand, rel=1e-5)
     # The full loss is L_q + L_path on the one target path.
-    assert float(model.loss(enc, targets).detach()) == pytest.approx(float((lq + model._path_loss(enc, paths[0])).detach()), rel=1e-5)
+    assert float(model.loss(enc, targets).detach()) == pytest.approx(
+        float((lq + model._path_loss(enc, paths[0])).detach()), rel=1e-5
+    )
 
 
 def test_without_r_star_the_positive_is_the_paths_first_triple_only():
@@ -187,7 +228,9 @@ def test_without_r_star_the_positive_is_the_paths_first_triple_only():
 
 
 def _label(graph, path, env, *extra: str):
-    return CliRunner().invoke(app, _base(graph) + ["label", "--questions", str(path), "--method", "rapl-relations", *extra], env=env)
+    return CliRunner().invoke(
+        app, _base(graph) + ["label", "--questions", str(path), "--method", "rapl-relations", *extra], env=env
+    )
 
 
 def _relation_labellings(graph) -> dict[str, dict]:
@@ -207,7 +250,9 @@ def test_label_rapl_relations_stores_r_star_with_provenance_and_resumes(toy, tmp
         assert f"labelled {TRAIN} of {TRAIN} questions of toy/train with rapl-relations" in first.output
         assert server.calls == TRAIN
         prompt = server.requests[0]["messages"]
-        assert prompt[0]["role"] == "system" and "→ architecture.structure.architect" in prompt[2]["content"]  # the one-shot example
+        assert (
+            prompt[0]["role"] == "system" and "→ architecture.structure.architect" in prompt[2]["content"]
+        )  # the one-shot example
         tokens = sum(len(m["content"].split()) for r in server.requests for m in r["messages"])
         assert re.search(rf"LLM calls {TRAIN}, tokens: {tokens} prompt \+ \d+ completion", first.output), first.output
 
@@ -222,26 +267,39 @@ def test_label_rapl_relations_stores_r_star_with_provenance_and_resumes(toy, tmp
         assert f"selected relations: {TRAIN} questions, {total} relations stored" in first.output
         # "what is the capital of jamaica?": Jamaica's 7 (relation, direction) candidates, the capital one chosen
         q1 = stored["Q-1"]
-        assert (q1["relations"], q1["directions"], q1["topics"], q1["candidates"]) == (["location.country.capital"], [1], ["Jamaica"], 7)
+        assert (q1["relations"], q1["directions"], q1["topics"], q1["candidates"]) == (
+            ["location.country.capital"],
+            [1],
+            ["Jamaica"],
+            7,
+        )
         # "what language do people in jamaica speak?": both language relations, in listed order
         assert (stored["Q-0"]["relations"], stored["Q-0"]["directions"]) == (
-            ["location.country.languages_spoken", "location.country.official_language"], [1, 1])
+            ["location.country.languages_spoken", "location.country.official_language"],
+            [1, 1],
+        )
         assert graph.single("counts")["triples"] == 15  # labels are not triples
         # The Browser query draws R_* on the topic's own triples.
         rows = graph.run("browser/question_relation_targets", qid="Q-0", method="rapl-relations")
         drawn = {(r["t"]["id"], r["r"][1], r["o"]["id"]) for r in rows}  # a relationship row: (start, type, end)
-        assert drawn == {("Jamaica", "location.country.languages_spoken", "Jamaican Creole English Language"),
-                         ("Jamaica", "location.country.official_language", "Jamaican English")}
+        assert drawn == {
+            ("Jamaica", "location.country.languages_spoken", "Jamaican Creole English Language"),
+            ("Jamaica", "location.country.official_language", "Jamaican English"),
+        }
         assert all(r["q"]["id"] == "Q-0" for r in rows)
         assert "browser/question_relation_targets.cypher" in first.output
 
         second = _label(graph, path, env)
         assert second.exit_code == 0, second.output
-        assert f"nothing to do: all {TRAIN} questions of toy/train are already labelled by rapl-relations" in second.output
+        assert (
+            f"nothing to do: all {TRAIN} questions of toy/train are already labelled by rapl-relations" in second.output
+        )
         assert server.calls == TRAIN
 
         # Path labelling of the same questions is another method: its own labellings, untouched R_*.
-        paths = CliRunner().invoke(app, _base(graph) + ["label", "--questions", str(path), "--method", "rapl", "--limit", "1"], env=env)
+        paths = CliRunner().invoke(
+            app, _base(graph) + ["label", "--questions", str(path), "--method", "rapl", "--limit", "1"], env=env
+        )
         assert paths.exit_code == 0 and "labelled 1 of 1" in paths.output
         assert _relation_labellings(graph) == stored
 
@@ -282,7 +340,20 @@ def test_train_rapl_with_relation_targets_carries_r_star_into_the_cache(toy, tmp
         assert _label(graph, path, env).exit_code == 0
     stored = _relation_labellings(graph)
     runner = CliRunner()
-    args = ["train", "rapl", "--questions", str(path), "--max-epochs", "1", "--threads", "1", "--set", "hidden=16", "--set", "samples=5"]
+    args = [
+        "train",
+        "rapl",
+        "--questions",
+        str(path),
+        "--max-epochs",
+        "1",
+        "--threads",
+        "1",
+        "--set",
+        "hidden=16",
+        "--set",
+        "samples=5",
+    ]
     trained = runner.invoke(app, _base(graph) + args + ["--name", "rapl-rt", "--relation-targets"], env=env)
     assert trained.exit_code == 0, trained.output
     assert f"relation targets: rapl-relations (stored by `kgdb label`) for {TRAIN} questions" in trained.output
@@ -306,7 +377,10 @@ def test_train_rapl_with_relation_targets_carries_r_star_into_the_cache(toy, tmp
         augmented += int(((rt & 1) > 0).sum() + ((rt & 2) > 0).sum())
         if it.qid == "Q-0":
             marked = {(ids[int(it.entity_idx[it.head[i]])], rels[int(it.relation[i])]) for i in np.flatnonzero(rt & 1)}
-            assert marked == {("Jamaica", "location.country.languages_spoken"), ("Jamaica", "location.country.official_language")}
+            assert marked == {
+                ("Jamaica", "location.country.languages_spoken"),
+                ("Jamaica", "location.country.official_language"),
+            }
     assert augmented == rc["augmented_triples"] > 0
 
     # Without the flag the train split has no R_*; the flag is refused for a retriever whose loss ignores it.
@@ -316,6 +390,12 @@ def test_train_rapl_with_relation_targets_carries_r_star_into_the_cache(toy, tmp
     assert cfg_plain["relation_targets"] is None
     assert all(it.relation_targets is None for it in load_cache(Path(cfg_plain["data_cache"]["train"])))
     again = runner.invoke(app, _base(graph) + args + ["--name", "rapl-rt2", "--relation-targets"], env=env)
-    assert again.exit_code == 0 and json.loads((tmp_path / "ckpt" / "rapl-rt2" / "config.json").read_text())["data_cache"]["train"] == cfg["data_cache"]["train"]
-    refused = runner.invoke(app, _base(graph) + ["train", "toy-test", "--questions", str(path), "--relation-targets"], env=env)
+    assert (
+        again.exit_code == 0
+        and json.loads((tmp_path / "ckpt" / "rapl-rt2" / "config.json").read_text())["data_cache"]["train"]
+        == cfg["data_cache"]["train"]
+    )
+    refused = runner.invoke(
+        app, _base(graph) + ["train", "toy-test", "--questions", str(path), "--relation-targets"], env=env
+    )
     assert refused.exit_code != 0 and "--relation-targets" in str(refused.exception) + refused.output

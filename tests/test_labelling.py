@@ -7,14 +7,14 @@ import re
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
-from kgdb.cli import app
-from kgdb.data.cache import load_cache
 from kgdb_graphs import load
 from openai_server import OpenAIServer, select_label_paths
 from test_pipeline import QUESTIONS, TRIPLES
 from test_registry import ToyRetriever  # noqa: F401  (registers toy-test)
+from typer.testing import CliRunner
+
+from kgdb.cli import app
+from kgdb.data.cache import load_cache
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TRAIN = 7  # toy.jsonl: 7 train, 2 val, 1 test questions by the hash rule
@@ -23,8 +23,17 @@ TRAIN = 7  # toy.jsonl: 7 train, 2 val, 1 test questions by the hash rule
 @pytest.fixture
 def toy(graph, tmp_path):
     load(graph, TRIPLES)
-    rows = [{"id": q["id"], "text": q["question"], "answers": q["answer"], "answer_entities": q["a_entity"], "topics": q["q_entity"], "hop": None}
-            for q in QUESTIONS]
+    rows = [
+        {
+            "id": q["id"],
+            "text": q["question"],
+            "answers": q["answer"],
+            "answer_entities": q["a_entity"],
+            "topics": q["q_entity"],
+            "hop": None,
+        }
+        for q in QUESTIONS
+    ]
     graph.run("load_questions", rows=rows)
     path = tmp_path / "toy.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
@@ -49,7 +58,9 @@ def _base(graph) -> list[str]:
 
 
 def _label(graph, path, env, *extra: str):
-    return CliRunner().invoke(app, _base(graph) + ["label", "--questions", str(path), "--method", "rapl", *extra], env=env)
+    return CliRunner().invoke(
+        app, _base(graph) + ["label", "--questions", str(path), "--method", "rapl", *extra], env=env
+    )
 
 
 def _labellings(graph) -> dict[str, dict]:
@@ -82,7 +93,8 @@ def test_label_stores_paths_with_provenance_and_resumes(toy, tmp_path):
                 assert len(p["heads"]) == len(p["relations"]) == len(p["tails"]) >= 1
         # "where is kingston?" (Q-8, train): the server picks the two 1-hop paths, one against its edge
         assert [p["text"] for p in stored["Q-8"]["paths"]] == [
-            "Kingston → location.location.containedby → Jamaica", "Kingston ← location.country.capital ← Jamaica"
+            "Kingston → location.location.containedby → Jamaica",
+            "Kingston ← location.country.capital ← Jamaica",
         ]
         assert stored["Q-8"]["candidates"] == 3  # the two 1-hop paths and the 2-hop one via the postal code
         # Labels are not triples: the graph's triple count is unchanged.
@@ -131,7 +143,9 @@ def test_garbage_reply_is_retried_once_then_recorded_as_failure(toy, tmp_path):
 
 def test_partial_reply_keeps_its_valid_lines(toy, tmp_path):
     graph, path = toy
-    with OpenAIServer(script=[{"content": "ans: Path 1\nans: Path 99\nans: Pa"}], responder=select_label_paths) as server:
+    with OpenAIServer(
+        script=[{"content": "ans: Path 1\nans: Path 99\nans: Pa"}], responder=select_label_paths
+    ) as server:
         run = _label(graph, path, _env(tmp_path, server), "--concurrency", "1", "--limit", "1")
         assert run.exit_code == 0, run.output
     (lab,) = _labellings(graph).values()
@@ -177,7 +191,10 @@ def test_train_with_rapl_labels_uses_the_stored_paths(toy, tmp_path):
     assert shortest.exit_code == 0, shortest.output
     trained = runner.invoke(app, _base(graph) + args + ["--name", "toy-rapl", "--labels", "rapl"], env=env)
     assert trained.exit_code == 0, trained.output
-    assert "labels: rapl (stored by `kgdb label`) for 5 questions (5 paths); 2 without them fall back to shortest-path labels" in trained.output
+    assert (
+        "labels: rapl (stored by `kgdb label`) for 5 questions (5 paths); 2 without them fall back to shortest-path labels"
+        in trained.output
+    )
 
     cfg_sp = json.loads((tmp_path / "ckpt" / "toy-sp" / "config.json").read_text())
     cfg = json.loads((tmp_path / "ckpt" / "toy-rapl" / "config.json").read_text())
@@ -197,7 +214,12 @@ def test_train_with_rapl_labels_uses_the_stored_paths(toy, tmp_path):
             continue
         ids = {i: e for i, e in zip(it.entity_idx.tolist(), _ids_of(graph, it.entity_idx.tolist()))}
         rels = _relation_names(graph)
-        learned = {(ids[h], rels[r], ids[t]) for h, r, t in zip(it.entity_idx[it.head[it.labels]], it.relation[it.labels], it.entity_idx[it.tail[it.labels]])}
+        learned = {
+            (ids[h], rels[r], ids[t])
+            for h, r, t in zip(
+                it.entity_idx[it.head[it.labels]], it.relation[it.labels], it.entity_idx[it.tail[it.labels]]
+            )
+        }
         (p,) = stored[qid]["paths"]
         assert learned == set(zip(p["heads"], p["relations"], p["tails"]))
         differs += not np.array_equal(it.labels, items_sp[qid].labels)
@@ -213,7 +235,10 @@ def test_train_with_rapl_labels_uses_the_stored_paths(toy, tmp_path):
 
 
 def _ids_of(graph, idx: list[int]) -> list[str]:
-    rows = {r["idx"]: r["id"] for r in graph.run_text("MATCH (e:Entity) WHERE e.idx IN $idx RETURN e.idx AS idx, e.id AS id", idx=idx)}
+    rows = {
+        r["idx"]: r["id"]
+        for r in graph.run_text("MATCH (e:Entity) WHERE e.idx IN $idx RETURN e.idx AS idx, e.id AS id", idx=idx)
+    }
     return [rows[i] for i in idx]
 
 

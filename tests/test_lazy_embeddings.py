@@ -9,9 +9,9 @@ import json
 
 import numpy as np
 import pytest
+from conftest import wipe
 from typer.testing import CliRunner
 
-from conftest import wipe
 from kgdb.cli import app
 from kgdb.config import AUTO_LAZY_ABOVE, EmbeddingMode, resolve_embedding_mode
 from kgdb.cypher.linking import link_entities
@@ -50,7 +50,9 @@ QUESTIONS = [
 
 
 def _settings(graph, tmp_path, name="cache"):
-    return graph.settings.with_overrides(cache_dir=tmp_path / name, checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs")
+    return graph.settings.with_overrides(
+        cache_dir=tmp_path / name, checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs"
+    )
 
 
 def _with_vector(graph) -> set[str]:
@@ -79,7 +81,10 @@ def test_lazy_load_embeds_relations_only(graph):
     # auto on a graph this small is eager, and the fingerprint is the lazy graph's: vectors do not change it
     before = graph_fingerprint(graph)[0]
     stats = write_graph(graph, TRIPLES, embedder=get_embedder(), embeddings="auto")
-    assert stats.embeddings == "eager" and stats.entity_embeddings == len(_named(graph)) == counts(graph)["entity_embeddings"]
+    assert (
+        stats.embeddings == "eager"
+        and stats.entity_embeddings == len(_named(graph)) == counts(graph)["entity_embeddings"]
+    )
     assert graph_fingerprint(graph)[0] == before
 
 
@@ -111,8 +116,13 @@ def _scores(graph, tmp_path, name):
     for question, topics in QUESTIONS:
         r = pipe.retrieve(question, topics)
         out.append(([t.relation for t in r.top], [(t.head_id, t.tail_id) for t in r.top], r.scores))
-    linked = link_entities(graph, "what does jamaican people speak?", get_embedder().encode_one("what does jamaican people speak?"),
-                           k=5, entity_vectors=pipe.vectors.vectors)
+    linked = link_entities(
+        graph,
+        "what does jamaican people speak?",
+        get_embedder().encode_one("what does jamaican people speak?"),
+        k=5,
+        entity_vectors=pipe.vectors.vectors,
+    )
     return out, [(e.id, e.score) for e in linked]
 
 
@@ -150,8 +160,12 @@ def test_table_cache_never_serves_a_zero_row_for_an_entity_that_has_a_vector_now
 
 
 def _cli(graph, *args):
-    env = {"KGDB_NEO4J_URI": graph.settings.neo4j_uri, "KGDB_NEO4J_USER": graph.settings.neo4j_user,
-           "KGDB_NEO4J_PASSWORD": graph.settings.neo4j_password.get_secret_value(), "COLUMNS": "400"}
+    env = {
+        "KGDB_NEO4J_URI": graph.settings.neo4j_uri,
+        "KGDB_NEO4J_USER": graph.settings.neo4j_user,
+        "KGDB_NEO4J_PASSWORD": graph.settings.neo4j_password.get_secret_value(),
+        "COLUMNS": "400",
+    }
     result = CliRunner().invoke(app, list(args), env=env)
     assert result.exit_code == 0, (result.output, result.exception)
     return result.output
@@ -161,11 +175,24 @@ def test_kgdb_embed_fills_question_neighbourhoods_then_all_and_a_rerun_writes_ze
     triples = tmp_path / "kg.tsv"
     triples.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in TRIPLES), encoding="utf-8")
     questions = tmp_path / "q.jsonl"
-    questions.write_text(json.dumps({"id": "Q1", "question": "where was usain bolt born?", "q_entity": ["Usain Bolt"],
-                                     "a_entity": ["Sherwood Content"], "answer": ["Sherwood Content"]}) + "\n", encoding="utf-8")
+    questions.write_text(
+        json.dumps(
+            {
+                "id": "Q1",
+                "question": "where was usain bolt born?",
+                "q_entity": ["Usain Bolt"],
+                "a_entity": ["Sherwood Content"],
+                "answer": ["Sherwood Content"],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     out = _cli(graph, "load", "freebase-subset", str(triples), "--embeddings", "lazy")
     assert "embedded lazily" in out and f"{len(_named(graph))} names have no vector yet" in out
-    assert counts(graph)["entity_embeddings"] == 0 and counts(graph)["relation_embeddings"] == counts(graph)["relations"]
+    assert (
+        counts(graph)["entity_embeddings"] == 0 and counts(graph)["relation_embeddings"] == counts(graph)["relations"]
+    )
     _cli(graph, "load", "questions", str(questions))
     out = _cli(graph, "embed")  # the topic and its direct neighbours
     assert _with_vector(graph) == {"Usain Bolt", "Jamaica", "Sherwood Content"}
@@ -178,8 +205,9 @@ def test_kgdb_embed_fills_question_neighbourhoods_then_all_and_a_rerun_writes_ze
 
 
 def test_an_unknown_embeddings_mode_is_a_clear_error(tmp_path):
-    result = CliRunner().invoke(app, ["load", "freebase-subset", str(tmp_path / "kg.tsv"), "--embeddings", "sometimes"],
-                                env={"COLUMNS": "400"})
+    result = CliRunner().invoke(
+        app, ["load", "freebase-subset", str(tmp_path / "kg.tsv"), "--embeddings", "sometimes"], env={"COLUMNS": "400"}
+    )
     assert result.exit_code == 2
     text = " ".join(result.output.replace("│", " ").split())
     assert "--embeddings" in text and "'sometimes' is not one of 'eager', 'lazy', 'auto'" in text

@@ -12,6 +12,10 @@ import subprocess
 import sys
 
 import pytest
+from kgdb_graphs import load
+from openai_server import OpenAIServer, plan_listed_relations
+from test_relation_paths import FixedPlanner
+from test_rrp_ask import TRIPLES, _answers
 from typer.testing import CliRunner
 
 from kgdb.cli import app
@@ -19,10 +23,6 @@ from kgdb.data.relation_paths import TripleArrays
 from kgdb.pipeline import RelationPathRetriever
 from kgdb.qa.llm_planner import FOLLOW_UP, DeferredPlanner, LLMPathPlanner, parse_paths
 from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
-from kgdb_graphs import load
-from openai_server import OpenAIServer, plan_listed_relations
-from test_relation_paths import FixedPlanner
-from test_rrp_ask import TRIPLES, _answers
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -33,9 +33,15 @@ TWO_HOP = (("movie.starred_actors", -1), ("movie.directed_by", 1))
 @pytest.fixture
 def movies(graph, tmp_path):
     load(graph, TRIPLES)
-    env = {"KGDB_CACHE_DIR": str(tmp_path / "cache"), "KGDB_CHECKPOINTS_DIR": str(tmp_path / "ckpt"), "KGDB_RUNS_DIR": str(tmp_path / "runs"),
-           "KGDB_CONFIG": str(tmp_path / "none.toml")}
-    (tmp_path / "none.toml").write_text("", encoding="utf-8")  # an empty config file: no LLM settings from the user's own
+    env = {
+        "KGDB_CACHE_DIR": str(tmp_path / "cache"),
+        "KGDB_CHECKPOINTS_DIR": str(tmp_path / "ckpt"),
+        "KGDB_RUNS_DIR": str(tmp_path / "runs"),
+        "KGDB_CONFIG": str(tmp_path / "none.toml"),
+    }
+    (tmp_path / "none.toml").write_text(
+        "", encoding="utf-8"
+    )  # an empty config file: no LLM settings from the user's own
     base = ["--uri", graph.settings.neo4j_uri, "--password", graph.settings.neo4j_password.get_secret_value()]
     return graph, env, base
 
@@ -58,8 +64,11 @@ def test_llm_planned_two_hop_path_answers_through_kgdb_ask(movies):
     assert gold  # the tiny graph has an answer to ground to
     reply = "The films she starred in, then their directors.\nmovie.starred_actors -> movie.directed_by\nmovie.starred_actors"
     with OpenAIServer(script=[{"content": reply}]) as server:
-        out = CliRunner().invoke(app, base + ["ask", QUESTION, "--topic", "Lise Meitner", "--reasoner", "rrp", "--planner", "llm", "--json"],
-                                 env={**env, "KGDB_LLM_BASE_URL": server.base_url, "KGDB_LLM_MODEL": "kgdb-test-model"})
+        out = CliRunner().invoke(
+            app,
+            base + ["ask", QUESTION, "--topic", "Lise Meitner", "--reasoner", "rrp", "--planner", "llm", "--json"],
+            env={**env, "KGDB_LLM_BASE_URL": server.base_url, "KGDB_LLM_MODEL": "kgdb-test-model"},
+        )
         assert out.exit_code == 0, out.output
         assert server.calls == 1
         # Only the relations at the topic entity: Lise Meitner acts, so directed_by / written_by are not listed.
@@ -93,7 +102,10 @@ def test_the_retriever_describes_the_llm_planner(movies):
     with OpenAIServer() as server:
         described = _planner_retriever(graph, server, fallback=FixedPlanner(("movie.starred_actors",))).describe()
     assert described["planner"] == "llm" and described["planner_settings"]["prompt_template"] == "plan_paths_v1"
-    assert described["planner_settings"]["llm"]["model"] == "kgdb-test-model" and described["planner_settings"]["fallback"] == "fixed"
+    assert (
+        described["planner_settings"]["llm"]["model"] == "kgdb-test-model"
+        and described["planner_settings"]["fallback"] == "fixed"
+    )
 
 
 def test_garbage_gets_one_follow_up_then_the_fallback(movies):
@@ -103,7 +115,10 @@ def test_garbage_gets_one_follow_up_then_the_fallback(movies):
         res = _planner_retriever(graph, server).retrieve(QUESTION, ["Lise Meitner"])
         assert server.calls == 2  # exactly one follow-up
         follow = server.requests[1]["messages"]
-        assert follow[-2] == {"role": "assistant", "content": "I am not sure what you mean."} and follow[-1]["content"] == FOLLOW_UP
+        assert (
+            follow[-2] == {"role": "assistant", "content": "I am not sure what you mean."}
+            and follow[-1]["content"] == FOLLOW_UP
+        )
     assert res.paths == [] and res.entities == []
     assert any("no usable relation path after one follow-up and no trained planner" in n for n in res.notes)
     assert res.llm_usage["calls"] == 2
@@ -141,8 +156,24 @@ def test_the_trained_fallback_is_loaded_only_when_the_llm_gives_no_path(movies):
 def test_missing_llm_settings_is_one_clear_line(movies):
     _, env, base = movies
     run_env = {**os.environ, **env, "KGDB_LLM_BASE_URL": "", "KGDB_LLM_MODEL": ""}
-    out = subprocess.run([sys.executable, "-c", "from kgdb.cli import main; main()", *base, "ask", QUESTION, "--reasoner", "rrp", "--planner", "llm"],
-                         capture_output=True, text=True, timeout=120, env=run_env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from kgdb.cli import main; main()",
+            *base,
+            "ask",
+            QUESTION,
+            "--reasoner",
+            "rrp",
+            "--planner",
+            "llm",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=run_env,
+    )
     assert out.returncode != 0
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
@@ -152,7 +183,12 @@ def test_missing_llm_settings_is_one_clear_line(movies):
 def test_reply_parsing_and_the_demo_responder():
     reply = "Paths:\n1. a.b -> c_d\n- `e.f → g.h`\nSorry\na.b -> c_d\nw.x -> w.y -> w.z -> w.w\nnot a path -> a.b"
     assert parse_paths(reply) == [("a.b", "c_d"), ("e.f", "g.h")]
-    prompt = [{"role": "user", "content": "Topic entities: X\nRelations around the topic entities:\nr.one\nr.two\n\nQuestion:\nwhat?"}]
+    prompt = [
+        {
+            "role": "user",
+            "content": "Topic entities: X\nRelations around the topic entities:\nr.one\nr.two\n\nQuestion:\nwhat?",
+        }
+    ]
     assert parse_paths(plan_listed_relations(prompt)) == [("r.one",), ("r.two",)]
 
 
@@ -163,11 +199,20 @@ def test_with_nothing_trained_the_shipped_ranker_plans_when_the_llm_gives_no_pat
     graph, *_ = movies
     garbage = [{"content": "no idea"}, {"content": "still no idea"}]
     with OpenAIServer(script=garbage) as server:
-        settings = graph.settings.with_overrides(llm_base_url=server.base_url, llm_model="kgdb-test-model", llm_max_retries=0,
-                                                 checkpoints_dir=tmp_path / "ckpt", cache_dir=tmp_path / "cache")
+        settings = graph.settings.with_overrides(
+            llm_base_url=server.base_url,
+            llm_model="kgdb-test-model",
+            llm_max_retries=0,
+            checkpoints_dir=tmp_path / "ckpt",
+            cache_dir=tmp_path / "cache",
+        )
         planner = llm_planner(graph, settings)
         assert planner.fallback.name == "the portable rrp-ranker shipped with kgdb"
-        res = RelationPathRetriever(graph, settings, planner=planner, write=False).retrieve("who directed [Film A]", ["Film A"])
+        res = RelationPathRetriever(graph, settings, planner=planner, write=False).retrieve(
+            "who directed [Film A]", ["Film A"]
+        )
     assert isinstance(planner.fallback._planner, RankedPathPlanner)
     assert res.paths and res.paths[0].relations == ("movie.directed_by",)
-    assert any("the trained planner (the portable rrp-ranker shipped with kgdb) planned instead" in n for n in res.notes)
+    assert any(
+        "the trained planner (the portable rrp-ranker shipped with kgdb) planned instead" in n for n in res.notes
+    )

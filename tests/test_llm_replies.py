@@ -39,9 +39,11 @@ class E:
     from_paths: bool = False
 
 
-TRIPLES = [T("France", "location.country.capital", "Paris", 1.0, "France", "Paris"),
-           T("France", "location.location.contains", "Lyon", 0.5, "France", "Lyon"),
-           T("Paris", "location.location.containedby", "Île-de-France", 0.4, "Paris", "Île-de-France")]
+TRIPLES = [
+    T("France", "location.country.capital", "Paris", 1.0, "France", "Paris"),
+    T("France", "location.location.contains", "Lyon", 0.5, "France", "Lyon"),
+    T("Paris", "location.location.containedby", "Île-de-France", 0.4, "Paris", "Île-de-France"),
+]
 QUESTION = "what is the capital of France"
 EVIDENCE = E(QUESTION, TRIPLES, ["France"], ["France"], set())
 LINES = [f"({t.head},{t.relation},{t.tail})" for t in TRIPLES]
@@ -55,17 +57,20 @@ def _fresh_endpoints():
     forget_endpoints()
 
 
-@pytest.mark.parametrize("reply, answers, mode", [
-    ('{"answers": ["Paris"]}', ["Paris"], SCHEMA),
-    ('{"answers": ["Paris", "Ly', ["Paris"], SCHEMA),  # cut off by max_tokens
-    ("Paris", ["Paris"], FREE_TEXT),
-    ("The capital of France is Paris.", ["Paris"], FREE_TEXT),
-    ("(Paris)", ["Paris"], FREE_TEXT),
-    ("- paris", ["Paris"], FREE_TEXT),
-    ("Reasoning first.\nans: Paris", ["Paris"], ANS_LINE),
-    ("ans: The capital is Paris", ["Paris"], ANS_LINE),
-    ("ans: ILE-DE-FRANCE", ["Île-de-France"], ANS_LINE),
-])
+@pytest.mark.parametrize(
+    "reply, answers, mode",
+    [
+        ('{"answers": ["Paris"]}', ["Paris"], SCHEMA),
+        ('{"answers": ["Paris", "Ly', ["Paris"], SCHEMA),  # cut off by max_tokens
+        ("Paris", ["Paris"], FREE_TEXT),
+        ("The capital of France is Paris.", ["Paris"], FREE_TEXT),
+        ("(Paris)", ["Paris"], FREE_TEXT),
+        ("- paris", ["Paris"], FREE_TEXT),
+        ("Reasoning first.\nans: Paris", ["Paris"], ANS_LINE),
+        ("ans: The capital is Paris", ["Paris"], ANS_LINE),
+        ("ans: ILE-DE-FRANCE", ["Île-de-France"], ANS_LINE),
+    ],
+)
 def test_a_reply_in_any_form_yields_the_evidence_entity_it_names(reply, answers, mode):
     out = read_reply(reply, NAMES, structured=reply.startswith("{"))
     assert out.answers == answers and all(out.modes[a] == mode for a in answers) and not out.malformed
@@ -137,14 +142,28 @@ def test_a_server_that_ignores_the_schema_is_read_tolerantly():
 
 
 def _many_lines(n: int) -> tuple[list[str], E]:
-    triples = [T("France", f"rel.r{i}", f"Place{i} in a region with a very long descriptive name here", 1.0 - i / n, "France", f"p{i}") for i in range(n)]
+    triples = [
+        T(
+            "France",
+            f"rel.r{i}",
+            f"Place{i} in a region with a very long descriptive name here",
+            1.0 - i / n,
+            "France",
+            f"p{i}",
+        )
+        for i in range(n)
+    ]
     return [f"({t.head},{t.relation},{t.tail})" for t in triples], E(QUESTION, triples, ["France"], ["France"], set())
 
 
 @pytest.mark.parametrize("report_context", [True, False])
 def test_a_100_line_prompt_is_fitted_to_a_small_context_and_the_cut_recorded(report_context):
     lines, evidence = _many_lines(100)
-    with OpenAIServer(responder=lambda m: "ans: Place0 in a region with a very long descriptive name here", context=1500, report_context=report_context) as server:
+    with OpenAIServer(
+        responder=lambda m: "ans: Place0 in a region with a very long descriptive name here",
+        context=1500,
+        report_context=report_context,
+    ) as server:
         out = _reasoner(server, structured=False).reason(build_prompt("triples", QUESTION, lines), evidence)
     assert out.answers == ["Place0 in a region with a very long descriptive name here"]
     assert 0 < out.budget["lines_sent"] < 100 and out.budget["lines_cut"] == 100 - out.budget["lines_sent"]
@@ -178,7 +197,10 @@ def test_requests_to_a_one_slot_local_server_go_one_at_a_time():
     with OpenAIServer(responder=slow) as server:
         r = _reasoner(server)
         assert r.timeout == 600.0 and r.endpoint.slots == 1
-        threads = [threading.Thread(target=r.reason, args=(build_prompt("triples", QUESTION, LINES), EVIDENCE)) for _ in range(4)]
+        threads = [
+            threading.Thread(target=r.reason, args=(build_prompt("triples", QUESTION, LINES), EVIDENCE))
+            for _ in range(4)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -205,8 +227,10 @@ def test_the_llm_chooses_among_the_no_llm_answerers_candidates():
                 parts += [f"[{r}]" if d > 0 else f"[{r}] (reversed)", n]
             return " → ".join(parts)
 
-    paths = (P(0.9, ("France", "Lyon"), ("location.location.contains",), (1,), ("France", "Lyon")),
-             P(0.8, ("France", "Paris"), ("location.country.capital",), (1,), ("France", "Paris")))
+    paths = (
+        P(0.9, ("France", "Lyon"), ("location.location.contains",), (1,), ("France", "Lyon")),
+        P(0.8, ("France", "Paris"), ("location.country.capital",), (1,), ("France", "Paris")),
+    )
     evidence = E(QUESTION, TRIPLES, ["France"], ["France"], set(), paths=paths, from_paths=True)
     with OpenAIServer(responder=lambda m: "ans: Paris", structured="json") as server:
         out = CandidatesReasoner(_reasoner(server)).reason(build_prompt("paths", QUESTION, []), evidence)

@@ -12,23 +12,30 @@ import time
 from pathlib import Path
 
 import pytest
+from test_writer import TRIPLES, snapshot
 from typer.testing import CliRunner
 
 from kgdb.cli import app
+from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.cypher.schema import counts
 from kgdb.server import LocalServer, free_port, server_from_settings
-from kgdb.config import Settings
-from test_writer import TRIPLES, snapshot
 
 FIX = Path(__file__).parent / "fixtures"
-KGDB = [sys.executable, "-m", "kgdb.cli"] if not Path(sys.executable).with_name("kgdb").exists() else [str(Path(sys.executable).with_name("kgdb"))]
+KGDB = (
+    [sys.executable, "-m", "kgdb.cli"]
+    if not Path(sys.executable).with_name("kgdb").exists()
+    else [str(Path(sys.executable).with_name("kgdb"))]
+)
 
 
 def env_for(settings: Settings, **extra: str) -> dict[str, str]:
     return {
-        **os.environ, "COLUMNS": "400", "KGDB_NEO4J_URI": settings.neo4j_uri,
-        "KGDB_NEO4J_USER": settings.neo4j_user, "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
+        **os.environ,
+        "COLUMNS": "400",
+        "KGDB_NEO4J_URI": settings.neo4j_uri,
+        "KGDB_NEO4J_USER": settings.neo4j_user,
+        "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
         **extra,
     }
 
@@ -61,23 +68,43 @@ def test_load_questions(graph):
     invoke(graph.settings, "load", "freebase-subset", str(FIX / "rog_small.jsonl"), "--no-embed")
     out = invoke(graph.settings, "load", "questions", str(FIX / "questions_small.jsonl"))
     assert "Loaded 2 questions" in out and "2 of 3 topic entities found in the graph (1 missing)" in out
-    rows = graph.run_text("MATCH (q:Question)-[:ABOUT]->(e) RETURN q.id AS id, q.answers AS a, q.hop AS hop, e.id AS e ORDER BY id")
-    assert rows == [{"id": "q-1", "a": ["Kingston"], "hop": None, "e": "Jamaica"},
-                    {"id": "q-2", "a": ["Sherwood Content"], "hop": 1, "e": "Usain Bolt"}]
+    rows = graph.run_text(
+        "MATCH (q:Question)-[:ABOUT]->(e) RETURN q.id AS id, q.answers AS a, q.hop AS hop, e.id AS e ORDER BY id"
+    )
+    assert rows == [
+        {"id": "q-1", "a": ["Kingston"], "hop": None, "e": "Jamaica"},
+        {"id": "q-2", "a": ["Sherwood Content"], "hop": 1, "e": "Usain Bolt"},
+    ]
     invoke(graph.settings, "load", "questions", str(FIX / "questions_small.jsonl"))
     assert counts(graph)["questions"] == 2
 
 
 def test_every_format_through_the_cli(graph, tmp_path):
-    invoke(graph.settings, "load", "freebase-subset", str(FIX / "fb_small_triples.tsv"), "--names",
-           str(FIX / "fb_small_names.tsv"), "--no-embed")
+    invoke(
+        graph.settings,
+        "load",
+        "freebase-subset",
+        str(FIX / "fb_small_triples.tsv"),
+        "--names",
+        str(FIX / "fb_small_names.tsv"),
+        "--no-embed",
+    )
     invoke(graph.settings, "load", "freebase-subset", str(FIX / "small.csv"), "--no-embed")
-    invoke(graph.settings, "load", "freebase-subset", str(FIX / "freebase_small.nt"), "--no-embed",
-           "--relation-prefix", "people.", "--relation-prefix", "location.")
+    invoke(
+        graph.settings,
+        "load",
+        "freebase-subset",
+        str(FIX / "freebase_small.nt"),
+        "--no-embed",
+        "--relation-prefix",
+        "people.",
+        "--relation-prefix",
+        "location.",
+    )
     out = invoke(graph.settings, "load", "freebase-subset", str(FIX / "bad_empty.tsv"), "--no-embed", "--skip-bad")
     assert "skipped 1 bad line(s)" in out and "bad_empty.tsv:2: column 2 is empty" in out
     names = {r["id"]: r["name"] for r in graph.run_text("MATCH (e:Entity) RETURN e.id AS id, e.name AS name")}
-    assert names["m.02mjmr"] == "Barack Obama" and names["The \"Big Apple\""] == "The \"Big Apple\""
+    assert names["m.02mjmr"] == "Barack Obama" and names['The "Big Apple"'] == 'The "Big Apple"'
     # fb_small (5 distinct) + csv (5) + nt (6, one the same as in fb_small) + bad_empty (2 good lines)
     assert counts(graph)["triples"] == 5 + 5 + 5 + 2
 
@@ -91,26 +118,46 @@ def _one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
 
 
 def test_clear_one_line_errors(neo4j_settings, tmp_path):
-    _one_line_error(kgdb(neo4j_settings, "--password", "wrong", "load", "freebase-subset", "--no-embed"), "wrong password")
-    _one_line_error(kgdb(neo4j_settings, "--uri", f"bolt://localhost:{free_port()}", "load", "questions",
-                         str(FIX / "questions_small.jsonl")), "cannot reach Neo4j")
-    _one_line_error(kgdb(neo4j_settings, "load", "freebase-subset", str(tmp_path / "missing.tsv"), "--no-embed"),
-                    "missing.tsv", "file not found")
+    _one_line_error(
+        kgdb(neo4j_settings, "--password", "wrong", "load", "freebase-subset", "--no-embed"), "wrong password"
+    )
+    _one_line_error(
+        kgdb(
+            neo4j_settings,
+            "--uri",
+            f"bolt://localhost:{free_port()}",
+            "load",
+            "questions",
+            str(FIX / "questions_small.jsonl"),
+        ),
+        "cannot reach Neo4j",
+    )
+    _one_line_error(
+        kgdb(neo4j_settings, "load", "freebase-subset", str(tmp_path / "missing.tsv"), "--no-embed"),
+        "missing.tsv",
+        "file not found",
+    )
     bad = tmp_path / "bad.tsv"
     bad.write_bytes(b"a\tr.x.y\tb\nc\tr.x.y\t\xff\n")
     _one_line_error(kgdb(neo4j_settings, "load", "freebase-subset", str(bad), "--no-embed"), f"{bad}:2: invalid UTF-8")
-    _one_line_error(kgdb(neo4j_settings, "load", "freebase-subset", str(FIX / "bad_columns.tsv"), "--no-embed"),
-                    "bad_columns.tsv:2: expected 3")
+    _one_line_error(
+        kgdb(neo4j_settings, "load", "freebase-subset", str(FIX / "bad_columns.tsv"), "--no-embed"),
+        "bad_columns.tsv:2: expected 3",
+    )
 
 
 def test_killed_load_rerun_gives_identical_counts(graph, tmp_path):
     rng = random.Random(7)
     path = tmp_path / "big.tsv"
-    rows = {(f"e{rng.randrange(3000)}", f"rel.type.r{rng.randrange(40)}", f"e{rng.randrange(3000)}") for _ in range(40_000)}
+    rows = {
+        (f"e{rng.randrange(3000)}", f"rel.type.r{rng.randrange(40)}", f"e{rng.randrange(3000)}") for _ in range(40_000)
+    }
     path.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in sorted(rows)))
     args = ["load", "freebase-subset", str(path), "--no-embed", "--batch-size", "500"]
 
-    proc = subprocess.Popen([*KGDB, *args], env=env_for(graph.settings), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*KGDB, *args], env=env_for(graph.settings), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         if graph.run_text("MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"] >= 2_000:
@@ -137,9 +184,15 @@ def local_server(neo4j_settings):
     home = neo4j_settings.neo4j_home
     if not (home / "run" / "kgdb-neo4j.pid").is_file() or home == Settings().neo4j_home:
         pytest.skip("--bulk needs the throw-away local server of tests/conftest.py")
-    return LocalServer(home=home, password=neo4j_settings.neo4j_password.get_secret_value(),
-                       bolt_port=neo4j_settings.neo4j_bolt_port, http_port=neo4j_settings.neo4j_http_port,
-                       heap="1g", pagecache="512m", lib_dir=server_from_settings(Settings()).lib)
+    return LocalServer(
+        home=home,
+        password=neo4j_settings.neo4j_password.get_secret_value(),
+        bolt_port=neo4j_settings.neo4j_bolt_port,
+        http_port=neo4j_settings.neo4j_http_port,
+        heap="1g",
+        pagecache="512m",
+        lib_dir=server_from_settings(Settings()).lib,
+    )
 
 
 @pytest.mark.slow  # stops and restarts the shared test server (~80 s)
@@ -149,8 +202,10 @@ def test_bulk_import_equals_the_bolt_path(graph, local_server):
     from kgdb.loaders.bulk import bulk_load
     from kgdb.loaders.writer import write_graph
 
-    nasty = [("line one\nline two", "weird`type}) DELETE r //", "Quote 'single', \"double\""),
-             ("}) DETACH DELETE n //", "people.person.nationality", "Back`tick;semi")]
+    nasty = [
+        ("line one\nline two", "weird`type}) DELETE r //", "Quote 'single', \"double\""),
+        ("}) DETACH DELETE n //", "people.person.nationality", "Back`tick;semi"),
+    ]
     triples = TRIPLES + nasty
     embedder = get_embedder()
     write_graph(graph, triples, embedder=embedder)
@@ -162,7 +217,9 @@ def test_bulk_import_equals_the_bolt_path(graph, local_server):
     assert stats.seconds["import"] > 0
     with Graph.connect(graph.settings) as g:
         assert snapshot(g) == bolt
-        hits = g.run_text("CALL db.index.vector.queryNodes('entity_embedding', 1, $q) YIELD node RETURN node.id AS id",
-                          q=embedder.encode_one("Honolulu").tolist())
+        hits = g.run_text(
+            "CALL db.index.vector.queryNodes('entity_embedding', 1, $q) YIELD node RETURN node.id AS id",
+            q=embedder.encode_one("Honolulu").tolist(),
+        )
         assert hits == [{"id": "Honolulu"}]
         assert write_graph(g, triples, embedder=embedder).triples_created == 0  # the Bolt path sees it all loaded

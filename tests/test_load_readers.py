@@ -56,7 +56,12 @@ def test_ntriples_prefix_strip_names_literals_and_gzip(tmp_path):
     assert ("m.02mjmr", "common.topic.alias", 'Barack "Barry" Obama') in src.triples  # unescaped, English only
     assert not any(t == "Obama" for _, _, t in src.triples)
     assert not any(r.startswith("http") or r == "type.object.name" for _, r, _ in src.triples)
-    assert src.names == {"m.02mjmr": "Barack Obama", "m.02hrh0_": "Honolulu", "m.03gh4": "Hawaii", "m.025s5v9": "Michelle Obama"}
+    assert src.names == {
+        "m.02mjmr": "Barack Obama",
+        "m.02hrh0_": "Honolulu",
+        "m.03gh4": "Hawaii",
+        "m.025s5v9": "Michelle Obama",
+    }
     assert {"1961-08-04", "28311.0", 'Barack "Barry" Obama'} == src.literals
     labels = {r.id: r.labels for r in entity_rows(src.triples, src.names, src.literals)}
     assert labels["m.0j4k1c9"] == ["Entity", "CVT"] and labels['Barack "Barry" Obama'] == ["Entity", "Literal"]
@@ -69,13 +74,19 @@ def test_ntriples_prefix_strip_names_literals_and_gzip(tmp_path):
 
 def test_ntriples_filters(tmp_path):
     src = read_ntriples(FIX / "freebase_small.nt", relation_prefixes=["people.person."])
-    assert {r for _, r, _ in src.triples} == {"people.person.place_of_birth", "people.person.date_of_birth", "people.person.spouse_s"}
+    assert {r for _, r, _ in src.triples} == {
+        "people.person.place_of_birth",
+        "people.person.date_of_birth",
+        "people.person.spouse_s",
+    }
     assert "m.03gh4" not in src.names  # names only for entities the kept triples use
     mids = tmp_path / "mids.txt"
     mids.write_text("# Honolulu\n/m/02hrh0_\n")
     src = open_source(FIX / "freebase_small.nt", mids_file=mids)
-    assert sorted(src.triples) == [("m.02hrh0_", "location.location.containedby", "m.03gh4"),
-                                   ("m.02mjmr", "people.person.place_of_birth", "m.02hrh0_")]
+    assert sorted(src.triples) == [
+        ("m.02hrh0_", "location.location.containedby", "m.03gh4"),
+        ("m.02mjmr", "people.person.place_of_birth", "m.02hrh0_"),
+    ]
 
 
 def test_filters_apply_to_triple_files_too():
@@ -134,8 +145,14 @@ def test_questions_jsonl_and_rog_parquet(tmp_path):
 
     rows = read_question_file(FIX / "questions_small.jsonl")
     assert [r["id"] for r in rows] == ["q-1", "q-2"]
-    assert rows[1] == {"id": "q-2", "text": "where was usain bolt born?", "answers": ["Sherwood Content"],
-                       "answer_entities": ["Sherwood Content"], "topics": ["Usain Bolt"], "hop": 1}
+    assert rows[1] == {
+        "id": "q-2",
+        "text": "where was usain bolt born?",
+        "answers": ["Sherwood Content"],
+        "answer_entities": ["Sherwood Content"],
+        "topics": ["Usain Bolt"],
+        "hop": 1,
+    }
     records = [json.loads(line) for line in (FIX / "rog_small.jsonl").read_text().splitlines()]
     pq.write_table(pa.Table.from_pylist(records), tmp_path / "q.parquet")
     assert [r["topics"] for r in read_question_file(tmp_path / "q.parquet")] == [["Jamaica"], ["Usain Bolt"]]
@@ -175,8 +192,10 @@ def test_loader_modules_do_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys, kgdb.loaders.writer, kgdb.loaders.sources, kgdb.loaders.bulk, kgdb.loaders.questions; "
-            "sys.exit('torch' in sys.modules)")
+    code = (
+        "import sys, kgdb.loaders.writer, kgdb.loaders.sources, kgdb.loaders.bulk, kgdb.loaders.questions; "
+        "sys.exit('torch' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -196,8 +215,10 @@ def test_every_relationship_type_kgdb_writes_is_reserved():
 
 def test_a_trailing_byte_order_mark_makes_no_separate_entity(tmp_path):
     path = tmp_path / "bom.tsv"
-    path.write_text("Obama\ufeff\tpeople.person.nationality\tUSA\n"
-                    "Obama\tpeople.person.place_of_birth\tHonolulu\ufeff\n", encoding="utf-8")
+    path.write_text(
+        "Obama\ufeff\tpeople.person.nationality\tUSA\nObama\tpeople.person.place_of_birth\tHonolulu\ufeff\n",
+        encoding="utf-8",
+    )
     src = open_source(path)
     assert {h for h, _, _ in src.triples} == {"Obama"}
     assert ("Obama", "people.person.place_of_birth", "Honolulu") in src.triples
@@ -217,10 +238,11 @@ def test_control_characters_in_an_entity_id_are_refused_with_file_and_line(tmp_p
 def test_a_nul_or_escape_in_an_ntriples_name_is_refused_with_file_and_line(tmp_path):
     path = tmp_path / "names.nt"
     path.write_text(
-        '<http://rdf.freebase.com/ns/m.01> <http://rdf.freebase.com/ns/people.person.nationality> '
-        '<http://rdf.freebase.com/ns/m.02> .\n'
+        "<http://rdf.freebase.com/ns/m.01> <http://rdf.freebase.com/ns/people.person.nationality> "
+        "<http://rdf.freebase.com/ns/m.02> .\n"
         '<http://rdf.freebase.com/ns/m.01> <http://rdf.freebase.com/ns/type.object.name> "Ob\\u0000ama"@en .\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     with pytest.raises(InputError) as err:
         read_ntriples(path)
     assert str(err.value).startswith(f"{path}:2: name contains the control character U+0000")
@@ -236,7 +258,9 @@ def test_names_for_ids_absent_from_the_loaded_triples_are_counted(tmp_path):
     assert src.names == {"m.01": "Obama", "m.02": "USA"} and src.names_unused == 2
     nt = tmp_path / "n.nt"
     ns = "http://rdf.freebase.com/ns/"
-    nt.write_text(f'<{ns}m.01> <{ns}people.person.nationality> <{ns}m.02> .\n'
-                  f'<{ns}m.01> <{ns}type.object.name> "Obama"@en .\n<{ns}m.77> <{ns}type.object.name> "Other"@en .\n',
-                  encoding="utf-8")
+    nt.write_text(
+        f"<{ns}m.01> <{ns}people.person.nationality> <{ns}m.02> .\n"
+        f'<{ns}m.01> <{ns}type.object.name> "Obama"@en .\n<{ns}m.77> <{ns}type.object.name> "Other"@en .\n',
+        encoding="utf-8",
+    )
     assert read_ntriples(nt).names_unused == 1

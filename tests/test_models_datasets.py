@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from kgdb.errors import InputError
 from kgdb.data.labels import answer_hops
 from kgdb.data.questions import QuestionRecord, read_questions, split_of, subsample
+from kgdb.errors import InputError
 from kgdb.models.metrics import answer_recall_at, top_k, triple_recall_at
 
 
@@ -23,7 +23,11 @@ def test_metaqa_reader_and_errors(tmp_path):
     assert qs.dataset == "metaqa-2hop"
     q = qs.questions[0]
     assert (q.id, q.text, q.topics, q.answers, q.hop) == (
-        "2hop-1", "who directed the films written by Joe Thomas", ["Joe Thomas"], ["A", "B"], 2,
+        "2hop-1",
+        "who directed the films written by Joe Thomas",
+        ["Joe Thomas"],
+        ["A", "B"],
+        2,
     )
     path.write_text("fine [X]\tA\nno topic here\tB\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"qa.txt:2:"):
@@ -50,7 +54,14 @@ def test_splits_are_stable_and_sized():
     assert abs(frac["train"] - 0.6) < 0.03 and abs(frac["val"] - 0.2) < 0.03 and abs(frac["test"] - 0.2) < 0.03
     # Pinned values: changing the rule silently would move questions between splits.
     assert [split_of("webqsp", f"WebQTest-{i}") for i in range(8)] == [
-        "val", "train", "train", "train", "train", "test", "train", "train",
+        "val",
+        "train",
+        "train",
+        "train",
+        "train",
+        "test",
+        "train",
+        "train",
     ]
 
 
@@ -65,7 +76,10 @@ def test_a_sample_is_seeded_in_file_order_and_covers_a_grouped_file():
     # a file grouped by template, as MetaQA's are: 10 templates of 50 questions each
     records = [QuestionRecord(f"q{i}", f"template {i // 50}", [], []) for i in range(500)]
     first = subsample(records, limit=60)
-    assert [r.id for r in first] == [f"q{i}" for i in range(60)] and {r.text for r in first} == {"template 0", "template 1"}
+    assert [r.id for r in first] == [f"q{i}" for i in range(60)] and {r.text for r in first} == {
+        "template 0",
+        "template 1",
+    }
     drawn = subsample(records, sample=60)
     assert drawn == subsample(records, sample=60)  # fixed seed
     positions = [int(r.id[1:]) for r in drawn]

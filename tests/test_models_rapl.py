@@ -103,9 +103,14 @@ def _question(tables, seed, n=12, m=30):
     q = rng.normal(size=tables.dim).astype(np.float32)
     q /= np.linalg.norm(q)
     x = build_tensors(
-        tables, head=head, relation=rng.integers(0, 9, m), tail=tail,
-        entity_idx=rng.choice(40, n, replace=False), topic=np.array([0]),
-        is_cvt=np.zeros(n, dtype=bool), question_embedding=q,
+        tables,
+        head=head,
+        relation=rng.integers(0, 9, m),
+        tail=tail,
+        entity_idx=rng.choice(40, n, replace=False),
+        topic=np.array([0]),
+        is_cvt=np.zeros(n, dtype=bool),
+        question_embedding=q,
     )
     return x, head, tail
 
@@ -304,10 +309,12 @@ def test_only_inference_settings_change_on_a_trained_model():
     with pytest.raises(InputError, match="max_triples takes a int"):
         with_inference_settings(model, {"max_triples": "many"})
     # out of range or a typo: refused naming the setting and its range, the model left as it was
-    for value, message in [({"max_triples": "-5"}, "max_triples must be at least 0, got -5"),
-                           ({"temperature": "0"}, "temperature must be above 0, got 0.0"),
-                           ({"samples": "0"}, "samples must be at least 1, got 0"),
-                           ({"complete": "ture"}, "complete takes true or false, got 'ture'")]:
+    for value, message in [
+        ({"max_triples": "-5"}, "max_triples must be at least 0, got -5"),
+        ({"temperature": "0"}, "temperature must be above 0, got 0.0"),
+        ({"samples": "0"}, "samples must be at least 1, got 0"),
+        ({"complete": "ture"}, "complete takes true or false, got 'ture'"),
+    ]:
         with pytest.raises(InputError, match=message):
             with_inference_settings(model, value)
     assert model.cfg.max_triples == 50 and model.cfg.complete is True

@@ -9,17 +9,14 @@ import pytest
 pytestmark = pytest.mark.usefixtures("one_thread")
 import torch
 
-from kgdb.models.base import TensorTables
+from kgdb.models.base import Targets, TensorTables
 from kgdb.models.checkpoints import find_checkpoint, load_model, save_checkpoint
-from kgdb.models.retrievers.cosine import CosineRetriever
 from kgdb.models.dde import dde, triple_encoding
 from kgdb.models.features import build_tensors
 from kgdb.models.metrics import triple_recall_at
+from kgdb.models.retrievers.cosine import CosineRetriever
 from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
-from kgdb.models.base import Targets
 from kgdb.training.trainer import seed_everything
-
-
 
 # Directed multigraph on 5 nodes, topic = node 0. Two parallel 0->1 triples, a cycle 1->2->0,
 # node 3 only has an out-edge (to 2), node 4 is isolated from incoming edges except 1->4.
@@ -192,9 +189,19 @@ def _cached_items(tables: TensorTables, count=6):
         labels[[i, i + 3]] = True
         items.append(
             CachedQuestion(
-                qid=f"q{i}", question="", head=x.head.numpy(), relation=x.relation.numpy(), tail=x.tail.numpy(),
-                entity_idx=x.entity_idx.numpy(), is_cvt=x.cvt_mask.numpy(), topic=np.array([1]), labels=labels,
-                answers=np.array([x.tail[i].item()]), n_answers_in_graph=1, question_embedding=x.question[0].numpy(), hop=1,
+                qid=f"q{i}",
+                question="",
+                head=x.head.numpy(),
+                relation=x.relation.numpy(),
+                tail=x.tail.numpy(),
+                entity_idx=x.entity_idx.numpy(),
+                is_cvt=x.cvt_mask.numpy(),
+                topic=np.array([1]),
+                labels=labels,
+                answers=np.array([x.tail[i].item()]),
+                n_answers_in_graph=1,
+                question_embedding=x.question[0].numpy(),
+                hop=1,
             )
         )
     return items
@@ -241,11 +248,25 @@ def test_killed_training_resumes_to_the_same_result(tmp_path):
 
     seed_everything(3)
     with pytest.raises(Killed):
-        train(SubgraphRAG(SubgraphRAGConfig(hidden=32), tables.dim), items, items, tables, cfg, on_epoch=kill_after_two, state_dir=tmp_path)
+        train(
+            SubgraphRAG(SubgraphRAGConfig(hidden=32), tables.dim),
+            items,
+            items,
+            tables,
+            cfg,
+            on_epoch=kill_after_two,
+            state_dir=tmp_path,
+        )
     assert (tmp_path / "train-state.pt").is_file()
     seed_everything(3)
     resumed, resumed_log = train(
-        SubgraphRAG(SubgraphRAGConfig(hidden=32), tables.dim), items, items, tables, cfg, state_dir=tmp_path, resume=True
+        SubgraphRAG(SubgraphRAGConfig(hidden=32), tables.dim),
+        items,
+        items,
+        tables,
+        cfg,
+        state_dir=tmp_path,
+        resume=True,
     )
     # The kill came inside on_epoch, before that epoch's state was saved: the resume redoes epoch 2.
     assert resumed_log.resumed_from_epoch == 1

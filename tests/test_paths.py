@@ -1,11 +1,11 @@
 """Shortest-path labels and candidate paths against brute force on small multigraphs."""
 
 import pytest
+from kgdb_graphs import LOU_SEAL, load, random_multigraph
 
 from kgdb.cypher.paths import UnknownRelationError, ground_relation_path, shortest_path_triples
-from kgdb.data.labels import candidate_paths, label_subgraph
 from kgdb.cypher.retrieval import fetch_subgraph
-from kgdb_graphs import LOU_SEAL, load, random_multigraph
+from kgdb.data.labels import candidate_paths, label_subgraph
 
 
 def _simple_paths(triples, src, dst, max_len, directed=True):

@@ -10,21 +10,21 @@ import numpy as np
 import pytest
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+from kgdb_graphs import load
 from typer.testing import CliRunner
 
-from kgdb_graphs import load
 from kgdb.cli import app
+from kgdb.cypher.tables import graph_fingerprint
 from kgdb.cypher.writeback import show_run
+from kgdb.data.questions import read_questions
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
-from kgdb.cypher.tables import graph_fingerprint
 from kgdb.models.checkpoints import CONFIG, save_checkpoint
 from kgdb.models.default import SHIPPED_FOLDER
-from kgdb.data.questions import read_questions
 from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
-from kgdb.training.trainer import TrainConfig, train
 from kgdb.pipeline import QuestionInput, RetrievePipeline, prepare_split
 from kgdb.pipeline.vectors import entity_vectors, with_local_entities
+from kgdb.training.trainer import TrainConfig, train
 
 TRIPLES = [
     ("Jamaica", "location.country.official_language", "Jamaican English"),
@@ -62,14 +62,14 @@ QUESTIONS = [
 ]
 
 
-
-
 @pytest.fixture
 def loaded(graph, tmp_path):
     load(graph, TRIPLES)
     path = tmp_path / "questions.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
-    settings = graph.settings.with_overrides(cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs")
+    settings = graph.settings.with_overrides(
+        cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs"
+    )
     return graph, settings, path
 
 
@@ -77,8 +77,17 @@ def _split(graph, settings, path, questions):
     fp, info = graph_fingerprint(graph)
     embedder = get_embedder(info["model"])
     return prepare_split(
-        graph, cache_dir=settings.cache_dir, dataset="webqsp", split="all", source=path, questions=questions,
-        embed=embedder.encode, graph_fingerprint=fp, embedding_model=info["model"], hops=2, cap=None,
+        graph,
+        cache_dir=settings.cache_dir,
+        dataset="webqsp",
+        split="all",
+        source=path,
+        questions=questions,
+        embed=embedder.encode,
+        graph_fingerprint=fp,
+        embedding_model=info["model"],
+        hops=2,
+        cap=None,
     )
 
 
@@ -139,20 +148,30 @@ def test_train_checkpoint_pipeline_and_cache(loaded):
     model = SubgraphRAG(SubgraphRAGConfig(hidden=64), tables.dim)
     model, result = train(model, items, items, tables, TrainConfig(lr=5e-3, max_epochs=40, patience=10, select_k=3))
     assert result.best_val_triple_recall > 0.9
-    save_checkpoint(model, settings.checkpoints_dir / "tiny", {
-        "embedding_model": get_embedder().name, "embedding_dim": tables.dim, "graph_fingerprint": vectors.fingerprint,
-    })
+    save_checkpoint(
+        model,
+        settings.checkpoints_dir / "tiny",
+        {
+            "embedding_model": get_embedder().name,
+            "embedding_dim": tables.dim,
+            "graph_fingerprint": vectors.fingerprint,
+        },
+    )
     pipe = RetrievePipeline(graph, settings, "subgraphrag", k=2)  # found by graph fingerprint
     assert pipe.checkpoint.name == "tiny"
     res = pipe.retrieve("where was usain bolt born?", ["Usain Bolt"], qid="Q-2")
     assert res.top[0].tail == "Sherwood Content"
     assert np.array_equal(res.scores, pipe.retrieve("where was usain bolt born?", ["Usain Bolt"]).scores)
     # Batch mode: one disjoint-union forward pass; a bad topic fails alone.
-    batch = list(pipe.run_batch([
-        QuestionInput("where was usain bolt born?", ["Usain Bolt"], "Q-2"),
-        QuestionInput("who is nobody?", ["Nobody At All"], "Q-x"),
-        QuestionInput("what is the capital of france?", ["France"], "Q-3"),
-    ]))
+    batch = list(
+        pipe.run_batch(
+            [
+                QuestionInput("where was usain bolt born?", ["Usain Bolt"], "Q-2"),
+                QuestionInput("who is nobody?", ["Nobody At All"], "Q-x"),
+                QuestionInput("what is the capital of france?", ["France"], "Q-3"),
+            ]
+        )
+    )
     assert isinstance(batch[1], KgdbError)
     assert np.allclose(res.scores, batch[0].scores, atol=1e-5)
     alone = pipe.retrieve("what is the capital of france?", ["France"])
@@ -165,17 +184,32 @@ def test_train_checkpoint_pipeline_and_cache(loaded):
         "KGDB_RUNS_DIR": str(settings.runs_dir),
     }
     base = ["--uri", settings.neo4j_uri, "--password", settings.neo4j_password.get_secret_value()]
-    out = runner.invoke(app, base + ["retrieve", "where was usain bolt born?", "--topic", "Usain Bolt", "--k", "2", "--json"], env=env)
+    out = runner.invoke(
+        app, base + ["retrieve", "where was usain bolt born?", "--topic", "Usain Bolt", "--k", "2", "--json"], env=env
+    )
     assert out.exit_code == 0, out.output
     payload = json.loads(out.output)
     assert payload["top"][0]["tail"] == "Sherwood Content" and payload["run"]
     out = runner.invoke(
         app,
-        base + ["eval", "retrieval", "--questions", str(path), "--split", "all", "--retriever", "cosine", "--retriever", "subgraphrag", "--no-write"],
+        base
+        + [
+            "eval",
+            "retrieval",
+            "--questions",
+            str(path),
+            "--split",
+            "all",
+            "--retriever",
+            "cosine",
+            "--retriever",
+            "subgraphrag",
+            "--no-write",
+        ],
         env=env,
     )
     assert out.exit_code == 0, out.output
-    (path,) = (settings.checkpoints_dir / "tiny").glob("eval-*-all-subgraphrag.json")  # named by dataset + file sha
+    (path,) = (settings.checkpoints_dir / "tiny").glob("eval-*-all-subgraphrag-cap*.json")  # named by dataset + file sha
     report = json.loads(path.read_text())
     assert report["evaluated"] == len(qs)
     assert report["recall"]["all"]["answer_recall@50"]["mean"] == 1.0  # k >= subgraph size keeps all

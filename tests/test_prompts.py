@@ -13,7 +13,11 @@ from kgdb.qa.prompts import FORMATS, build_prompt, load_template, path_line, ren
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_messages_are_system_example_then_question(fmt):
-    lines = ["(France,location.country.capital,Paris)"] if fmt == "triples" else ["France → [location.country.capital] → Paris"]
+    lines = (
+        ["(France,location.country.capital,Paris)"]
+        if fmt == "triples"
+        else ["France → [location.country.capital] → Paris"]
+    )
     p = build_prompt(fmt, "  what is the capital of   France ", lines)
     assert p.template == f"{fmt}_v1" and p.evidence_lines == 1
     assert [m["role"] for m in p.messages] == ["system", "user", "assistant", "user"]
@@ -22,15 +26,23 @@ def test_messages_are_system_example_then_question(fmt):
     assert user.endswith("Question:\nwhat is the capital of France?")
     assert lines[0] in user and "$" not in user
     # the worked example answers in the format the parser reads
-    assert parse_answers(p.messages[2]["content"]).answers == ["Pritzker Architecture Prize", "Royal Gold Medal", "Alvar Aalto Medal"]
+    assert parse_answers(p.messages[2]["content"]).answers == [
+        "Pritzker Architecture Prize",
+        "Royal Gold Medal",
+        "Alvar Aalto Medal",
+    ]
 
 
 def test_headers_follow_the_papers():
-    assert build_prompt("triples", "q", ["(a,r,b)"]).messages[-1]["content"].startswith("Triples:\n(a,r,b)\n\nQuestion:")
+    assert (
+        build_prompt("triples", "q", ["(a,r,b)"]).messages[-1]["content"].startswith("Triples:\n(a,r,b)\n\nQuestion:")
+    )
     chains = build_prompt("chains", "q", ["a → [r] → b", "a → [s] → c"]).messages[-1]["content"]
     assert chains.startswith("Evidence Chains:\nChain 1. a → [r] → b\nChain 2. a → [s] → c\n")
     paths = build_prompt("paths", "q", ["a → r → b"]).messages
-    assert paths[-1]["content"].startswith("Reasoning Paths:\na → r → b") and "order of importance" in paths[0]["content"]
+    assert (
+        paths[-1]["content"].startswith("Reasoning Paths:\na → r → b") and "order of importance" in paths[0]["content"]
+    )
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -53,12 +65,16 @@ def test_a_prompt_is_rebuilt_with_fewer_lines_or_without_its_example():
 def test_a_reversed_relation_reads_against_its_arrow_without_stray_brackets():
     line = "Barack Obama → [people.person.parents] (reversed) → Malia Obama → [people.person.gender] → Female"
     assert path_line(line) == "Barack Obama ← people.person.parents ← Malia Obama → people.person.gender → Female"
-    assert step_line("France", [("location.country.capital", 1)], "Paris") == "France → location.country.capital → Paris"
+    assert (
+        step_line("France", [("location.country.capital", 1)], "Paris") == "France → location.country.capital → Paris"
+    )
     assert step_line("A", [("r", -1), ("s", 1)], "C") == "A ← r ← … → s → C"
 
 
 def test_candidates_template_lists_candidates_without_an_example():
-    p = build_prompt("candidates", "what is the capital of France", ["1. Paris (via France → location.country.capital → Paris)"])
+    p = build_prompt(
+        "candidates", "what is the capital of France", ["1. Paris (via France → location.country.capital → Paris)"]
+    )
     assert [m["role"] for m in p.messages] == ["system", "user"]
     assert p.messages[-1]["content"].startswith("Candidates:\n1. Paris (via France")
 
@@ -68,7 +84,10 @@ def test_empty_evidence_is_said_not_left_blank():
 
 
 def test_renderers():
-    assert render_triple("Sydney", "location.location.containedby", "Australia") == "(Sydney,location.location.containedby,Australia)"
+    assert (
+        render_triple("Sydney", "location.location.containedby", "Australia")
+        == "(Sydney,location.location.containedby,Australia)"
+    )
     assert render_path(["a", "b", "c"], ["r1", "r2"]) == "a → r1 → b → r2 → c"
 
 

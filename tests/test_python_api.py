@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from kgdb_graphs import load
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -20,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 README = Path(__file__).resolve().parents[1] / "README.md"
 START, END = "<!-- api-example:start -->", "<!-- api-example:end -->"
 
-EXAMPLE = '''
+EXAMPLE = """
 import os
 
 import neo4j
@@ -55,7 +54,7 @@ with kgdb.connect(driver=driver) as kg:
     answer = kg.ask(question, retriever="cosine", reasoner="extractive", k=20)
     print([a.answer for a in answer.answers], answer.run)
 driver.close()
-'''
+"""
 
 TRIPLES = [
     ("France", "location.country.capital", "Paris"),

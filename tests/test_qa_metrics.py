@@ -65,7 +65,9 @@ def test_score_h_as_in_subgraphrag_appendix_c():
     assert score_question([], ["alpha"], answer_in_kg=False).score_h == 1.0  # refusal rewarded
     not_in_kg = score_question(["Paris", "Atlantis"], ["z"], answer_in_kg=False, evidence_entities=["Paris", "Lyon"])
     assert not_in_kg.score_h == pytest.approx((-1 - 1.5) / 2)
-    m = summarize([score_question(["alpha"], ["alpha"], answer_in_kg=True), score_question([], ["z"], answer_in_kg=False)])
+    m = summarize(
+        [score_question(["alpha"], ["alpha"], answer_in_kg=True), score_question([], ["z"], answer_in_kg=False)]
+    )
     assert m["score_h"] == pytest.approx(100 * ((1 + 1) / 2 + 1.5) / 2.5)
 
 

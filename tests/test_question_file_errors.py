@@ -44,20 +44,35 @@ def test_a_lone_string_topic_or_answer_is_one_name_not_its_characters(tmp_path):
 
 
 @pytest.mark.parametrize("reader", [read_questions, read_question_file], ids=["eval", "load"])
-@pytest.mark.parametrize("bad, needle", [
-    ({**GOOD, "answer": {"a": 1}}, "`answer`"),
-    ({**GOOD, "q_entity": [["Paris"]]}, "`q_entity`"),
-    ({**GOOD, "hop": "two"}, "`hop`"),
-    ({**GOOD, "hop": True}, "`hop`"),
-    ({**GOOD, "question": ""}, "`question`"),
-    ({**GOOD, "id": None}, "`id`"),
-    ({**GOOD, "id": ["a"]}, "`id`"),
-    ([1, 2, 3], "JSON object"),
-    ("{not json", "JSON"),
-    ("[" * 100_000 + "]" * 100_000, "JSON"),
-    ('{"id": 1' + "1" * 5000 + ', "question": "x"}', "JSON"),
-], ids=["answer-object", "nested-topic", "hop-text", "hop-bool", "empty-question", "null-id", "list-id", "array",
-        "broken", "deep", "huge-int"])
+@pytest.mark.parametrize(
+    "bad, needle",
+    [
+        ({**GOOD, "answer": {"a": 1}}, "`answer`"),
+        ({**GOOD, "q_entity": [["Paris"]]}, "`q_entity`"),
+        ({**GOOD, "hop": "two"}, "`hop`"),
+        ({**GOOD, "hop": True}, "`hop`"),
+        ({**GOOD, "question": ""}, "`question`"),
+        ({**GOOD, "id": None}, "`id`"),
+        ({**GOOD, "id": ["a"]}, "`id`"),
+        ([1, 2, 3], "JSON object"),
+        ("{not json", "JSON"),
+        ("[" * 100_000 + "]" * 100_000, "JSON"),
+        ('{"id": 1' + "1" * 5000 + ', "question": "x"}', "JSON"),
+    ],
+    ids=[
+        "answer-object",
+        "nested-topic",
+        "hop-text",
+        "hop-bool",
+        "empty-question",
+        "null-id",
+        "list-id",
+        "array",
+        "broken",
+        "deep",
+        "huge-int",
+    ],
+)
 def test_a_bad_record_is_one_line_naming_file_line_and_field(tmp_path, reader, bad, needle):
     path = _jsonl(tmp_path, GOOD, bad)
     _refused(reader, path, 2, needle)

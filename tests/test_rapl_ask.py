@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from kgdb_graphs import load
 from typer.testing import CliRunner
 
 from kgdb.cli import app
 from kgdb.cypher.writeback import show_run
 from kgdb.models.default import shipped_checkpoint
 from kgdb.qa.ask import AskPipeline
-from kgdb_graphs import load
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -82,7 +82,17 @@ def test_cli_retrieve_rapl_with_the_shipped_checkpoint(loaded):
         "KGDB_RUNS_DIR": str(settings.runs_dir),
     }
     out = CliRunner().invoke(
-        app, ["retrieve", "where was usain bolt born?", "--retriever", "rapl", "--checkpoint", str(shipped_checkpoint("rapl")), "--json"], env=env
+        app,
+        [
+            "retrieve",
+            "where was usain bolt born?",
+            "--retriever",
+            "rapl",
+            "--checkpoint",
+            str(shipped_checkpoint("rapl")),
+            "--json",
+        ],
+        env=env,
     )
     assert out.exit_code == 0, out.output
     data = json.loads(out.output[out.output.index("{") :])

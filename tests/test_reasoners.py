@@ -5,12 +5,12 @@ from __future__ import annotations
 import socket
 
 import pytest
+from openai_server import OpenAIServer
 
 from kgdb.config import Settings
 from kgdb.qa.prompts import build_prompt
 from kgdb.qa.reasoners import LLMError, make_reasoner
 from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
-from openai_server import OpenAIServer
 
 PROMPT = build_prompt("triples", "what is the capital of France", ["(France,location.country.capital,Paris)"])
 
@@ -58,14 +58,17 @@ def test_retries_are_bounded():
 
 
 def test_rate_limit_error_names_429():
-    with OpenAIServer(script=[{"status": 429}] * 2) as server:
-        with pytest.raises(LLMError, match=r"rate limited \(429\)"):
-            reasoner(server, max_retries=1).reason(PROMPT)
+    with OpenAIServer(script=[{"status": 429}] * 2) as server, pytest.raises(LLMError, match=r"rate limited \(429\)"):
+        reasoner(server, max_retries=1).reason(PROMPT)
 
 
 @pytest.mark.parametrize(
     "status, message",
-    [(401, r"refused the API key \(401\).*KGDB_LLM_API_KEY"), (404, r"404.*KGDB_LLM_BASE_URL"), (400, r"rejected the request \(400\): scripted")],
+    [
+        (401, r"refused the API key \(401\).*KGDB_LLM_API_KEY"),
+        (404, r"404.*KGDB_LLM_BASE_URL"),
+        (400, r"rejected the request \(400\): scripted"),
+    ],
 )
 def test_client_errors_fail_at_once_with_a_clear_line(status, message):
     with OpenAIServer(script=[{"status": status}, {"content": "ans: never"}]) as server:
@@ -78,9 +81,11 @@ def test_timeout_is_retried_then_reported():
     with OpenAIServer(script=[{"delay": 1.0, "content": "ans: late"}, {"content": "ans: Paris"}]) as server:
         out = reasoner(server, timeout=0.3, max_retries=1).reason(PROMPT)
         assert out.answers == ["Paris"]
-    with OpenAIServer(script=[{"delay": 1.0, "content": "ans: late"}] * 2) as server:
-        with pytest.raises(LLMError, match="timed out"):
-            reasoner(server, timeout=0.3, max_retries=1).reason(PROMPT)
+    with (
+        OpenAIServer(script=[{"delay": 1.0, "content": "ans: late"}] * 2) as server,
+        pytest.raises(LLMError, match="timed out"),
+    ):
+        reasoner(server, timeout=0.3, max_retries=1).reason(PROMPT)
 
 
 def test_endpoint_down_is_a_clear_error():
@@ -94,9 +99,8 @@ def test_endpoint_down_is_a_clear_error():
 
 @pytest.mark.parametrize("raw", ["this is not json", '{"object": "chat.completion", "choices": []}'])
 def test_malformed_body_is_a_clear_error(raw):
-    with OpenAIServer(script=[{"raw": raw}]) as server:
-        with pytest.raises(LLMError, match="malformed"):
-            reasoner(server).reason(PROMPT)
+    with OpenAIServer(script=[{"raw": raw}]) as server, pytest.raises(LLMError, match="malformed"):
+        reasoner(server).reason(PROMPT)
 
 
 def test_reply_without_ans_lines_gets_one_follow_up():
@@ -129,7 +133,9 @@ def test_mids_in_answers_map_to_names():
 
 def test_make_reasoner_from_settings():
     with OpenAIServer(script=[{"content": "ans: Paris"}]) as server:
-        settings = Settings(llm_base_url=server.base_url, llm_model="kgdb-test-model", llm_api_key="k", llm_max_retries=0)
+        settings = Settings(
+            llm_base_url=server.base_url, llm_model="kgdb-test-model", llm_api_key="k", llm_max_retries=0
+        )
         r = make_reasoner("auto", settings)
         assert r.name == "openai:kgdb-test-model"
         assert r.reason(PROMPT).answers == ["Paris"]
@@ -162,5 +168,7 @@ def test_reasoners_are_chosen_by_registered_name():
         register_reasoner("echo")
     register_reasoner(ReasonerKind("echo-test", lambda settings, **options: ("built", options), "echoes its options"))
     assert make_reasoner("echo-test", Settings(), max_answers=3) == ("built", {"max_answers": 3})
-    assert make_reasoner("echo-test", Settings(), embedder="unused")[1] == {}  # only reasoners that read embeddings get it
+    assert (
+        make_reasoner("echo-test", Settings(), embedder="unused")[1] == {}
+    )  # only reasoners that read embeddings get it
     assert "echo-test (echoes its options)" in reasoner_help("the policy's choice")

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 
 import pytest
+from kgdb_graphs import load
+from test_pipeline import QUESTIONS, TRIPLES
 from torch import Tensor, nn
 from typer.testing import CliRunner
 
@@ -14,8 +16,6 @@ from kgdb.cli import app
 from kgdb.errors import InputError
 from kgdb.models import registry
 from kgdb.models.base import Retriever, SubgraphTensors
-from kgdb_graphs import load
-from test_pipeline import QUESTIONS, TRIPLES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -73,7 +73,10 @@ def test_toy_retriever_trains_evaluates_and_answers_through_the_cli(graph, tmp_p
     assert listed.exit_code == 0 and "toy-test" in listed.output
 
     trained = runner.invoke(
-        app, base + ["train", "toy-test", "--questions", str(path), "--max-epochs", "3", "--set", "scale=2.0", "--name", "toy"], env=env
+        app,
+        base
+        + ["train", "toy-test", "--questions", str(path), "--max-epochs", "3", "--set", "scale=2.0", "--name", "toy"],
+        env=env,
     )
     assert trained.exit_code == 0, trained.output
     config = json.loads((tmp_path / "ckpt" / "toy" / "config.json").read_text())
@@ -82,16 +85,22 @@ def test_toy_retriever_trains_evaluates_and_answers_through_the_cli(graph, tmp_p
     assert len(config["result"]["epochs"]) == 3
 
     evaluated = runner.invoke(
-        app, base + ["eval", "retrieval", "--questions", str(path), "--split", "all", "--retriever", "toy-test", "--no-write"], env=env
+        app,
+        base
+        + ["eval", "retrieval", "--questions", str(path), "--split", "all", "--retriever", "toy-test", "--no-write"],
+        env=env,
     )
     assert evaluated.exit_code == 0, evaluated.output
-    (result,) = (tmp_path / "ckpt" / "toy").glob("eval-toy-*-all-toy-test.json")
+    (result,) = (tmp_path / "ckpt" / "toy").glob("eval-toy-*-all-toy-test-cap*-hops*.json")
     report = json.loads(result.read_text())
     assert report["retriever"] == "toy-test" and report["checkpoint"] == "toy" and report["evaluated"] == len(QUESTIONS)
 
     # No --checkpoint: ask finds the toy checkpoint trained on this graph by itself.
     asked = runner.invoke(
-        app, base + ["ask", "what is the capital of jamaica?", "--retriever", "toy-test", "--reasoner", "extractive", "--json"], env=env
+        app,
+        base
+        + ["ask", "what is the capital of jamaica?", "--retriever", "toy-test", "--reasoner", "extractive", "--json"],
+        env=env,
     )
     assert asked.exit_code == 0, asked.output
     payload = json.loads(asked.output)

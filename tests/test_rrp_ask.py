@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from kgdb_graphs import load
+from test_relation_paths import FixedPlanner
 from typer.testing import CliRunner
 
 from kgdb.cli import app
@@ -14,8 +16,6 @@ from kgdb.cypher.paths import UnknownRelationError, UnknownTopicError, ground_re
 from kgdb.data.relation_paths import TripleArrays, reach
 from kgdb.pipeline import RelationPathRetriever, relation_path_retriever
 from kgdb.qa.ask import AskPipeline
-from kgdb_graphs import load
-from test_relation_paths import FixedPlanner
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -30,12 +30,20 @@ TRIPLES = sorted(
     | {("Film C", "movie.written_by", "Alan Turing")}  # a parallel relationship (Film C: directed_by Alan Turing too)
 )
 TEMPLATES = {  # hop -> (question template, relation path)
-    1: [("who directed [{}]", (("movie.directed_by", 1),), MOVIES),
+    1: [
+        ("who directed [{}]", (("movie.directed_by", 1),), MOVIES),
         ("which films did [{}] direct", (("movie.directed_by", -1),), DIRECTORS),
-        ("who acted in [{}]", (("movie.starred_actors", 1),), MOVIES)],
-    2: [("who directed the films starring [{}]", (("movie.starred_actors", -1), ("movie.directed_by", 1)), ACTORS),
-        ("who acted in the films directed by [{}]", (("movie.directed_by", -1), ("movie.starred_actors", 1)), DIRECTORS),
-        ("which actors co-starred with [{}]", (("movie.starred_actors", -1), ("movie.starred_actors", 1)), ACTORS)],
+        ("who acted in [{}]", (("movie.starred_actors", 1),), MOVIES),
+    ],
+    2: [
+        ("who directed the films starring [{}]", (("movie.starred_actors", -1), ("movie.directed_by", 1)), ACTORS),
+        (
+            "who acted in the films directed by [{}]",
+            (("movie.directed_by", -1), ("movie.starred_actors", 1)),
+            DIRECTORS,
+        ),
+        ("which actors co-starred with [{}]", (("movie.starred_actors", -1), ("movie.starred_actors", 1)), ACTORS),
+    ],
 }
 
 
@@ -61,8 +69,14 @@ def movie_files(graph, tmp_path):
         folder.mkdir()
         (folder / "qa.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
         files.append(folder / "qa.txt")
-    settings = graph.settings.with_overrides(cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs")
-    env = {"KGDB_CACHE_DIR": str(settings.cache_dir), "KGDB_CHECKPOINTS_DIR": str(settings.checkpoints_dir), "KGDB_RUNS_DIR": str(settings.runs_dir)}
+    settings = graph.settings.with_overrides(
+        cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs"
+    )
+    env = {
+        "KGDB_CACHE_DIR": str(settings.cache_dir),
+        "KGDB_CHECKPOINTS_DIR": str(settings.checkpoints_dir),
+        "KGDB_RUNS_DIR": str(settings.runs_dir),
+    }
     base = ["--uri", settings.neo4j_uri, "--password", settings.neo4j_password.get_secret_value()]
     return graph, settings, files, env, base
 
@@ -70,13 +84,31 @@ def movie_files(graph, tmp_path):
 def test_trained_planner_answers_a_two_hop_question_without_an_llm(movie_files):
     graph, settings, files, env, base = movie_files
     runner = CliRunner()
-    out = runner.invoke(app, base + ["train", "rrp-planner", *(a for f in files for a in ("--questions", str(f))),
-                                     "--max-epochs", "40", "--patience", "40", "--lr", "0.01", "--threads", "1"], env=env)
+    out = runner.invoke(
+        app,
+        base
+        + [
+            "train",
+            "rrp-planner",
+            *(a for f in files for a in ("--questions", str(f))),
+            "--max-epochs",
+            "40",
+            "--patience",
+            "40",
+            "--lr",
+            "0.01",
+            "--threads",
+            "1",
+        ],
+        env=env,
+    )
     assert out.exit_code == 0, out.output
     assert "val path Hit@1" in out.output
     (ckpt,) = settings.checkpoints_dir.iterdir()
     config = json.loads((ckpt / "config.json").read_text())
-    assert config["retriever"] == "rrp-planner" and config["relation_names"] and config["metrics"]["val_path_hit@1"] > 0.5
+    assert (
+        config["retriever"] == "rrp-planner" and config["relation_names"] and config["metrics"]["val_path_hit@1"] > 0.5
+    )
 
     arrays = TripleArrays.from_triples(TRIPLES)
     gold = _answers(arrays, "Lise Meitner", (("movie.starred_actors", -1), ("movie.directed_by", 1)))
@@ -88,7 +120,20 @@ def test_trained_planner_answers_a_two_hop_question_without_an_llm(movie_files):
     paths = pipe.retrieval.retrieve("who directed the films starring Lise Meitner", ["Lise Meitner"]).paths
     assert paths[0].relations == ("movie.starred_actors", "movie.directed_by") and paths[0].directions == (-1, 1)
 
-    out = runner.invoke(app, base + ["ask", "who directed the films starring Lise Meitner", "--topic", "Lise Meitner", "--reasoner", "rrp", "--json"], env=env)
+    out = runner.invoke(
+        app,
+        base
+        + [
+            "ask",
+            "who directed the films starring Lise Meitner",
+            "--topic",
+            "Lise Meitner",
+            "--reasoner",
+            "rrp",
+            "--json",
+        ],
+        env=env,
+    )
     assert out.exit_code == 0, out.output
     payload = json.loads(out.output)
     assert payload["retriever"] == "relation-paths" and payload["llm_used"] is False
@@ -97,7 +142,12 @@ def test_trained_planner_answers_a_two_hop_question_without_an_llm(movie_files):
     alts = payload["alternatives"]
     assert all(a["score"] < 1 and not set(a["ends"]) <= set(gold) for a in alts) and len(alts) <= 3
 
-    out = runner.invoke(app, base + ["eval", "qa", "--questions", str(files[1]), "--split", "all", "--reasoner", "rrp", "--concurrency", "1"], env=env)
+    out = runner.invoke(
+        app,
+        base
+        + ["eval", "qa", "--questions", str(files[1]), "--split", "all", "--reasoner", "rrp", "--concurrency", "1"],
+        env=env,
+    )
     assert out.exit_code == 0, out.output
     assert "relation-paths + rrp" in out.output
 
@@ -113,10 +163,14 @@ def test_rrp_without_a_trained_model_uses_the_shipped_ranker_and_needs_paths(mov
 
     with pytest.raises(NoCheckpointError, match="no checkpoint 'rrp-planner-movies'"):
         relation_path_retriever(graph, settings, checkpoint="rrp-planner-movies")  # a name given is never replaced
-    retriever = relation_path_retriever(graph, settings, write=False)  # nothing trained here: the portable ranker shipped with kgdb
+    retriever = relation_path_retriever(
+        graph, settings, write=False
+    )  # nothing trained here: the portable ranker shipped with kgdb
     assert retriever.planner.checkpoint.path == shipped_checkpoint("rrp-ranker") and retriever.planner.planner is None
     assert "portable rrp-ranker shipped with kgdb" in retriever.notes[0] and retriever.mode == "planner"
-    res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask("who directed [Film A]", ["Film A"])
+    res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask(
+        "who directed [Film A]", ["Film A"]
+    )
     assert [a.answer for a in res.answers] == ["Ada Lovelace"] and "shipped with kgdb" in res.retriever_note
     assert froze == [1]
     pipe = AskPipeline(graph, settings, retriever="cosine", reasoner="rrp", write=False)
@@ -132,20 +186,32 @@ def test_bad_relation_paths_get_clear_messages(movie_files):
         ground_relation_path(graph, "Film Z", ["movie.directed_by"])
     # A known relation that simply leads nowhere is no error.
     assert ground_relation_path(graph, "Ada Lovelace", ["movie.directed_by"], directions=[1]) == []
-    assert [t[3] for (t,) in ground_relation_path(graph, "Film A", ["movie.directed_by"], directions=[1])] == ["Ada Lovelace"]
+    assert [t[3] for (t,) in ground_relation_path(graph, "Film A", ["movie.directed_by"], directions=[1])] == [
+        "Ada Lovelace"
+    ]
     # Walks (the planner's grounding) may come back to an entity by another relationship (Film C was
     # directed and written by Alan Turing), never by the one just taken.
     path, dirs = ["movie.directed_by", "movie.written_by"], [1, -1]
     assert {p[-1][1] for p in ground_relation_path(graph, "Film C", path, directions=dirs)} == {"Film B"}
-    assert {p[-1][1] for p in ground_relation_path(graph, "Film C", path, directions=dirs, walks=True)} == {"Film B", "Film C"}
+    assert {p[-1][1] for p in ground_relation_path(graph, "Film C", path, directions=dirs, walks=True)} == {
+        "Film B",
+        "Film C",
+    }
     back = ground_relation_path(graph, "Film C", ["movie.directed_by"] * 2, directions=[1, -1], walks=True)
     assert {p[-1][1] for p in back} == {"Film F", "Film I"}
     # The retriever skips a planned path naming an unknown relation and says why.
-    r = RelationPathRetriever(graph, graph.settings, planner=FixedPlanner(("movie.produced_by",), ("movie.directed_by",)), write=False)
+    r = RelationPathRetriever(
+        graph, graph.settings, planner=FixedPlanner(("movie.produced_by",), ("movie.directed_by",)), write=False
+    )
     res = r.retrieve("who directed Film A", ["Film A"])
     assert [e.id for e in res.entities] == ["Ada Lovelace"]
     assert any("movie.produced_by" in n and "not a relation of this graph" in n for n in res.notes)
     # and says when the answers do not follow the best-scored reading of the question
-    assert "the best-scored relation path, movie.produced_by (1), reaches nothing from Film A; the answers follow the best one that does" in res.notes
-    none = RelationPathRetriever(graph, graph.settings, planner=FixedPlanner(("movie.produced_by",)), write=False).retrieve("who produced Film A", ["Film A"])
+    assert (
+        "the best-scored relation path, movie.produced_by (1), reaches nothing from Film A; the answers follow the best one that does"
+        in res.notes
+    )
+    none = RelationPathRetriever(
+        graph, graph.settings, planner=FixedPlanner(("movie.produced_by",)), write=False
+    ).retrieve("who produced Film A", ["Film A"])
     assert not none.entities and any(n.endswith("no planned path reaches anything") for n in none.notes)

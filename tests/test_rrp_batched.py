@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from kgdb_graphs import load
+from test_rrp_ask import TRIPLES
 
 from kgdb.cypher.path_candidates import relation_paths_around
 from kgdb.cypher.paths import (
@@ -20,8 +22,6 @@ from kgdb.cypher.paths import (
 from kgdb.errors import InputError
 from kgdb.models.planner import PathDecoder, PlannerConfig
 from kgdb.pipeline.planners import TrainedPathPlanner
-from kgdb_graphs import load
-from test_rrp_ask import TRIPLES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -45,7 +45,9 @@ def _around(ids):
 def movies(graph):
     load(graph, TRIPLES)
     # a write-back copy of a triple (a run's score): not a relation of the graph
-    graph.run_text("MATCH (h:Entity {id: 'Film A'}), (t:Entity {id: 'Marie Curie'}) CREATE (h)-[:SCORED {run: 'r1', score: 1.0}]->(t)")
+    graph.run_text(
+        "MATCH (h:Entity {id: 'Film A'}), (t:Entity {id: 'Marie Curie'}) CREATE (h)-[:SCORED {run: 'r1', score: 1.0}]->(t)"
+    )
     return graph
 
 
@@ -93,7 +95,9 @@ def test_batched_grounding_equals_one_path_at_a_time(movies):
     finally:
         movies.run = run
     assert [len(g["jobs"]) for g in sent[0]] == [4]
-    assert sorted(g["relations"] for g in sent[0]) == [["movie.directed_by", "movie.written_by", "movie.starred_actors"]]
+    assert sorted(g["relations"] for g in sent[0]) == [
+        ["movie.directed_by", "movie.written_by", "movie.starred_actors"]
+    ]
     assert sorted(len(g["jobs"]) for g in sent[1]) == [1, 1, 1]
     assert isinstance(why_empty(movies, "Film A", ["movie.no_such"]), UnknownRelationError)
     assert why_empty(movies, "Ada Lovelace", ["movie.directed_by"]) is None
@@ -126,7 +130,7 @@ def _brute_walks(topic, steps, walks):
         nxt = []
         for nodes, trs in out:
             for h, r, t in TRIPLES:
-                for (a, b) in ([(h, t)] if d > 0 else []) + ([(t, h)] if d < 0 else []):
+                for a, b in ([(h, t)] if d > 0 else []) + ([(t, h)] if d < 0 else []):
                     if r != rel or a != nodes[-1]:
                         continue
                     if walks and trs and trs[-1] == (h, r, t):
@@ -146,14 +150,22 @@ def test_grounding_equals_brute_force_with_parallel_edges_and_both_directions(mo
         ("Marie Curie", [("movie.starred_actors", -1), ("movie.starred_actors", 1), ("movie.starred_actors", -1)]),
     ]
     for topic, steps in cases:
-        got = ground_relation_path(movies, topic, [r for r, _ in steps], cap=1000, directions=[d for _, d in steps], walks=walks, per_end=1000)
-        assert sorted([tuple((h, r, t) for _, h, r, t in p) for p in got]) == [tuple(p) for p in _brute_walks(topic, steps, walks)]
+        got = ground_relation_path(
+            movies, topic, [r for r, _ in steps], cap=1000, directions=[d for _, d in steps], walks=walks, per_end=1000
+        )
+        assert sorted([tuple((h, r, t) for _, h, r, t in p) for p in got]) == [
+            tuple(p) for p in _brute_walks(topic, steps, walks)
+        ]
 
 
 def test_frontier_bound_holds_on_a_hub(graph):
-    hub = [("Hub", "link.to", f"leaf {i:02d}") for i in range(40)] + [(f"leaf {i:02d}", "link.back", "Hub") for i in range(40)]
+    hub = [("Hub", "link.to", f"leaf {i:02d}") for i in range(40)] + [
+        (f"leaf {i:02d}", "link.back", "Hub") for i in range(40)
+    ]
     load(graph, hub)
-    got = ground_relation_path(graph, "Hub", ["link.to", "link.back", "link.to"], cap=7, directions=[1, 1, 1], walks=True, per_end=2)
+    got = ground_relation_path(
+        graph, "Hub", ["link.to", "link.back", "link.to"], cap=7, directions=[1, 1, 1], walks=True, per_end=2
+    )
     ends = sorted({p[-1][3] for p in got})
     assert ends == [f"leaf {i:02d}" for i in range(7)]  # the first `cap` entities in id order
     assert all(sum(p[-1][3] == e for p in got) <= 2 for e in ends) and len(got) <= 7 * 2
@@ -165,7 +177,10 @@ def test_a_step_too_big_to_read_whole_is_a_sample_of_its_ends_by_idx(graph):
     # Hub has 61 `big.in` relationships (from 60 leaves and Capital) and one `small.out`; with a step scan of
     # 50 only the big step is sampled: with cap 3 its stride is 61 // 12 = 5, so only the ends whose idx is a
     # multiple of 5 are read, of which the first 3 in id order go on; the small step is read whole.
-    hub = [(f"leaf {i:02d}", "big.in", "Hub") for i in range(60)] + [("Hub", "small.out", "Capital"), ("Capital", "big.in", "Hub")]
+    hub = [(f"leaf {i:02d}", "big.in", "Hub") for i in range(60)] + [
+        ("Hub", "small.out", "Capital"),
+        ("Capital", "big.in", "Hub"),
+    ]
     load(graph, hub)
     idx = {r["id"]: r["idx"] for r in graph.run_text("MATCH (e:Entity) RETURN e.id AS id, e.idx AS idx")}
     sampled = sorted(e for e in idx if e != "Hub" and idx[e] % 5 == 0)
@@ -183,10 +198,17 @@ def test_a_step_too_big_to_read_whole_is_a_sample_of_its_ends_by_idx(graph):
     big = steps[(("big.in", -1),)]
     assert sorted(big.ends) == want and big.reached == 61  # reached: the step's relationship count
     assert steps[(("small.out", 1),)].ends == {"Capital"}
-    unbounded = {c.steps: c for c in relation_paths_around(graph, ["Hub"], max_hops=1, cvt_hops=1, cap=3, step_scan=None)}
-    assert sorted(unbounded[(("big.in", -1),)].ends) == ["Capital", "leaf 00", "leaf 01"] and unbounded[(("big.in", -1),)].reached == 61
+    unbounded = {
+        c.steps: c for c in relation_paths_around(graph, ["Hub"], max_hops=1, cvt_hops=1, cap=3, step_scan=None)
+    }
+    assert (
+        sorted(unbounded[(("big.in", -1),)].ends) == ["Capital", "leaf 00", "leaf 01"]
+        and unbounded[(("big.in", -1),)].reached == 61
+    )
     # the trained planner's decoding reads the same sample
-    (ends, _), (small_ends, _) = beam_step(graph, [(["Hub"], "big.in", -1), (["Hub"], "small.out", 1)], cap=3, step_scan=50)
+    (ends, _), (small_ends, _) = beam_step(
+        graph, [(["Hub"], "big.in", -1), (["Hub"], "small.out", 1)], cap=3, step_scan=50
+    )
     assert ends == want and small_ends == ["Capital"]
     assert beam_step(graph, [(["Hub"], "big.in", -1)], cap=3, step_scan=None)[0][0] == ["Capital", "leaf 00", "leaf 01"]
     with pytest.raises(InputError, match="KGDB_RRP_STEP_SCAN"):

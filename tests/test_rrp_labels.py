@@ -4,14 +4,13 @@ edges and both directions."""
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import numpy as np
 import pytest
+from kgdb_graphs import random_multigraph
 
 from kgdb.data.relation_paths import TripleArrays, cached_question_arrays, shortest_relation_paths
-from kgdb_graphs import random_multigraph
 
 
 def brute_force(triples, topics, answers, max_hops, exact=None):
@@ -34,7 +33,13 @@ def brute_force(triples, topics, answers, max_hops, exact=None):
 
 
 HAND = [  # parallel edges (a-b twice), both directions around c, a cycle a -> b -> c -> a
-    ("a", "r.x", "b"), ("a", "r.y", "b"), ("c", "r.x", "b"), ("b", "r.z", "c"), ("c", "r.y", "a"), ("d", "r.z", "c"), ("c", "r.x", "e"),
+    ("a", "r.x", "b"),
+    ("a", "r.y", "b"),
+    ("c", "r.x", "b"),
+    ("b", "r.z", "c"),
+    ("c", "r.y", "a"),
+    ("d", "r.z", "c"),
+    ("c", "r.x", "e"),
 ]
 
 
@@ -62,7 +67,9 @@ def test_labels_equal_brute_force_on_random_multigraphs(seed):
     answers = rng.sample(nodes, rng.choice([1, 2, 3]))
     g = TripleArrays.from_triples(triples)
     for exact in (None, 1, 2, 3):
-        assert shortest_relation_paths(g, topics, answers, max_hops=3, exact_hops=exact) == brute_force(triples, topics, answers, 3, exact)
+        assert shortest_relation_paths(g, topics, answers, max_hops=3, exact_hops=exact) == brute_force(
+            triples, topics, answers, 3, exact
+        )
 
 
 def test_cached_subgraph_arrays_use_the_relation_vocabulary():
@@ -73,7 +80,12 @@ def test_cached_subgraph_arrays_use_the_relation_vocabulary():
 
 def test_best_f1_keeps_the_paths_that_match_the_answer_set():
     # f1 was directed by d1 and written by w1; f2 was directed by d2, and d2 also wrote f1.
-    triples = [("f1", "m.directed_by", "d1"), ("f1", "m.written_by", "w1"), ("f1", "m.written_by", "d2"), ("f2", "m.directed_by", "d2")]
+    triples = [
+        ("f1", "m.directed_by", "d1"),
+        ("f1", "m.written_by", "w1"),
+        ("f1", "m.written_by", "d2"),
+        ("f2", "m.directed_by", "d2"),
+    ]
     g = TripleArrays.from_triples(triples)
     # "films directed by d2": answers {f2}; f1 is reached only by the accidental written_by path
     assert shortest_relation_paths(g, ["d2"], ["f2", "f1"]) == [(("m.directed_by", -1),), (("m.written_by", -1),)]

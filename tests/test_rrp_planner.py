@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from kgdb.models.planner import PathDecoder, PlannerConfig
 from kgdb.models.path_tokens import step_of, text_features, token_of
+from kgdb.models.planner import PathDecoder, PlannerConfig
 from kgdb.training.planner import PlannerExample, PlannerTrainConfig, evaluate_planner, train_planner_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")

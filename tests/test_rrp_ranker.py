@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from kgdb_graphs import load
+from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
 from typer.testing import CliRunner
 
 from kgdb.cli import app
@@ -30,9 +32,13 @@ from kgdb.models.path_ranker import PathRanker
 from kgdb.models.path_ranker_numpy import DENSE_FEATURES, PORTABLE_FEATURES, RankerConfig
 from kgdb.models.path_tokens import token_of
 from kgdb.pipeline.answer_closeness import WEIGHTS
-from kgdb.training.path_ranker import RankerExample, RankerTrainConfig, evaluate_ranker, reliable_positives, train_ranker_model
-from kgdb_graphs import load
-from test_rrp_ask import movie_files  # noqa: F401  (the fixture: tiny MetaQA-style files on a movie graph)
+from kgdb.training.path_ranker import (
+    RankerExample,
+    RankerTrainConfig,
+    evaluate_ranker,
+    reliable_positives,
+    train_ranker_model,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -57,6 +63,7 @@ TRIPLES = [
 
 def brute_force(topics, max_hops=2, cvt_hops=3):
     """Relation path -> (ends, topics it leaves), walks with set semantics; past max_hops only from CVT nodes."""
+
     def step(nodes):
         out = {}
         for h, r, t in TRIPLES:
@@ -85,7 +92,9 @@ def brute_force(topics, max_hops=2, cvt_hops=3):
 @pytest.fixture
 def jamaica(graph):
     load(graph, TRIPLES)
-    graph.run_text("MATCH (h:Entity {id: 'Jamaica'}), (t:Entity {id: 'Kingston'}) CREATE (h)-[:SCORED {run: 'r1', score: 1.0}]->(t)")
+    graph.run_text(
+        "MATCH (h:Entity {id: 'Jamaica'}), (t:Entity {id: 'Kingston'}) CREATE (h)-[:SCORED {run: 'r1', score: 1.0}]->(t)"
+    )
     assert entity_names(graph, [CVT])[CVT].cvt, "the fixture's CVT node must be labelled CVT"
     return graph
 
@@ -100,13 +109,19 @@ def test_enumeration_equals_brute_force(jamaica):
             assert c.cvt == c.ends & {CVT} and c.reached == sum(len(brute_force([t])[c.steps][0]) for t in c.topics)
     paths = {c.steps for c in relation_paths_around(jamaica, ["Jamaica"])}
     # parallel relationships are separate paths, both directions are taken, :SCORED is no relation
-    assert {(("location.country.languages_spoken", 1),), (("location.country.official_language", 1),),
-            (("language.human_language.countries_spoken_in", -1),)} <= paths
+    assert {
+        (("location.country.languages_spoken", 1),),
+        (("location.country.official_language", 1),),
+        (("language.human_language.countries_spoken_in", -1),),
+    } <= paths
     assert not any(r == "SCORED" for p in paths for r, _ in p)
     # three hops only through the CVT node: the parish's office holder, never on through a named entity
     three = {p for p in paths if len(p) == 3}
-    assert (("location.country.administrative_divisions", 1), ("government.governmental_jurisdiction.governing_officials", 1),
-            ("government.government_position_held.office_holder", 1)) in three
+    assert (
+        ("location.country.administrative_divisions", 1),
+        ("government.governmental_jurisdiction.governing_officials", 1),
+        ("government.government_position_held.office_holder", 1),
+    ) in three
     assert all(CVT in brute_force(["Jamaica"])[p[:2]][0] for p in three)
     assert not any(p[:2] == (("location.country.capital", 1), ("location.location.containedby", 1)) for p in three)
 
@@ -125,8 +140,11 @@ def test_enumeration_keeps_the_first_ids_and_the_cvt_nodes_among_them(graph):
     # one step reaching two named entities and two CVT nodes: ids in id order, cut at the cap, and the
     # CVT nodes listed only where they are among the ids kept (the next hop continues from those)
     load(graph, [("A", "r", "B"), ("A", "r", "C"), ("A", "r", "m.0cvt1"), ("A", "r", "m.0cvt2"), ("m.0cvt1", "s", "D")])
-    for cap, ids, cvt in ((4, ["B", "C", "m.0cvt1", "m.0cvt2"], ["m.0cvt1", "m.0cvt2"]), (3, ["B", "C", "m.0cvt1"], ["m.0cvt1"]),
-                          (2, ["B", "C"], [])):
+    for cap, ids, cvt in (
+        (4, ["B", "C", "m.0cvt1", "m.0cvt2"], ["m.0cvt1", "m.0cvt2"]),
+        (3, ["B", "C", "m.0cvt1"], ["m.0cvt1"]),
+        (2, ["B", "C"], []),
+    ):
         (step,) = relation_steps(graph, [["A"]], cap)[0]
         assert step == ("r", 1, 4, ids, cvt)
 
@@ -150,17 +168,24 @@ def test_enumeration_continues_only_the_best_prefixes(jamaica):
     def paths(**bound):
         return {c.steps: c.ends for c in relation_paths_around(jamaica, ["Jamaica"], **bound)}
 
-    capital, officials = ("location.country.capital", 1), ("government.governmental_jurisdiction.governing_officials", 1)
+    capital, officials = (
+        ("location.country.capital", 1),
+        ("government.governmental_jurisdiction.governing_officials", 1),
+    )
     full = paths()
     one = paths(prefixes=1, prefix_score=lambda steps: float(steps[-1] == capital))
     # every 1-hop path is still a candidate; only the capital's path is continued, exactly as without the bound
     assert {p: e for p, e in one.items() if len(p) == 1} == {p: e for p, e in full.items() if len(p) == 1}
-    assert {p: e for p, e in one.items() if len(p) > 1} == {p: e for p, e in full.items() if len(p) > 1 and p[0] == capital}
+    assert {p: e for p, e in one.items() if len(p) > 1} == {
+        p: e for p, e in full.items() if len(p) > 1 and p[0] == capital
+    }
     assert any(p[0] == capital for p in one if len(p) > 1)
     assert paths(prefixes=100, prefix_score=lambda steps: 0.0) == full
     # equal scores: the smallest steps win, so the choice never depends on the order rows come back in
     assert {p[0] for p in paths(prefixes=1, prefix_score=lambda steps: 0.0) if len(p) > 1} == {officials}
-    with pytest.raises(InputError, match="KGDB_RRP_PREFIXES: relation paths continued per hop must be 1 or more, got 0"):
+    with pytest.raises(
+        InputError, match="KGDB_RRP_PREFIXES: relation paths continued per hop must be 1 or more, got 0"
+    ):
         paths(prefixes=0, prefix_score=lambda steps: 0.0)
     with pytest.raises(InputError, match="needs a score"):
         paths(prefixes=1)
@@ -185,9 +210,18 @@ def _examples(buckets: int, dense_width: int):
         for j, p in enumerate(paths):
             tokens[j, : len(p)] = [token_of(r, d) for r, d in p]
         pos = np.arange(len(paths)) == right
-        out.append(RankerExample(f"q{i}", rng.normal(size=8).astype(np.float32), text_features(text, buckets), tokens,
-                                 rng.normal(size=(len(paths), dense_width)).astype(np.float32), pos, pos.astype(np.float32),
-                                 pos.astype(np.float32)))
+        out.append(
+            RankerExample(
+                f"q{i}",
+                rng.normal(size=8).astype(np.float32),
+                text_features(text, buckets),
+                tokens,
+                rng.normal(size=(len(paths), dense_width)).astype(np.float32),
+                pos,
+                pos.astype(np.float32),
+                pos.astype(np.float32),
+            )
+        )
     return out
 
 
@@ -211,10 +245,17 @@ def test_ranker_breaks_ties_of_val_hit1_by_val_loss():
     data = _examples(cfg.buckets, cfg.dense)
     # every val candidate answers right (Hit@1 and Macro-F1 tie at every epoch), but the val positives are
     # other candidates than the training ones, so the val loss grows as the model learns the training set
-    val = [dataclasses.replace(ex, positive=np.roll(ex.positive, 1), hit=np.ones_like(ex.hit), f1=np.ones_like(ex.f1)) for ex in data]
+    val = [
+        dataclasses.replace(ex, positive=np.roll(ex.positive, 1), hit=np.ones_like(ex.hit), f1=np.ones_like(ex.f1))
+        for ex in data
+    ]
     torch.manual_seed(0)
-    _, result = train_ranker_model(PathRanker(cfg, torch.randn(4, 8)), data, [val],
-                                   RankerTrainConfig(lr=1e-2, batch_size=2, max_epochs=8, patience=8, seed=1))
+    _, result = train_ranker_model(
+        PathRanker(cfg, torch.randn(4, 8)),
+        data,
+        [val],
+        RankerTrainConfig(lr=1e-2, batch_size=2, max_epochs=8, patience=8, seed=1),
+    )
     losses = [e.val_loss for e in result.epochs]
     assert len(losses) == 8 and {(e.val_hit1, e.val_f1) for e in result.epochs} == {(1.0, 1.0)}
     assert losses[-1] > losses[0] and result.best_epoch == 1 + int(np.argmin(losses))
@@ -226,13 +267,23 @@ def test_positives_are_the_best_answers_shortest_paths_and_with_a_margin_those_t
     f1 = np.array([1.0, 1.0, 0.0, 1.0])
     hops = np.array([2, 2, 1, 3])
     closeness = np.array([0.28, 0.58, 0.9, 0.7])
-    assert reliable_positives(f1, hops, closeness).tolist() == [True, True, False, False]  # no margin: best F1, fewest hops
+    assert reliable_positives(f1, hops, closeness).tolist() == [
+        True,
+        True,
+        False,
+        False,
+    ]  # no margin: best F1, fewest hops
     assert reliable_positives(f1, hops, closeness, 0.05).tolist() == [False, True, False, False]
     # paths that read the question alike (a relation and its inverse) stay positives together
     assert reliable_positives(f1, hops, np.array([0.55, 0.58, 0.9, 0.7]), 0.05).tolist() == [True, True, False, False]
     # the fewest hops come first: a one-hop path with the best answers is the positive, however it reads
-    assert reliable_positives(np.array([1.0, 1.0]), np.array([1, 2]), np.array([0.1, 0.9]), 0.0).tolist() == [True, False]
-    assert not reliable_positives(np.zeros(3), hops[:3], closeness[:3], 0.05).any() and reliable_positives(*[np.zeros(0)] * 3).shape == (0,)
+    assert reliable_positives(np.array([1.0, 1.0]), np.array([1, 2]), np.array([0.1, 0.9]), 0.0).tolist() == [
+        True,
+        False,
+    ]
+    assert not reliable_positives(np.zeros(3), hops[:3], closeness[:3], 0.05).any() and reliable_positives(
+        *[np.zeros(0)] * 3
+    ).shape == (0,)
 
 
 def test_ranker_refuses_bad_input():
@@ -251,29 +302,64 @@ def test_ranker_refuses_bad_input():
 
 
 def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
+    from test_rrp_ask import TRIPLES as MOVIE_TRIPLES
+    from test_rrp_ask import _answers
+
     from kgdb.data.relation_paths import TripleArrays
     from kgdb.pipeline import TrainedPathPlanner, relation_path_retriever
     from kgdb.pipeline.path_ranker import RankedPathPlanner
     from kgdb.qa.ask import AskPipeline
-    from test_rrp_ask import TRIPLES as MOVIE_TRIPLES, _answers
 
     graph, settings, files, env, base = movie_files
     runner = CliRunner()
     questions = [a for f in files for a in ("--questions", str(f))]
-    out = runner.invoke(app, base + ["train", "rrp-planner", *questions, "--max-epochs", "5", "--patience", "5", "--threads", "1"], env=env)
+    out = runner.invoke(
+        app,
+        base + ["train", "rrp-planner", *questions, "--max-epochs", "5", "--patience", "5", "--threads", "1"],
+        env=env,
+    )
     assert out.exit_code == 0, out.output
-    out = runner.invoke(app, base + ["train", "rrp-ranker", *questions, "--set", "planner=no-such-planner", "--threads", "1"], env=env)
+    out = runner.invoke(
+        app, base + ["train", "rrp-ranker", *questions, "--set", "planner=no-such-planner", "--threads", "1"], env=env
+    )
     assert out.exit_code == 1 and "no checkpoint 'no-such-planner'" in str(out.exception)
-    out = runner.invoke(app, base + ["train", "rrp-ranker", *questions, "--name", "ranker", "--max-epochs", "30", "--patience", "30",
-                                     "--lr", "0.01", "--threads", "1", "--tune-per-file", "10"], env=env)
+    out = runner.invoke(
+        app,
+        base
+        + [
+            "train",
+            "rrp-ranker",
+            *questions,
+            "--name",
+            "ranker",
+            "--max-epochs",
+            "30",
+            "--patience",
+            "30",
+            "--lr",
+            "0.01",
+            "--threads",
+            "1",
+            "--tune-per-file",
+            "10",
+        ],
+        env=env,
+    )
     assert out.exit_code == 0, out.output
     assert "val answer Hit@1" in out.output and "answering mode" in out.output
     config = json.loads((settings.checkpoints_dir / "ranker" / "config.json").read_text())
     assert config["retriever"] == "rrp-ranker"
-    assert config["planner"].startswith("rrp-planner") and config["rethinking"]["mode"] in ("planner", "structural", "union", "rethink")
+    assert config["planner"].startswith("rrp-planner") and config["rethinking"]["mode"] in (
+        "planner",
+        "structural",
+        "union",
+        "rethink",
+    )
     assert config["metrics"]["val_expected_hit@1"] > 0.5
     # the answers' closeness weight, chosen on each file's val questions in the chosen mode (one grid per file)
-    assert "answer closeness weight" in out.output and sorted(config["answering"]["val"]) == sorted(str(f) for f in files)
+    assert "answer closeness weight" in out.output and sorted(config["answering"]["val"]) == sorted(
+        str(f) for f in files
+    )
     assert config["answering"]["closeness_weight"] in WEIGHTS and config["answering"]["per_file"] == 10
 
     retriever = relation_path_retriever(graph, settings, write=False)  # the newest ranker of this graph
@@ -281,27 +367,43 @@ def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     assert retriever.closeness_weight == config["answering"]["closeness_weight"]
     # results record the enumeration's bounds, so a run with other KGDB_RRP_PREFIXES / KGDB_FETCH_HUB_SCAN / KGDB_RRP_STEP_SCAN is told apart
     assert retriever.describe()["planner_settings"]["candidates"] == {
-        "hops": [3, 3], "frontier_cap": 200, "hub_scan": settings.fetch_hub_scan, "prefixes": settings.rrp_prefixes,
-        "step_scan": settings.rrp_step_scan}
+        "hops": [3, 3],
+        "frontier_cap": 200,
+        "hub_scan": settings.fetch_hub_scan,
+        "prefixes": settings.rrp_prefixes,
+        "step_scan": settings.rrp_step_scan,
+    }
     question = "who directed the films starring Lise Meitner"
     paths = retriever.retrieve(question, ["Lise Meitner"]).paths
     assert paths[0].relations == ("movie.starred_actors", "movie.directed_by") and paths[0].directions == (-1, 1)
-    gold = _answers(TripleArrays.from_triples(MOVIE_TRIPLES), "Lise Meitner", (("movie.starred_actors", -1), ("movie.directed_by", 1)))
+    gold = _answers(
+        TripleArrays.from_triples(MOVIE_TRIPLES),
+        "Lise Meitner",
+        (("movie.starred_actors", -1), ("movie.directed_by", 1)),
+    )
     # rethinking's S1 of a traced path reads the ranking its own plan holds, whatever other threads
     # planned in between (eval qa --concurrency shares one ranker): nothing is kept on the ranker
     ranker, wanted = retriever.planner, (("movie.starred_actors", "movie.directed_by"), (-1, 1))
     plan = ranker.plan(graph, question, Topics(["Lise Meitner"], "given", [], []), {"Lise Meitner": "Lise Meitner"})
-    other = threading.Thread(target=lambda: ranker.plan(graph, "who wrote Film C", Topics(["Film C"], "given", [], []), {}))
+    other = threading.Thread(
+        target=lambda: ranker.plan(graph, "who wrote Film C", Topics(["Film C"], "given", [], []), {})
+    )
     other.start()
     other.join()
     probability = ranker.path_probability(plan, [wanted])[0]
-    ranked = {(tuple(r for r, _ in c.steps), tuple(d for _, d in c.steps)): p
-              for c, p in ranker.scored(graph, plan.text, plan.text_emb, ["Lise Meitner"])}
+    ranked = {
+        (tuple(r for r, _ in c.steps), tuple(d for _, d in c.steps)): p
+        for c, p in ranker.scored(graph, plan.text, plan.text_emb, ["Lise Meitner"])
+    }
     assert 0 < probability == ranked[wanted] and plan.paths[0].relations == wanted[0]
-    res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask(question, ["Lise Meitner"])
+    res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask(
+        question, ["Lise Meitner"]
+    )
     assert sorted(a.answer for a in res.answers) == gold and not res.reasoning.llm_used
     # a planner checkpoint named explicitly keeps the beam planner
-    assert isinstance(relation_path_retriever(graph, settings, checkpoint=config["planner"], write=False).planner, TrainedPathPlanner)
+    assert isinstance(
+        relation_path_retriever(graph, settings, checkpoint=config["planner"], write=False).planner, TrainedPathPlanner
+    )
     # weights another version wrote (here: the relation table missing) are refused by path, with what to do
     from safetensors.torch import load_file, save_file
 
@@ -311,7 +413,10 @@ def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     shutil.copytree(settings.checkpoints_dir / "ranker", broken)
     weights = {k: v for k, v in load_file(str(broken / "model.safetensors")).items() if k != "relation_emb"}
     save_file(weights, str(broken / "model.safetensors"))
-    with pytest.raises(CheckpointError, match=r"broken-ranker does not hold a rrp-ranker model this kgdb can load \(KeyError.*kgdb train rrp-ranker"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"broken-ranker does not hold a rrp-ranker model this kgdb can load \(KeyError.*kgdb train rrp-ranker",
+    ):
         relation_path_retriever(graph, settings, checkpoint="broken-ranker", write=False)
 
 
@@ -319,34 +424,80 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     """`--portable`: no planner, no relation ids, no relation table in the weights; the checkpoint
     reads the connected graph's relation table, so it ranks the paths of a graph whose relations are
     named otherwise. `--on` pairs one URI with each question file."""
-    from safetensors.torch import load_file
-
     from conftest import wipe
+    from safetensors.torch import load_file
+    from test_rrp_ask import TRIPLES as MOVIE_TRIPLES
+
     from kgdb.models.base import resolve_device
     from kgdb.pipeline import relation_path_retriever
     from kgdb.pipeline.path_ranker import RankedPathPlanner
-    from test_rrp_ask import TRIPLES as MOVIE_TRIPLES
 
     graph, settings, files, env, base = movie_files
     runner = CliRunner()
     questions = [a for f in files for a in ("--questions", str(f))]
-    out = runner.invoke(app, base + ["train", "rrp-ranker", "--portable", *questions, "--on", settings.neo4j_uri], env=env)
+    out = runner.invoke(
+        app, base + ["train", "rrp-ranker", "--portable", *questions, "--on", settings.neo4j_uri], env=env
+    )
     assert out.exit_code == 1 and "one --on URI per --questions file: 1 for 2" in str(out.exception)
-    out = runner.invoke(app, base + ["train", "rrp-ranker", *questions, "--on", settings.neo4j_uri, "--on", settings.neo4j_uri], env=env)
+    out = runner.invoke(
+        app, base + ["train", "rrp-ranker", *questions, "--on", settings.neo4j_uri, "--on", settings.neo4j_uri], env=env
+    )
     assert out.exit_code == 1 and "--on needs --portable" in str(out.exception)
     out = runner.invoke(app, base + ["train", "rrp-planner", "--questions", str(files[0]), "--portable"], env=env)
     assert out.exit_code == 2 and "No such option: --portable" in out.output
-    out = runner.invoke(app, base + ["train", "rrp-ranker", "--portable", *questions, "--on", settings.neo4j_uri, "--on", settings.neo4j_uri,
-                                     "--positive-margin", "-0.1"], env=env)
+    out = runner.invoke(
+        app,
+        base
+        + [
+            "train",
+            "rrp-ranker",
+            "--portable",
+            *questions,
+            "--on",
+            settings.neo4j_uri,
+            "--on",
+            settings.neo4j_uri,
+            "--positive-margin",
+            "-0.1",
+        ],
+        env=env,
+    )
     assert out.exit_code == 1 and "margin must be 0 or more, got -0.1" in str(out.exception)
-    out = runner.invoke(app, base + ["train", "rrp-ranker", "--portable", *questions, "--on", settings.neo4j_uri, "--on", settings.neo4j_uri,
-                                     "--name", "portable", "--max-epochs", "30", "--patience", "30", "--lr", "0.01", "--threads", "1",
-                                     "--positive-margin", "0.1"], env=env)
+    out = runner.invoke(
+        app,
+        base
+        + [
+            "train",
+            "rrp-ranker",
+            "--portable",
+            *questions,
+            "--on",
+            settings.neo4j_uri,
+            "--on",
+            settings.neo4j_uri,
+            "--name",
+            "portable",
+            "--max-epochs",
+            "30",
+            "--patience",
+            "30",
+            "--lr",
+            "0.01",
+            "--threads",
+            "1",
+            "--positive-margin",
+            "0.1",
+        ],
+        env=env,
+    )
     assert out.exit_code == 0, out.output
     folder = settings.checkpoints_dir / "portable"
     config = json.loads((folder / "config.json").read_text())
     assert config["model"]["portable"] and config["relation_names"] is None and config["planner"] is None
-    assert config["candidates"]["positive_margin"] == 0.1 and "within 0.1 of the best cos_max" in config["candidates"]["rule"]
+    assert (
+        config["candidates"]["positive_margin"] == 0.1
+        and "within 0.1 of the best cos_max" in config["candidates"]["rule"]
+    )
     assert config["dense_features"] == list(PORTABLE_FEATURES) and config["metrics"]["val_expected_hit@1"] > 0.5
     # the answers' closeness weight, chosen on each file's val questions read on its own --on graph
     assert "answer closeness weight" in out.output and config["answering"]["closeness_weight"] in WEIGHTS
@@ -361,7 +512,10 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     assert isinstance(retriever.planner, RankedPathPlanner) and retriever.planner.planner is None
     assert retriever.planner.relations.names[0].startswith("film.film.")
     paths = retriever.retrieve("who directed the films starring Lise Meitner", ["Lise Meitner"]).paths
-    assert paths[0].relations == ("film.film.starred_actors", "film.film.directed_by") and paths[0].directions == (-1, 1)
+    assert paths[0].relations == ("film.film.starred_actors", "film.film.directed_by") and paths[0].directions == (
+        -1,
+        1,
+    )
 
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -369,7 +523,12 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 def _bench_env(settings, env: dict) -> dict:
     """The environment a benchmark script needs to reach the test server (and the fixture's folders)."""
-    return {**os.environ, **env, "KGDB_NEO4J_URI": settings.neo4j_uri, "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()}
+    return {
+        **os.environ,
+        **env,
+        "KGDB_NEO4J_URI": settings.neo4j_uri,
+        "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
+    }
 
 
 def test_device_bench_exports_the_portable_rankers_examples_and_times_them_per_device(movie_files, tmp_path):
@@ -381,26 +540,52 @@ def test_device_bench_exports_the_portable_rankers_examples_and_times_them_per_d
     script = BENCH / "device.py"
     env = _bench_env(settings, env)
     out_dir = tmp_path / "bench"
-    args = [sys.executable, str(script), "rrp-export", "--questions", str(files[0]), "--questions", str(files[1]), "--out", str(out_dir)]
+    args = [
+        sys.executable,
+        str(script),
+        "rrp-export",
+        "--questions",
+        str(files[0]),
+        "--questions",
+        str(files[1]),
+        "--out",
+        str(out_dir),
+    ]
     out = subprocess.run(args + ["--on", settings.neo4j_uri], capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 1 and "2 --questions need as many --on" in out.stderr, out.stderr
     out = subprocess.run(args + ["--on", settings.neo4j_uri] * 2, capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr
     meta = json.loads((out_dir / "rrp-meta.json").read_text())
     assert meta["train"] > 0 and len(meta["val"]) == 2 and meta["relations"] <= len({r for _, r, _ in MOVIE_TRIPLES})
-    out = subprocess.run([sys.executable, str(script), "rrp-run", str(out_dir), "--device", "cpu", "--warmup", "1"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(script), "rrp-run", str(out_dir), "--device", "cpu", "--warmup", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     assert f"{meta['train']} train questions" in out.stdout
     assert re.search(r"^cpu(\s+[\d.]+ / [\d.]+){2}\s+[\d.]+\s+[\d.]+$", out.stdout, re.M), out.stdout
-    out = subprocess.run([sys.executable, str(script), "rrp-run", str(out_dir), "--device", "cpu", "--warmup", "1", "--epochs", "2"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(script), "rrp-run", str(out_dir), "--device", "cpu", "--warmup", "1", "--epochs", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     # then the selected epoch of those trained, its val expected Hit@1 / Macro-F1 and the training time
-    row = re.search(r"^cpu(\s+[\d.]+ / [\d.]+){2}\s+[\d.]+\s+[\d.]+\s+([12]) / ([12])\s+([\d.]+) / ([\d.]+)\s+[\d.]+$", out.stdout, re.M)
+    row = re.search(
+        r"^cpu(\s+[\d.]+ / [\d.]+){2}\s+[\d.]+\s+[\d.]+\s+([12]) / ([12])\s+([\d.]+) / ([\d.]+)\s+[\d.]+$",
+        out.stdout,
+        re.M,
+    )
     assert out.returncode == 0 and row, out.stdout + out.stderr
     assert 0.0 <= float(row.group(4)) <= 1.0 and 0.0 <= float(row.group(5)) <= 1.0
-    out = subprocess.run([sys.executable, str(script), "rrp-run", str(tmp_path / "nowhere"), "--device", "cpu"],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(script), "rrp-run", str(tmp_path / "nowhere"), "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 1 and "no rrp-meta.json here" in out.stderr
 
 
@@ -410,33 +595,74 @@ def test_subnormal_benchmark_counts_the_shipped_rankers_and_finds_its_scores_unc
     graph, settings, files, env, base = movie_files
     script = BENCH / "subnormals.py"
     env = _bench_env(settings, env)
-    out = subprocess.run([sys.executable, str(script), "--questions", str(files[1]), "--split", "all"], capture_output=True, text=True,
-                         env=env, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(script), "--questions", str(files[1]), "--split", "all"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     assert "rrp-ranker-portable: 83,065 subnormal weights; mlp.0.weight 1,305; words.weight 81,760" in out.stdout
-    found = re.search(r"^(\d+) all questions with candidates .*: scores bitwise equal (\d+), same top path (\d+); "
-                      r"numpy as served against torch: same top path (\d+), largest score difference ([\d.e+-]+)$", out.stdout, re.M)
-    assert found and int(found.group(1)) > 0 and found.group(1) == found.group(2) == found.group(3) == found.group(4), out.stdout
+    found = re.search(
+        r"^(\d+) all questions with candidates .*: scores bitwise equal (\d+), same top path (\d+); "
+        r"numpy as served against torch: same top path (\d+), largest score difference ([\d.e+-]+)$",
+        out.stdout,
+        re.M,
+    )
+    assert found and int(found.group(1)) > 0 and found.group(1) == found.group(2) == found.group(3) == found.group(4), (
+        out.stdout
+    )
     assert float(found.group(5)) < 1e-4
-    out = subprocess.run([sys.executable, str(script), "--questions", str(tmp_path / "nowhere.jsonl")], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert out.returncode == 1 and "nowhere.jsonl: question file not found" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    out = subprocess.run(
+        [sys.executable, str(script), "--questions", str(tmp_path / "nowhere.jsonl")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert (
+        out.returncode == 1 and "nowhere.jsonl: question file not found" in out.stderr and "Traceback" not in out.stderr
+    ), out.stderr
 
 
 def test_db_calls_benchmark_replays_the_reads_of_rrp_answers_with_the_same_results(movie_files, tmp_path):
     """benchmarks/db_calls.py: a first run records the enumeration's and grounding's calls while answering,
     a second (as another checkout would) replays the same calls and prints the same result digests."""
     graph, settings, files, env, base = movie_files
-    args = [sys.executable, str(BENCH / "db_calls.py"), "--questions", str(files[1]), "--n", "4", "--calls", str(tmp_path / "calls.pkl"),
-            "--rounds", "2"]
-    first, second = (subprocess.run(args, capture_output=True, text=True, env=_bench_env(settings, env), timeout=600) for _ in range(2))
+    args = [
+        sys.executable,
+        str(BENCH / "db_calls.py"),
+        "--questions",
+        str(files[1]),
+        "--n",
+        "4",
+        "--calls",
+        str(tmp_path / "calls.pkl"),
+        "--rounds",
+        "2",
+    ]
+    first, second = (
+        subprocess.run(args, capture_output=True, text=True, env=_bench_env(settings, env), timeout=600)
+        for _ in range(2)
+    )
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
-    recorded = re.search(r"^recorded (\d+) relation_steps, (\d+) ground_relation_paths calls of 4 questions", first.stdout, re.M)
+    recorded = re.search(
+        r"^recorded (\d+) relation_steps, (\d+) ground_relation_paths calls of 4 questions", first.stdout, re.M
+    )
     assert recorded and int(recorded.group(1)) > 0 and int(recorded.group(2)) > 0, first.stdout
     assert "replaying the calls in" in second.stdout and "recorded" not in second.stdout
-    rows = [re.findall(r"^(\w+)\s+(\d+) calls\s+[\d.]+ ms per call \(rounds: [\d.]+, [\d.]+\)  results sha256 (\w+)$", out.stdout, re.M)
-            for out in (first, second)]
-    assert [name for name, _, _ in rows[0]] == ["relation_steps", "ground_relation_paths"] and rows[0] == rows[1], first.stdout + second.stdout
+    rows = [
+        re.findall(
+            r"^(\w+)\s+(\d+) calls\s+[\d.]+ ms per call \(rounds: [\d.]+, [\d.]+\)  results sha256 (\w+)$",
+            out.stdout,
+            re.M,
+        )
+        for out in (first, second)
+    ]
+    assert [name for name, _, _ in rows[0]] == ["relation_steps", "ground_relation_paths"] and rows[0] == rows[1], (
+        first.stdout + second.stdout
+    )
 
 
 def test_device_bench_times_the_planner_and_structural_reasoner_from_their_exported_examples(movie_files, tmp_path):
@@ -444,15 +670,38 @@ def test_device_bench_times_the_planner_and_structural_reasoner_from_their_expor
     commands do; rrp-train-run needs no database and prints one row per device."""
     graph, settings, files, env, base = movie_files
     out_dir = tmp_path / "bench"
-    out = subprocess.run([sys.executable, str(BENCH / "device.py"), "rrp-train-export", "--questions", str(files[1]), "--out", str(out_dir)],
-                         capture_output=True, text=True, env=_bench_env(settings, env), timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "device.py"),
+            "rrp-train-export",
+            "--questions",
+            str(files[1]),
+            "--out",
+            str(out_dir),
+        ],
+        capture_output=True,
+        text=True,
+        env=_bench_env(settings, env),
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
-    sizes = re.search(r"planner_train (\d+), structural_train (\d+), planner_val (\d+), structural_val (\d+) examples", out.stdout)
+    sizes = re.search(
+        r"planner_train (\d+), structural_train (\d+), planner_val (\d+), structural_val (\d+) examples", out.stdout
+    )
     assert sizes and all(int(n) > 0 for n in sizes.groups()), out.stdout
-    out = subprocess.run([sys.executable, str(BENCH / "device.py"), "rrp-train-run", str(out_dir), "--device", "cpu"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "device.py"), "rrp-train-run", str(out_dir), "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     assert re.search(r"^cpu(\s+[\d.]+){4}$", out.stdout, re.M), out.stdout
-    out = subprocess.run([sys.executable, str(BENCH / "device.py"), "rrp-train-run", str(tmp_path / "nowhere"), "--device", "cpu"],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "device.py"), "rrp-train-run", str(tmp_path / "nowhere"), "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 1 and "no rrp-train.pkl here" in out.stderr

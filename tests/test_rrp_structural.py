@@ -13,7 +13,14 @@ import torch
 from kgdb.data.path_subgraphs import EdgesByStep, ground_walks, path_subgraph
 from kgdb.data.relation_paths import TripleArrays
 from kgdb.models.structural import StructuralConfig, StructuralReasoner, bidirectional_loss, trace_paths
-from kgdb.training.structural import StructuralExample, StructuralTrainConfig, collate, hit1, to_data, train_structural_model
+from kgdb.training.structural import (
+    StructuralExample,
+    StructuralTrainConfig,
+    collate,
+    hit1,
+    to_data,
+    train_structural_model,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -40,8 +47,14 @@ def test_bidirectional_loss_equals_a_hand_computation_on_four_nodes():
     assert got.shape == (1,)
     assert float(got[0]) == pytest.approx(want, rel=1e-6)
     # two copies in one batch give the same loss per graph
-    two = bidirectional_loss([torch.cat([x, x]) for x in logs(f)], [torch.cat([x, x]) for x in logs(b)], answers.repeat(2), topics.repeat(2),
-                             torch.tensor([0] * 4 + [1] * 4), 2)
+    two = bidirectional_loss(
+        [torch.cat([x, x]) for x in logs(f)],
+        [torch.cat([x, x]) for x in logs(b)],
+        answers.repeat(2),
+        topics.repeat(2),
+        torch.tensor([0] * 4 + [1] * 4),
+        2,
+    )
     assert two.tolist() == pytest.approx([want, want], rel=1e-6)
 
 
@@ -49,15 +62,22 @@ def _chain_example(answer: int = 2, seed: int = 0) -> StructuralExample:
     # 0 -r0-> 1 -r1-> 2, 1 -r2-> 3 : the question asks r0 then r1 (answer 2) or r0 then r2 (answer 3)
     rng = np.random.default_rng(seed)
     return StructuralExample(
-        qid=f"q{answer}", q_emb=rng.normal(size=8).astype(np.float32) if answer == 2 else np.ones(8, np.float32), words=[answer],
-        head=np.array([0, 1, 1]), relation=np.array([0, 1, 2]), tail=np.array([1, 2, 3]),
-        topic=np.array([True, False, False, False]), answer=np.arange(4) == answer,
+        qid=f"q{answer}",
+        q_emb=rng.normal(size=8).astype(np.float32) if answer == 2 else np.ones(8, np.float32),
+        words=[answer],
+        head=np.array([0, 1, 1]),
+        relation=np.array([0, 1, 2]),
+        tail=np.array([1, 2, 3]),
+        topic=np.array([True, False, False, False]),
+        answer=np.arange(4) == answer,
     )
 
 
 def test_model_loss_is_eq8_of_its_own_forward_and_backward_distributions():
     torch.manual_seed(0)
-    model = StructuralReasoner(StructuralConfig(hidden=16, word_dim=4, buckets=16, steps=2, dropout=0.0), torch.randn(3, 8)).eval()
+    model = StructuralReasoner(
+        StructuralConfig(hidden=16, word_dim=4, buckets=16, steps=2, dropout=0.0), torch.randn(3, 8)
+    ).eval()
     batch = collate([to_data(_chain_example())])
     fwd = model(batch)
     assert len(fwd.log_probs) == 3
@@ -77,15 +97,21 @@ def test_model_loss_is_eq8_of_its_own_forward_and_backward_distributions():
 
 def test_reasoner_overfits_a_tiny_set_and_traces_the_path_back():
     train = [_chain_example(2), _chain_example(3)]
-    model = StructuralReasoner(StructuralConfig(hidden=16, word_dim=4, buckets=16, steps=2, dropout=0.0), torch.randn(3, 8))
+    model = StructuralReasoner(
+        StructuralConfig(hidden=16, word_dim=4, buckets=16, steps=2, dropout=0.0), torch.randn(3, 8)
+    )
     assert hit1(model, train) <= 1.0
-    model, result = train_structural_model(model, train, train, StructuralTrainConfig(lr=0.02, batch_size=2, max_epochs=150, patience=150))
+    model, result = train_structural_model(
+        model, train, train, StructuralTrainConfig(lr=0.02, batch_size=2, max_epochs=150, patience=150)
+    )
     assert result.best_val_hit1 == 1.0
     ex = train[1]
     prop = model(collate([to_data(ex)]))
     p = prop.log_probs[-1].exp()
     assert int(torch.argmax(p)) == 3 and float(p[3]) > 0.5
-    ((nodes, rels, dirs),) = trace_paths(prop, torch.from_numpy(ex.head), torch.from_numpy(ex.relation), torch.from_numpy(ex.tail), [3])
+    ((nodes, rels, dirs),) = trace_paths(
+        prop, torch.from_numpy(ex.head), torch.from_numpy(ex.relation), torch.from_numpy(ex.tail), [3]
+    )
     assert (nodes, rels, dirs) == ([0, 1, 3], [0, 2], [1, 1])
 
 
@@ -93,12 +119,20 @@ def test_training_resumes_from_the_saved_state(tmp_path):
     train = [_chain_example(2), _chain_example(3)]
     cfg = StructuralTrainConfig(lr=0.02, batch_size=2, max_epochs=4, patience=10)
     torch.manual_seed(0)
-    model = StructuralReasoner(StructuralConfig(hidden=16, word_dim=4, buckets=16, steps=2, dropout=0.0), torch.randn(3, 8))
+    model = StructuralReasoner(
+        StructuralConfig(hidden=16, word_dim=4, buckets=16, steps=2, dropout=0.0), torch.randn(3, 8)
+    )
     short = StructuralTrainConfig(lr=0.02, batch_size=2, max_epochs=2, patience=10)
     _, first = train_structural_model(model, train, train, short, state_dir=tmp_path)
     with pytest.raises(ValueError, match="other settings"):
-        train_structural_model(model, train, train, StructuralTrainConfig(lr=0.01, batch_size=2, max_epochs=4, patience=10), state_dir=tmp_path,
-                               resume=True)
+        train_structural_model(
+            model,
+            train,
+            train,
+            StructuralTrainConfig(lr=0.01, batch_size=2, max_epochs=4, patience=10),
+            state_dir=tmp_path,
+            resume=True,
+        )
     _, resumed = train_structural_model(model, train, train, cfg, state_dir=tmp_path, resume=True)
     assert resumed.resumed_from_epoch == 3 and [e.epoch for e in resumed.epochs] == [1, 2, 3, 4]
 
@@ -114,7 +148,12 @@ def test_training_subgraph_keeps_only_complete_walks_with_parallel_edges():
     assert sorted(triples[e] for e in edges) == [("a", "r", "b"), ("b", "t", "c")]
     # t backward from c reaches b and e's edge is not taken (it points into b, the walk is at c)
     sub = path_subgraph(arrays, index, ["a"], ["c"], [(2 * r, 2 * t), (2 * arrays.relations.index("s"),)])
-    got = sorted((arrays.ids[sub.nodes[h]], arrays.relations[x], arrays.ids[sub.nodes[tl]]) for h, x, tl in zip(sub.head, sub.relation, sub.tail))
+    got = sorted(
+        (arrays.ids[sub.nodes[h]], arrays.relations[x], arrays.ids[sub.nodes[tl]])
+        for h, x, tl in zip(sub.head, sub.relation, sub.tail)
+    )
     assert got == [("a", "r", "b"), ("a", "s", "b"), ("b", "t", "c")]
-    assert [arrays.ids[n] for n in sub.nodes[sub.answer]] == ["c"] and [arrays.ids[n] for n in sub.nodes[sub.topic]] == ["a"]
+    assert [arrays.ids[n] for n in sub.nodes[sub.answer]] == ["c"] and [
+        arrays.ids[n] for n in sub.nodes[sub.topic]
+    ] == ["a"]
     assert path_subgraph(arrays, index, ["a"], ["e"], [(2 * r,)]) is None

@@ -7,11 +7,11 @@ import pty
 import subprocess
 
 import numpy as np
+from kgdb_graphs import LOU_SEAL, load
+from test_load_cli import KGDB, _one_line_error, env_for, kgdb
 
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb.cypher.writeback import list_runs, write_scores
-from kgdb_graphs import LOU_SEAL, load
-from test_load_cli import KGDB, _one_line_error, env_for, kgdb
 
 
 def _one_run(graph) -> str:
@@ -33,8 +33,13 @@ def test_prune_all_on_a_terminal_deletes_only_after_yes(graph):
     run = _one_run(graph)
     for answer, left in ((b"n\n", [run]), (b"y\n", [])):
         leader, follower = pty.openpty()
-        proc = subprocess.Popen([*KGDB, "runs", "prune", "--all"], stdin=follower, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=env_for(graph.settings))
+        proc = subprocess.Popen(
+            [*KGDB, "runs", "prune", "--all"],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env_for(graph.settings),
+        )
         os.close(follower)
         os.write(leader, answer)
         out, err = proc.communicate(timeout=120)

@@ -1,8 +1,8 @@
+import pytest
+
 from kgdb.cypher import Graph, quote_identifier, statements
 from kgdb.cypher.schema import counts, init_schema
 from kgdb.errors import KgdbError
-
-import pytest
 
 
 def test_schema_is_idempotent_and_guards_dimension(graph: Graph):

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
+from kgdb_graphs import LOU_SEAL, load
 
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
-from kgdb_graphs import LOU_SEAL, load
 
 HUB = [("Hub", "people.person.nationality", f"p{i}") for i in range(6)] + [
     ("Hub", "location.country.capital", "Capital"),

@@ -62,11 +62,29 @@ def test_planted_answers_are_exactly_what_the_relations_reach(tmp_path: Path, sy
 
 
 def test_the_command_prints_real_fitted_and_generated_columns_and_refuses_bad_input(tmp_path: Path, shared_data: Path):
-    done = subprocess.run([sys.executable, str(SCRIPT), "--triples", "500", "--questions", "6", "--out", str(tmp_path),
-                           "--shared", str(shared_data)], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--triples",
+            "500",
+            "--questions",
+            "6",
+            "--out",
+            str(tmp_path),
+            "--shared",
+            str(shared_data),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     header = next(line for line in done.stdout.splitlines() if line.startswith("statistic"))
     assert header.split() == ["statistic", "webqsp", "fb15k237", "fitted", "generated"]
     assert json.loads((tmp_path / "stats.json").read_text())["shape"]["generated"]["triples"] == 500
-    bad = subprocess.run([sys.executable, str(SCRIPT), "--triples", "500", "--out", str(tmp_path), "--shared", str(tmp_path)],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, str(SCRIPT), "--triples", "500", "--out", str(tmp_path), "--shared", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode != 0 and "--shared" in bad.stderr and "Traceback" not in bad.stderr

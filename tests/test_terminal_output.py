@@ -40,9 +40,14 @@ def test_newlines_and_tabs_are_kept_and_plain_text_is_unchanged():
 
 def test_a_command_error_naming_a_hostile_file_is_printed_escaped(neo4j_settings, tmp_path):
     from test_load_cli import KGDB, env_for  # imports the CLI: only tests that run it
+
     name = tmp_path / "x\x1b[2J\x1b]0;title\x07.tsv"
-    out = subprocess.run([*KGDB, "load", "freebase-subset", str(name), "--no-embed"], capture_output=True,
-                         env=env_for(neo4j_settings), timeout=300)
+    out = subprocess.run(
+        [*KGDB, "load", "freebase-subset", str(name), "--no-embed"],
+        capture_output=True,
+        env=env_for(neo4j_settings),
+        timeout=300,
+    )
     err = out.stderr.decode()
     assert out.returncode == 1 and "file not found" in err, err
     assert "\x1b" not in err and "\x07" not in err and "x\\x1b[2J\\x1b]0;title\\x07.tsv" in err
@@ -50,10 +55,16 @@ def test_a_command_error_naming_a_hostile_file_is_printed_escaped(neo4j_settings
 
 def test_ask_prints_a_hostile_question_escaped_and_json_exact(graph, tmp_path):
     from test_load_cli import KGDB, env_for  # imports the CLI: only tests that run it
+
     path = tmp_path / "gotham.tsv"
     path.write_text("Gotham City\tlocation.location.containedby\tMetropolis\n", encoding="utf-8")
     env = env_for(graph.settings)
-    assert subprocess.run([*KGDB, "load", "freebase-subset", str(path)], env=env, capture_output=True, timeout=300).returncode == 0
+    assert (
+        subprocess.run(
+            [*KGDB, "load", "freebase-subset", str(path)], env=env, capture_output=True, timeout=300
+        ).returncode
+        == 0
+    )
     question = "where is gotham city?\x1b[2J\x1b]0;pwned\x07"
     args = [*KGDB, "ask", question, "--topic", "Gotham City", "--retriever", "cosine"]
     shown = subprocess.run(args, env=env, capture_output=True, timeout=300)

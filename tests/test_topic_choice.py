@@ -37,7 +37,9 @@ def _planner(best_logit: dict[str, float | None], best_path: dict[str, str] | No
         if logit is None:
             return [], np.zeros(0, np.float32)
         relation = best_path.get(topics[0], f"test.topic.{topics[0].replace(' ', '_')}")
-        return [RelationPathCandidate((("test.other.path", 1),)), RelationPathCandidate(((relation, 1),))], np.array([logit - 1.0, logit], np.float32)
+        return [RelationPathCandidate((("test.other.path", 1),)), RelationPathCandidate(((relation, 1),))], np.array(
+            [logit - 1.0, logit], np.float32
+        )
 
     planner._raw_scores = raw
     return planner, calls
@@ -101,11 +103,16 @@ def test_a_candidate_linked_from_the_wording_of_anothers_best_path_does_not_comp
     assert relation_wording(linked, steps) == {"parents"}  # compared without the plural s
     # a word the two mentions share is no wording; a mention with a word the path lacks is not either
     overlap = [LinkedEntity("lee", "Lee", 1.0, "lee"), LinkedEntity("bruce lee", "Bruce Lee", 1.0, "bruce lee")]
-    assert relation_wording(overlap, {"lee": (("people.person.lee_name", 1),), "bruce lee": (("people.person.lee", 1),)}) == set()
+    assert (
+        relation_wording(overlap, {"lee": (("people.person.lee_name", 1),), "bruce lee": (("people.person.lee", 1),)})
+        == set()
+    )
     assert relation_wording(linked, {"serena williams": (("people.person.children", 1),)}) == set()
 
 
 def test_when_every_candidate_is_worded_by_another_they_all_compete():
     paths = {"parents": "people.person.children", "children": "people.person.parents"}
     planner, _ = _planner({"parents": 1.0, "children": 1.0}, paths)
-    assert planner.choose_topic(None, "q", _linked(("parents", 1.5, "parents"), ("children", 1.4, "children"))).ids == ["parents"]
+    assert planner.choose_topic(None, "q", _linked(("parents", 1.5, "parents"), ("children", 1.4, "children"))).ids == [
+        "parents"
+    ]

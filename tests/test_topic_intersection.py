@@ -25,6 +25,7 @@ def _brute(triples, plans):
         if plan.topic not in entities:
             continue
         for rels, dirs in plan.paths:
+
             def walk(node, i, nodes, used, rels=rels, dirs=dirs, topic=plan.topic):
                 if i == len(rels):
                     if node not in topics:
@@ -48,7 +49,12 @@ def _random_plans(seed: int, topics: list[str], relations: int = 3) -> list[Topi
         paths = set()
         while len(paths) < 4:
             hops = rng.choice((1, 2, 2, 3))
-            paths.add((tuple(f"rel.r{rng.randrange(relations)}" for _ in range(hops)), tuple(rng.choice((-1, 0, 1)) for _ in range(hops))))
+            paths.add(
+                (
+                    tuple(f"rel.r{rng.randrange(relations)}" for _ in range(hops)),
+                    tuple(rng.choice((-1, 0, 1)) for _ in range(hops)),
+                )
+            )
         plans.append(TopicPaths(topic, tuple(sorted(paths))))
     return plans
 
@@ -73,13 +79,22 @@ def test_joint_grounding_equals_brute_force_enumeration_on_a_multigraph(graph, s
 
 
 def test_intersection_comes_before_the_union_and_caps_hold(graph):
-    write_graph(graph, [
-        ("France", "location.location.adjoins", "Germany"), ("France", "location.location.adjoins", "Spain"),
-        ("France", "location.location.adjoins", "Switzerland"), ("Germany", "location.country.currency_used", "Euro"),
-        ("Spain", "location.country.currency_used", "Euro"), ("Switzerland", "location.country.currency_used", "Swiss franc"),
-    ], embedder=None)
-    plans = [TopicPaths("France", ((("location.location.adjoins",), (0,)),)),
-             TopicPaths("Euro", ((("location.country.currency_used",), (-1,)),))]
+    write_graph(
+        graph,
+        [
+            ("France", "location.location.adjoins", "Germany"),
+            ("France", "location.location.adjoins", "Spain"),
+            ("France", "location.location.adjoins", "Switzerland"),
+            ("Germany", "location.country.currency_used", "Euro"),
+            ("Spain", "location.country.currency_used", "Euro"),
+            ("Switzerland", "location.country.currency_used", "Swiss franc"),
+        ],
+        embedder=None,
+    )
+    plans = [
+        TopicPaths("France", ((("location.location.adjoins",), (0,)),)),
+        TopicPaths("Euro", ((("location.country.currency_used",), (-1,)),)),
+    ]
     found = ground_jointly(graph, plans)
     assert [(c.answer, c.reached) for c in found] == [("Germany", 2), ("Spain", 2), ("Switzerland", 1)]
     assert {p.topic for p in found[0].paths} == {"France", "Euro"}
@@ -91,22 +106,29 @@ def test_intersection_comes_before_the_union_and_caps_hold(graph):
 
 
 def test_ten_topics_with_braces_and_quotes_meet_and_are_written_back(graph):
-    topics = [f"Topic {{{i}}} \"quoted\" it's {i}" for i in range(10)]
-    answer, decoy = "Answer {x} \"the\" one's", "Decoy {y}"
+    topics = [f'Topic {{{i}}} "quoted" it\'s {i}' for i in range(10)]
+    answer, decoy = 'Answer {x} "the" one\'s', "Decoy {y}"
     triples = [(t, "test.rel.reaches", answer) for t in topics] + [(topics[0], "test.rel.reaches", decoy)]
     triples += [(answer, "test.rel.via", f"cvt {{{i}}}") for i in range(2)]
     write_graph(graph, triples, embedder=None)
-    plans = [TopicPaths(t, ((("test.rel.reaches",), (1,)),)) for t in topics] + [TopicPaths(topics[3], ((("test.rel.reaches",), (1,)),))]
+    plans = [TopicPaths(t, ((("test.rel.reaches",), (1,)),)) for t in topics] + [
+        TopicPaths(topics[3], ((("test.rel.reaches",), (1,)),))
+    ]
     found = ground_jointly(graph, plans)
     assert [(c.answer, c.reached) for c in found] == [(answer, 10), (decoy, 1)]
     assert set(found[0].topics) == set(topics)
 
     question = 'which {entity} do "all ten" of them reach? it\'s {the} one'
-    run = write_joint_paths(graph, question, found, topics, qid="q {1} \"x\"")
-    ret = graph.run_text("MATCH (r:Retrieval {run: $run}) RETURN r.question AS q, COUNT { (r)-[:TOPIC]->() } AS topics", run=run)
+    run = write_joint_paths(graph, question, found, topics, qid='q {1} "x"')
+    ret = graph.run_text(
+        "MATCH (r:Retrieval {run: $run}) RETURN r.question AS q, COUNT { (r)-[:TOPIC]->() } AS topics", run=run
+    )
     assert ret == [{"q": question, "topics": 10}]
-    edges = graph.run_text("MATCH ()-[s:SCORED {run: $run}]->() RETURN s.answer AS answer, s.rank AS rank, s.score AS score, "
-                           "s.topics_reached AS reached ORDER BY rank, answer", run=run)
+    edges = graph.run_text(
+        "MATCH ()-[s:SCORED {run: $run}]->() RETURN s.answer AS answer, s.rank AS rank, s.score AS score, "
+        "s.topics_reached AS reached ORDER BY rank, answer",
+        run=run,
+    )
     assert len(edges) == 11
     assert edges[0] == {"answer": answer, "rank": 1, "score": 1.0, "reached": 10}
     assert edges[-1] == {"answer": decoy, "rank": 2, "score": 0.1, "reached": 1}
@@ -118,12 +140,19 @@ def test_ten_topics_with_braces_and_quotes_meet_and_are_written_back(graph):
     assert graph.run_text("MATCH ()-[s:SCORED {run: $run}]->() RETURN count(s) AS n", run=run) == [{"n": 10}]
 
 
-@pytest.mark.parametrize("plans, where, why", [
-    ([TopicPaths("", ((("r",), (1,)),))], "plans[0].topic", "empty"),
-    ([TopicPaths("A", ((("r", "s", "t", "u"), (1, 1, 1, 1)),))], "plans[0].paths[0]", "1 to 3 relations"),
-    ([TopicPaths("A", ((("r", "s"), (1,)),))], "plans[0].paths[0]", "2 relation(s) but 1 direction(s)"),
-    ([TopicPaths("A", ((("r",), (1,)),)), TopicPaths("B", ((("r",), (2,)),))], "plans[1].paths[0]", "directions are -1, 0 or 1"),
-])
+@pytest.mark.parametrize(
+    "plans, where, why",
+    [
+        ([TopicPaths("", ((("r",), (1,)),))], "plans[0].topic", "empty"),
+        ([TopicPaths("A", ((("r", "s", "t", "u"), (1, 1, 1, 1)),))], "plans[0].paths[0]", "1 to 3 relations"),
+        ([TopicPaths("A", ((("r", "s"), (1,)),))], "plans[0].paths[0]", "2 relation(s) but 1 direction(s)"),
+        (
+            [TopicPaths("A", ((("r",), (1,)),)), TopicPaths("B", ((("r",), (2,)),))],
+            "plans[1].paths[0]",
+            "directions are -1, 0 or 1",
+        ),
+    ],
+)
 def test_a_plan_the_query_cannot_ground_is_refused_with_its_place(plans, where, why):
     with pytest.raises(InputError) as err:
         ground_jointly(None, plans)

@@ -17,7 +17,15 @@ from kgdb.models.features import batch_tensors, build_tensors, featurise
 from kgdb.models.gathered_mlp import gathered_mlp
 from kgdb.models.retrievers.cosine import CosineRetriever
 from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
-from kgdb.training.trainer import STATE_FILE, ResumeMismatchError, TrainConfig, ensure_node_features, prepare_cpu, seed_everything, train
+from kgdb.training.trainer import (
+    STATE_FILE,
+    ResumeMismatchError,
+    TrainConfig,
+    ensure_node_features,
+    prepare_cpu,
+    seed_everything,
+    train,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -41,9 +49,19 @@ def _item(tables: TensorTables, i: int, n: int = 14, m: int = 45) -> CachedQuest
     labels[[i % m, (i + 4) % m]] = True
     head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
     return CachedQuestion(
-        qid=f"q{i}", question=f"question {i}", head=head, relation=rng.integers(0, tables.relation.shape[0], m), tail=tail,
-        entity_idx=entity_idx, is_cvt=np.isin(entity_idx, [3, 7]), topic=np.array([2]), labels=labels,
-        answers=np.array([tail[i % m]]), n_answers_in_graph=1, question_embedding=q / np.linalg.norm(q), hop=1,
+        qid=f"q{i}",
+        question=f"question {i}",
+        head=head,
+        relation=rng.integers(0, tables.relation.shape[0], m),
+        tail=tail,
+        entity_idx=entity_idx,
+        is_cvt=np.isin(entity_idx, [3, 7]),
+        topic=np.array([2]),
+        labels=labels,
+        answers=np.array([tail[i % m]]),
+        n_answers_in_graph=1,
+        question_embedding=q / np.linalg.norm(q),
+        hop=1,
     )
 
 
@@ -111,9 +129,21 @@ def test_node_features_are_computed_once_per_cached_subgraph(tmp_path):
     for a, b in zip(items, again):
         assert np.array_equal(a.features[key], b.features[key]) and np.array_equal(a.head, b.head)
         # the stored DDE is the DDE of that subgraph
-        assert np.allclose(b.features[key], model.node_features(build_tensors(
-            tables, head=b.head, relation=b.relation, tail=b.tail, entity_idx=b.entity_idx, topic=b.topic, is_cvt=b.is_cvt,
-            question_embedding=b.question_embedding)).numpy())
+        assert np.allclose(
+            b.features[key],
+            model.node_features(
+                build_tensors(
+                    tables,
+                    head=b.head,
+                    relation=b.relation,
+                    tail=b.tail,
+                    entity_idx=b.entity_idx,
+                    topic=b.topic,
+                    is_cvt=b.is_cvt,
+                    question_embedding=b.question_embedding,
+                )
+            ).numpy(),
+        )
     assert [it.qid for it in again] == [f"q{i}" for i in range(4)]
 
 
@@ -151,15 +181,37 @@ def test_batched_training_resumes_to_the_same_state(tmp_path):
 
     shutil.copytree(tmp_path / "killed", tmp_path / "ended")
     no_steps = []
-    ended, ended_log = train(fresh(), items, items, tables, dataclasses.replace(cfg, max_epochs=2), state_dir=tmp_path / "ended",
-                             resume=True, on_step=lambda loss, questions: no_steps.append(questions))
+    ended, ended_log = train(
+        fresh(),
+        items,
+        items,
+        tables,
+        dataclasses.replace(cfg, max_epochs=2),
+        state_dir=tmp_path / "ended",
+        resume=True,
+        on_step=lambda loss, questions: no_steps.append(questions),
+    )
     assert no_steps == [] and len(ended_log.epochs) == 2 and ended_log.best_epoch in (1, 2)
     assert all(torch.equal(a, b) for a, b in zip(ended.state_dict().values(), saved["best_state"].values()))
     with pytest.raises(ResumeMismatchError, match="another training configuration"):
-        train(fresh(), items, items, tables, dataclasses.replace(cfg, batch_size=2), state_dir=tmp_path / "ended", resume=True)
+        train(
+            fresh(),
+            items,
+            items,
+            tables,
+            dataclasses.replace(cfg, batch_size=2),
+            state_dir=tmp_path / "ended",
+            resume=True,
+        )
     steps_seen = []
     resumed, resumed_log = train(
-        fresh(), items, items, tables, cfg, state_dir=tmp_path / "killed", resume=True,
+        fresh(),
+        items,
+        items,
+        tables,
+        cfg,
+        state_dir=tmp_path / "killed",
+        resume=True,
         on_step=lambda loss, questions: steps_seen.append(questions),
     )
     assert resumed_log.resumed_from_epoch == 2
@@ -196,8 +248,14 @@ def test_read_weights_sets_subnormal_weights_to_zero_and_keeps_the_rest(tmp_path
     from kgdb.models.checkpoints import read_weights
 
     tiny = torch.finfo(torch.float32).tiny  # float32's smallest normal number
-    save_file({"w": torch.tensor([1e-39, -5e-40, tiny, -tiny, 1.5, 0.0]), "d": torch.tensor([1e-310, 2.0], dtype=torch.float64),
-               "ids": torch.tensor([1, 0, 3])}, str(tmp_path / "model.safetensors"))
+    save_file(
+        {
+            "w": torch.tensor([1e-39, -5e-40, tiny, -tiny, 1.5, 0.0]),
+            "d": torch.tensor([1e-310, 2.0], dtype=torch.float64),
+            "ids": torch.tensor([1, 0, 3]),
+        },
+        str(tmp_path / "model.safetensors"),
+    )
     state = read_weights(tmp_path / "model.safetensors")
     assert state["w"].tolist() == [0.0, 0.0, tiny, -tiny, 1.5, 0.0]  # normal numbers, however small, stay
     assert state["d"].tolist() == [0.0, 2.0]  # float64 by its own limit
@@ -212,9 +270,11 @@ def test_a_device_torch_cannot_use_here_is_refused_naming_the_setting():
     with pytest.raises(InputError, match=r"^KGDB_DEVICE: 'gpu' is not a torch device; use auto, cpu, cuda or cuda:N$"):
         resolve_device("gpu")
     missing = f"cuda:{torch.cuda.device_count()}"  # one past the last GPU (cuda:0 on a machine without any)
-    with pytest.raises(InputError, match=rf"^KGDB_DEVICE: {missing}: torch .* sees {torch.cuda.device_count()} CUDA device\(s\)"):
+    with pytest.raises(
+        InputError, match=rf"^KGDB_DEVICE: {missing}: torch .* sees {torch.cuda.device_count()} CUDA device\(s\)"
+    ):
         resolve_device(missing)
     with pytest.raises(InputError, match="KGDB_DEVICE"):  # every training run resolves it first, before any work
         prepare_cpu("gpu", 1)
     with pytest.raises(InputError, match="KGDB_DEVICE"):  # not "cannot load embedding model"
-        Embedder(device="gpu").model
+        _ = Embedder(device="gpu").model

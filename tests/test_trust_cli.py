@@ -1,9 +1,10 @@
-"""Issue 12, crashes and confusing output (items 10-12) and the load/admin parts of 16-17:
+"""Crashes and confusing output, and the load and admin commands' messages:
 bracketed user data, malformed URIs and passwords in them, a connection lost mid-load, `runs
 prune` mistakes, progress and tables in redirected logs, and the whole-load rate."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import subprocess
@@ -13,19 +14,20 @@ import time
 from pathlib import Path
 
 import pytest
+from test_load_cli import KGDB, _one_line_error, env_for, kgdb
 
 from kgdb.config import Settings
 from kgdb.cypher.schema import counts
-from kgdb.server import free_port
-from test_load_cli import KGDB, _one_line_error, env_for, kgdb
 
 
-# -- item 10: square brackets in user data ------------------------------------------------------
+# -- square brackets in user data ------------------------------------------------------
 def test_bracketed_file_and_entity_names_load_and_ask_without_markup_errors(graph, tmp_path):
     path = tmp_path / "x[/foo].tsv"  # a folder `x[` holding `foo].tsv`: the issue's path
     path.parent.mkdir()
-    path.write_text("Gotham [/b] City\tlocation.location.containedby\tMetropolis [red]\n"
-                    "Bruce [bold]Wayne[/bold]\tpeople.person.place_of_birth\tGotham [/b] City\n")
+    path.write_text(
+        "Gotham [/b] City\tlocation.location.containedby\tMetropolis [red]\n"
+        "Bruce [bold]Wayne[/bold]\tpeople.person.place_of_birth\tGotham [/b] City\n"
+    )
     out = kgdb(graph.settings, "load", "freebase-subset", str(path))
     assert out.returncode == 0, out.stderr
     assert "x[/foo].tsv" in out.stdout and "MarkupError" not in out.stderr
@@ -43,20 +45,24 @@ def test_ask_over_bracketed_names_prints_them_verbatim(graph, tmp_path):
     path = tmp_path / "gotham.tsv"
     path.write_text("Gotham [/b] City\tlocation.location.containedby\tMetropolis [red]\n")
     assert kgdb(graph.settings, "load", "freebase-subset", str(path)).returncode == 0
-    ask = kgdb(graph.settings, "ask", "Where is Gotham [/b] City?", "--topic", "Gotham [/b] City", "--retriever", "cosine")
+    ask = kgdb(
+        graph.settings, "ask", "Where is Gotham [/b] City?", "--topic", "Gotham [/b] City", "--retriever", "cosine"
+    )
     assert ask.returncode == 0, ask.stderr
     assert "Metropolis [red]" in ask.stdout and "MarkupError" not in ask.stderr
 
 
-# -- item 11: malformed URIs, passwords in URIs, the HTTP port ----------------------------------
+# -- malformed URIs, passwords in URIs, the HTTP port ----------------------------------
 def test_malformed_uris_are_one_line_and_never_echo_a_password(neo4j_settings):
-    _one_line_error(kgdb(neo4j_settings, "--uri", "localhost:7713", "status"), "localhost:7713", "not a Neo4j URI")
+    _one_line_error(kgdb(neo4j_settings, "--uri", "localhost:17713", "status"), "localhost:17713", "not a Neo4j URI")
     port = neo4j_settings.neo4j_uri.rsplit(":", 1)[1]
     out = kgdb(neo4j_settings, "--uri", f"bolt://neo4j:hunter2-secret@localhost:{port}", "status")
     _one_line_error(out, "********")
     assert "hunter2-secret" not in out.stdout + out.stderr
     shown = kgdb(neo4j_settings, "--uri", "bolt://neo4j:hunter2-secret@db.example:7687", "config", "show")
-    assert shown.returncode == 0 and "hunter2-secret" not in shown.stdout and "neo4j:********@db.example" in shown.stdout
+    assert (
+        shown.returncode == 0 and "hunter2-secret" not in shown.stdout and "neo4j:********@db.example" in shown.stdout
+    )
 
 
 def test_the_http_port_given_as_bolt_is_named_as_such(neo4j_settings):
@@ -67,7 +73,7 @@ def test_the_http_port_given_as_bolt_is_named_as_such(neo4j_settings):
     assert "start it" not in out.stderr
 
 
-# -- item 12: connection lost mid-load; runs prune mistakes -------------------------------------
+# -- connection lost mid-load; runs prune mistakes -------------------------------------
 class Proxy:
     """A TCP forwarder to the test server that can be cut: the server 'goes away' for this client
     only, without stopping a server other tests use."""
@@ -104,16 +110,12 @@ class Proxy:
 
     def close(self) -> None:
         self.cut = True
-        try:
-            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept(); close() alone does not
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):  # shutdown wakes the blocked accept(); close() alone does not
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         for s in self.sockets:
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             s.close()
 
 
@@ -124,8 +126,13 @@ def test_a_connection_lost_during_a_load_says_so_and_how_to_resume(graph, tmp_pa
     path.write_text("".join(f"e{i}\trel.type.r{i % 13}\te{(i * 7) % 20000}\n" for i in range(60_000)))
     env = env_for(graph.settings)
     env["KGDB_NEO4J_URI"] = f"bolt://127.0.0.1:{proxy.port}"
-    proc = subprocess.Popen([*KGDB, "load", "freebase-subset", str(path), "--no-embed", "--batch-size", "500"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*KGDB, "load", "freebase-subset", str(path), "--no-embed", "--batch-size", "500"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and counts(graph).get("triples", 0) < 1000:
         time.sleep(0.05)
@@ -153,8 +160,13 @@ def test_redirected_load_shows_progress_lines_full_numbers_and_the_whole_load_ra
     path.write_text("".join(f"e{i}\trel.type.r{i % 5}\te{i + 1}\n" for i in range(30_000)))
     env = env_for(graph.settings)
     env.pop("COLUMNS")  # a log file: no terminal width at all
-    proc = subprocess.run([*KGDB, "load", "freebase-subset", str(path), "--no-embed", "--batch-size", "2000"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [*KGDB, "load", "freebase-subset", str(path), "--no-embed", "--batch-size", "2000"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     progress = [line for line in proc.stdout.splitlines() if line.startswith("triples: ")]
     assert len(progress) >= 3 and progress[-1].startswith("triples: 30,000/30,000 (100%)"), proc.stdout
@@ -162,25 +174,34 @@ def test_redirected_load_shows_progress_lines_full_numbers_and_the_whole_load_ra
     assert re.search(r"triples/s, whole load \(read to embeddings\)\s*│\s*[\d,]+", proc.stdout), proc.stdout
 
 
-# -- item 17 (benchmark paths) -------------------------------------------------------------------
+# -- benchmark paths -------------------------------------------------------------------
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-@pytest.mark.parametrize("script, args", [
-    ("subgraph.py", ["webqsp", "--questions"]),
-    ("retrieve.py", ["--questions"]),
-    ("load.py", ["--data"]),
-])
+@pytest.mark.parametrize(
+    "script, args",
+    [
+        ("subgraph.py", ["webqsp", "--questions"]),
+        ("retrieve.py", ["--questions"]),
+        ("load.py", ["--data"]),
+    ],
+)
 def test_benchmarks_fail_with_one_line_when_data_is_missing_from_any_working_directory(tmp_path, script, args):
     missing = tmp_path / "nowhere" / "questions.jsonl"
-    out = subprocess.run([sys.executable, str(BENCH / script), *args, str(missing)], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, str(BENCH / script), *args, str(missing)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = [line for line in out.stderr.splitlines() if line.strip()]
-    assert out.returncode == 2 and len(lines) == 1 and "not found" in lines[0] and "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 2 and len(lines) == 1 and "not found" in lines[0] and "Traceback" not in out.stderr, (
+        out.stderr
+    )
 
 
 def test_benchmark_data_location_is_read_from_kgdb_data():
     for script in ("subgraph.py", "retrieve.py"):
         text = (BENCH / script).read_text()
         assert 'os.environ.get("KGDB_DATA"' in text
-        assert "../shared" not in text

@@ -1,6 +1,6 @@
-"""Issue 12, data integrity (items 1-5): concurrent loads, silent duplicate entities, names that
+"""Data integrity: concurrent loads, silent duplicate entities, names that
 arrive in a later load, values too large to index, and inputs that passed silently or without
-`file:line`. Each test reproduces the reported failure against a real Neo4j."""
+`file:line`. Each test reproduces the failure it guards against on a real Neo4j."""
 
 from __future__ import annotations
 
@@ -9,25 +9,29 @@ import subprocess
 import unicodedata
 
 import pytest
+from test_load_cli import KGDB, _one_line_error, env_for, kgdb, local_server  # noqa: F401 (fixture)
 
 from kgdb.cypher.schema import counts
 from kgdb.errors import InputError, KgdbError
 from kgdb.loaders.sources import open_source
 from kgdb.loaders.writer import write_graph
-from test_load_cli import KGDB, _one_line_error, env_for, kgdb, local_server  # noqa: F401 (fixture)
 
 
 def _lease_nodes(graph) -> list[dict]:
     return graph.run_text("MATCH (l:KgdbLease) RETURN l.holder AS holder")
 
 
-# -- item 1: two loads at once ------------------------------------------------------------------
+# -- two loads at once ------------------------------------------------------------------
 def test_two_concurrent_loads_store_every_triple_once(graph, tmp_path):
     path = tmp_path / "six_thousand.tsv"
     path.write_text("".join(f"e{i}\trel.type.r{i % 7}\te{(i * 31) % 5000}\n" for i in range(6000)))
     args = ["load", "freebase-subset", str(path), "--no-embed", "--batch-size", "500"]
-    procs = [subprocess.Popen([*KGDB, *args], env=env_for(graph.settings), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [*KGDB, *args], env=env_for(graph.settings), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
     assert counts(graph)["triples"] == 6000  # was 12,000 with both loaders writing
     for rc, _out, err in results:
@@ -42,8 +46,11 @@ def test_a_held_lease_refuses_the_load_naming_the_holder_and_break_lease_removes
     graph.run("load_lease_acquire", key="lease:load", holder=holder)
     path = tmp_path / "t.tsv"
     path.write_text("c\tr.x\td\n")
-    _one_line_error(kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed"),
-                    "build-host-7 pid 4242", "--break-lease")
+    _one_line_error(
+        kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed"),
+        "build-host-7 pid 4242",
+        "--break-lease",
+    )
     assert counts(graph)["triples"] == 1
     ok = kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed", "--break-lease")
     assert ok.returncode == 0, ok.stderr
@@ -74,7 +81,9 @@ def test_repair_and_dedupe_remove_duplicate_triples_already_stored(graph, tmp_pa
     write_graph(graph, triples)
     # What two concurrent loads used to leave behind: every triple twice (plus a SCORED edge, kept).
     graph.run_text("MATCH (h:Entity)-[r]->(t:Entity) CREATE (h)-[:$(type(r))]->(t)")
-    graph.run_text("MATCH (h:Entity {id: 'n0'}), (t:Entity {id: 'n1'}) CREATE (h)-[:SCORED {run: 'x'}]->(h), (h)-[:SCORED {run: 'y'}]->(h)")
+    graph.run_text(
+        "MATCH (h:Entity {id: 'n0'}), (t:Entity {id: 'n1'}) CREATE (h)-[:SCORED {run: 'x'}]->(h), (h)-[:SCORED {run: 'y'}]->(h)"
+    )
     assert counts(graph)["triples"] == 102
     out = kgdb(graph.settings, "repair")
     assert out.returncode == 0, out.stderr
@@ -88,20 +97,32 @@ def test_repair_and_dedupe_remove_duplicate_triples_already_stored(graph, tmp_pa
     assert "duplicate triples removed" in out.stdout and counts(graph)["triples"] == 51
 
 
-# -- item 2: BOM, whitespace, NFD ---------------------------------------------------------------
+# -- BOM, whitespace, NFD ---------------------------------------------------------------
 NFD = unicodedata.normalize("NFD", "Beyoncé")
 NFC = unicodedata.normalize("NFC", "Beyoncé")
 
 
-@pytest.mark.parametrize("name, content", [
-    ("bom.tsv", "\ufeffhead\trelation\ttail\nBarack Obama\tpeople.person.spouse_s\tMichelle Obama\n"),
-    ("spaces.tsv", "Barack Obama\tpeople.person.spouse_s\tMichelle Obama\n Barack Obama \tpeople.person.spouse_s\t Michelle Obama\r\n"),
-    ("bom.csv", "\ufeffhead,relation,tail\n\"Barack Obama \",people.person.spouse_s,Michelle Obama\n"),
-    ("nfd.tsv", f"{NFD}\tmusic.artist.genre\tPop\n{NFC}\tmusic.artist.genre\tPop\n"),
-    ("nfd.jsonl", f'\ufeff{{"id": "q", "graph": [["{NFD}", "music.artist.genre", " Pop"], ["{NFC}", "music.artist.genre", "Pop"]]}}\n'),
-    ("nfd.nt", f'\ufeff<http://rdf.freebase.com/ns/m.0a> <http://rdf.freebase.com/ns/music.artist.genre> "{NFD}" .\n'
-               f'<http://rdf.freebase.com/ns/m.0a> <http://rdf.freebase.com/ns/music.artist.genre> "{NFC}" .\n'),
-])
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("bom.tsv", "\ufeffhead\trelation\ttail\nBarack Obama\tpeople.person.spouse_s\tMichelle Obama\n"),
+        (
+            "spaces.tsv",
+            "Barack Obama\tpeople.person.spouse_s\tMichelle Obama\n Barack Obama \tpeople.person.spouse_s\t Michelle Obama\r\n",
+        ),
+        ("bom.csv", '\ufeffhead,relation,tail\n"Barack Obama ",people.person.spouse_s,Michelle Obama\n'),
+        ("nfd.tsv", f"{NFD}\tmusic.artist.genre\tPop\n{NFC}\tmusic.artist.genre\tPop\n"),
+        (
+            "nfd.jsonl",
+            f'\ufeff{{"id": "q", "graph": [["{NFD}", "music.artist.genre", " Pop"], ["{NFC}", "music.artist.genre", "Pop"]]}}\n',
+        ),
+        (
+            "nfd.nt",
+            f'\ufeff<http://rdf.freebase.com/ns/m.0a> <http://rdf.freebase.com/ns/music.artist.genre> "{NFD}" .\n'
+            f'<http://rdf.freebase.com/ns/m.0a> <http://rdf.freebase.com/ns/music.artist.genre> "{NFC}" .\n',
+        ),
+    ],
+)
 def test_every_reader_normalises_bom_whitespace_and_nfc(tmp_path, name, content):
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
@@ -114,8 +135,10 @@ def test_every_reader_normalises_bom_whitespace_and_nfc(tmp_path, name, content)
 
 def test_normalised_load_creates_no_duplicate_entities_and_reports_the_count(graph, tmp_path):
     path = tmp_path / "mixed.tsv"
-    path.write_text(f"\ufeffhead\trelation\ttail\n{NFD}\tmusic.artist.genre\t Pop\n{NFC}\tmusic.artist.genre\tPop \n",
-                    encoding="utf-8")
+    path.write_text(
+        f"\ufeffhead\trelation\ttail\n{NFD}\tmusic.artist.genre\t Pop\n{NFC}\tmusic.artist.genre\tPop \n",
+        encoding="utf-8",
+    )
     out = kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed")
     assert out.returncode == 0, out.stderr
     assert sorted(r["id"] for r in graph.run_text("MATCH (e:Entity) RETURN e.id AS id")) == sorted(["Pop", NFC])
@@ -126,12 +149,14 @@ def test_question_topics_are_normalised_like_triples(tmp_path):
     from kgdb.loaders.questions import read_question_file
 
     path = tmp_path / "q.jsonl"
-    path.write_text(f'\ufeff{{"id": " q1 ", "question": "who?", "q_entity": ["{NFD} "], "a_entity": [" Pop"], "answer": ["Pop"]}}\n')
+    path.write_text(
+        f'\ufeff{{"id": " q1 ", "question": "who?", "q_entity": ["{NFD} "], "a_entity": [" Pop"], "answer": ["Pop"]}}\n'
+    )
     (row,) = read_question_file(path)
     assert row["id"] == "q1" and row["topics"] == [NFC] and row["answer_entities"] == ["Pop"]
 
 
-# -- item 3: names from a later load ------------------------------------------------------------
+# -- names from a later load ------------------------------------------------------------
 def test_a_later_load_with_names_sets_the_name_drops_cvt_and_queues_the_embedding(graph, tmp_path):
     from kgdb.embeddings import get_embedder
 
@@ -140,13 +165,16 @@ def test_a_later_load_with_names_sets_the_name_drops_cvt_and_queues_the_embeddin
     row = graph.run_text("MATCH (e:Entity {id: 'm.0zz1'}) RETURN e.name AS name, labels(e) AS labels")[0]
     assert row["name"] == "m.0zz1" and "CVT" in row["labels"]
     write_graph(graph, triples, {"m.0zz1": "Zaza Zed"}, embedder=get_embedder())
-    row = graph.run_text("MATCH (e:Entity {id: 'm.0zz1'}) RETURN e.name AS name, labels(e) AS labels, "
-                         "e.embedding IS NOT NULL AS emb")[0]
+    row = graph.run_text(
+        "MATCH (e:Entity {id: 'm.0zz1'}) RETURN e.name AS name, labels(e) AS labels, e.embedding IS NOT NULL AS emb"
+    )[0]
     assert row == {"name": "Zaza Zed", "labels": ["Entity"], "emb": True}
     # a later load without names keeps the name and does not bring :CVT back
     write_graph(graph, triples, embedder=get_embedder())
     assert graph.run_text("MATCH (e:Entity {id: 'm.0zz1'}) RETURN e.name AS name, labels(e) AS labels")[0] == {
-        "name": "Zaza Zed", "labels": ["Entity"]}
+        "name": "Zaza Zed",
+        "labels": ["Entity"],
+    }
     hits = graph.run_text("CALL db.index.fulltext.queryNodes('entity_names', 'Zaza') YIELD node RETURN node.id AS id")
     assert hits == [{"id": "m.0zz1"}]
 
@@ -162,18 +190,22 @@ def test_names_through_the_cli(graph, tmp_path):
     assert graph.run_text("MATCH (e:Entity {id: 'm.0zz1'}) RETURN e.name AS n") == [{"n": "Zaza Zed"}]
 
 
-# -- item 4: values too large to index ----------------------------------------------------------
+# -- values too large to index ----------------------------------------------------------
 def test_values_too_large_to_index_are_refused_with_file_and_line(graph, tmp_path):
     path = tmp_path / "big.tsv"
     path.write_text("a\tr.x\tb\n" + "x" * 9000 + "\tr.x\tb\nc\tr." + "y" * 9000 + "\td\n")
-    _one_line_error(kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed"),
-                    f"{path}:2:", "cannot index")
+    _one_line_error(
+        kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed"), f"{path}:2:", "cannot index"
+    )
     out = kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed", "--skip-bad")
     assert out.returncode == 0 and "skipped 2 bad line(s)" in out.stdout, out.stderr
     assert counts(graph)["triples"] == 1
     nt = tmp_path / "long.nt"
-    nt.write_text('<http://rdf.freebase.com/ns/m.0a> <http://rdf.freebase.com/ns/common.topic.description> "'
-                  + "long literal " * 800 + '"@en .\n')
+    nt.write_text(
+        '<http://rdf.freebase.com/ns/m.0a> <http://rdf.freebase.com/ns/common.topic.description> "'
+        + "long literal " * 800
+        + '"@en .\n'
+    )
     _one_line_error(kgdb(graph.settings, "load", "freebase-subset", str(nt), "--no-embed"), f"{nt}:1:", "cannot index")
 
 
@@ -185,14 +217,17 @@ def test_a_neo4j_database_error_is_one_clear_line(graph):
     assert _lease_nodes(graph) == []
 
 
-# -- item 5: NUL, unterminated quote, empty file, reserved relation -----------------------------
-@pytest.mark.parametrize("name, content, line, message", [
-    ("nul.tsv", b"a\tr.x\tb\nc\tr.\x00x\td\n", 2, "NUL"),
-    ("quote.csv", b'a,r.x,b\n"c,r.x,d\n', 2, "bad CSV quoting"),
-    ("reserved.tsv", b"a\tr.x\tb\nc\tSCORED\td\n", 2, "reserved"),
-    ("reserved.jsonl", b'{"graph": [["a", "ABOUT", "b"]]}\n', 1, "reserved"),
-    ("control.tsv", b"a\tr.\x1bx\tb\n", 1, "control character"),
-])
+# -- NUL, unterminated quote, empty file, reserved relation -----------------------------
+@pytest.mark.parametrize(
+    "name, content, line, message",
+    [
+        ("nul.tsv", b"a\tr.x\tb\nc\tr.\x00x\td\n", 2, "NUL"),
+        ("quote.csv", b'a,r.x,b\n"c,r.x,d\n', 2, "bad CSV quoting"),
+        ("reserved.tsv", b"a\tr.x\tb\nc\tSCORED\td\n", 2, "reserved"),
+        ("reserved.jsonl", b'{"graph": [["a", "ABOUT", "b"]]}\n', 1, "reserved"),
+        ("control.tsv", b"a\tr.\x1bx\tb\n", 1, "control character"),
+    ],
+)
 def test_bad_values_name_file_and_line_and_honour_skip_bad(tmp_path, name, content, line, message):
     path = tmp_path / name
     path.write_bytes(content)
@@ -206,7 +241,9 @@ def test_bad_values_name_file_and_line_and_honour_skip_bad(tmp_path, name, conte
 def test_an_empty_source_is_an_error_not_a_silent_no_op(graph, tmp_path, content):
     path = tmp_path / "empty.tsv"
     path.write_bytes(content)
-    _one_line_error(kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed"), str(path), "nothing to load")
+    _one_line_error(
+        kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed"), str(path), "nothing to load"
+    )
 
 
 def test_bulk_refuses_to_stop_the_server_under_a_running_bolt_load(graph, local_server):
@@ -214,7 +251,9 @@ def test_bulk_refuses_to_stop_the_server_under_a_running_bolt_load(graph, local_
     from kgdb.loaders.lease import LeaseHeld
 
     write_graph(graph, [("a", "r.x", "b")])
-    graph.run("load_lease_acquire", key="lease:load", holder="build-host-7 pid 4242 started 2026-01-01T00:00:00+00:00 token 1")
+    graph.run(
+        "load_lease_acquire", key="lease:load", holder="build-host-7 pid 4242 started 2026-01-01T00:00:00+00:00 token 1"
+    )
     pid = local_server.pid()
     with pytest.raises(LeaseHeld, match="build-host-7"):
         bulk_load(graph.settings, local_server, [("c", "r.x", "d")], replace=True, log=lambda *_: None)
@@ -240,8 +279,13 @@ def test_break_lease_refuses_to_remove_the_lease_of_a_load_still_running_on_this
     big.write_text("".join(f"e{i}\trel.type.r{i % 5}\te{(i * 37) % 20000}\n" for i in range(60_000)))
     small = tmp_path / "small.tsv"
     small.write_text("".join(f"e{i}\trel.type.r{i % 5}\te{(i * 37) % 20000}\n" for i in range(500)))
-    first = subprocess.Popen([*KGDB, "load", "freebase-subset", str(big), "--no-embed", "--batch-size", "2000"],
-                             env=env_for(graph.settings), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [*KGDB, "load", "freebase-subset", str(big), "--no-embed", "--batch-size", "2000"],
+        env=env_for(graph.settings),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         holder = _wait_for_lease(graph, first)
         assert f"pid {first.pid} " in holder
@@ -253,8 +297,9 @@ def test_break_lease_refuses_to_remove_the_lease_of_a_load_still_running_on_this
     if running:  # the first load was still writing when the lease break was asked for
         _one_line_error(second, f"pid {first.pid}", "still running on this host")
     assert counts(graph)["triples"] == 60_000  # was 60,000 + up to 500 duplicates CREATEd beside the first load's
-    assert graph.run_text("MATCH (h)-[r]->(t) WITH h, type(r) AS r, t, count(*) AS n WHERE n > 1 RETURN count(*) AS d"
-                          ) == [{"d": 0}]
+    assert graph.run_text(
+        "MATCH (h)-[r]->(t) WITH h, type(r) AS r, t, count(*) AS n WHERE n > 1 RETURN count(*) AS d"
+    ) == [{"d": 0}]
 
 
 def test_more_relation_types_than_the_store_holds_are_refused_before_anything_is_written(graph):

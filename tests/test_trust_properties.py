@@ -13,21 +13,34 @@ import pytest
 
 # hypothesis is not yet in pyproject's `test` extra (reported): skip rather than break collection.
 pytest.importorskip("hypothesis", reason="pip install hypothesis (to be added to the `test` extra)")
+from conftest import wipe  # noqa: E402
 from hypothesis import HealthCheck, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from conftest import wipe  # noqa: E402
 from kgdb.cypher.schema import counts  # noqa: E402
 from kgdb.errors import InputError  # noqa: E402
 from kgdb.loaders.sources import open_source  # noqa: E402
 from kgdb.loaders.writer import write_graph  # noqa: E402
 
 NFD = unicodedata.normalize("NFD", "Beyoncé")
-GOOD = st.sampled_from([
-    "Barack Obama", " Barack Obama ", "\ufeffBarack Obama", NFD, unicodedata.normalize("NFC", NFD),
-    "m.0abc", "/m/0abc", "people.person.spouse_s", "/people/person/nationality", "Gotham [/b] City",
-    "say 'hi'", "1992-10-03", "`tick`", "Zoë",
-])
+GOOD = st.sampled_from(
+    [
+        "Barack Obama",
+        " Barack Obama ",
+        "\ufeffBarack Obama",
+        NFD,
+        unicodedata.normalize("NFC", NFD),
+        "m.0abc",
+        "/m/0abc",
+        "people.person.spouse_s",
+        "/people/person/nationality",
+        "Gotham [/b] City",
+        "say 'hi'",
+        "1992-10-03",
+        "`tick`",
+        "Zoë",
+    ]
+)
 BAD = st.sampled_from(["", " ", "\r", "SCORED", "x" * 5000, "nul\x00here", 'q"uote', "a,b", "\\ud800"])
 VALUES = st.one_of(GOOD, GOOD, GOOD, BAD, st.text(max_size=12))
 ENDINGS = st.sampled_from(["\n", "\r\n", "\n", "\r"])
@@ -41,7 +54,9 @@ def _line(kind: str, fields: list[str]) -> str:
     if kind == "csv":
         return ",".join(f'"{f}"' if i % 2 else f for i, f in enumerate(fields))
     if kind == "jsonl":
-        return json.dumps({"id": "q", "graph": [fields[:3]] if len(fields) >= 3 else [fields]}, ensure_ascii=len(fields) % 2 == 0)
+        return json.dumps(
+            {"id": "q", "graph": [fields[:3]] if len(fields) >= 3 else [fields]}, ensure_ascii=len(fields) % 2 == 0
+        )
     s, p, o = (fields + ["", "", ""])[:3]
     return f'<{NS}{s}> <{NS}{p}> "{o}"@en .' if len(fields) % 2 else f"<{NS}{s}> <{NS}{p}> <{NS}{o}> ."
 
@@ -57,14 +72,20 @@ def sources(draw):
         lines = draw(st.lists(good, min_size=1, max_size=8))
         ending, encoding = draw(st.sampled_from(["\n", "\r\n"])), draw(st.sampled_from(["utf-8", "utf-8-sig"]))
     else:
-        lines = draw(st.lists(st.one_of(good, good, st.lists(VALUES, min_size=3, max_size=3), st.lists(VALUES, max_size=4)),
-                              max_size=8))
+        lines = draw(
+            st.lists(
+                st.one_of(good, good, st.lists(VALUES, min_size=3, max_size=3), st.lists(VALUES, max_size=4)),
+                max_size=8,
+            )
+        )
         ending, encoding = draw(ENDINGS), draw(ENCODINGS)
     text = ending.join(_line(kind, fields) for fields in lines) + draw(st.sampled_from(["", "\n", "\r\n"]))
     return kind, text.encode(encoding, errors="replace")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(case=sources(), skip_bad=st.booleans())
 def test_readers_never_crash_and_reloads_are_identical(graph, tmp_path, case, skip_bad):
     kind, data = case
@@ -96,7 +117,9 @@ def test_readers_never_crash_and_reloads_are_identical(graph, tmp_path, case, sk
 from reader_cases import check_config_file, check_question_file, config_files, question_files  # noqa: E402
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(case=question_files())
 def test_question_readers_load_typed_records_or_refuse_with_file_and_line(tmp_path, case):
     suffix, data = case
@@ -107,7 +130,9 @@ def test_question_readers_load_typed_records_or_refuse_with_file_and_line(tmp_pa
     event(check_question_file(path))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=config_files())
 def test_config_reader_loads_typed_settings_or_refuses_naming_file_and_key(tmp_path, monkeypatch, data):
     for name in [n for n in os.environ if n.startswith("KGDB_")]:

@@ -1,6 +1,6 @@
-"""Issue 12, server safety (items 6-9): a throw-away local server on free ports, started the way
+"""Server safety: a throw-away local server on free ports, started the way
 users start theirs, checked for where Browser points, where the password shows up, who may read
-the home, what it refuses, and the lifecycle bugs the issue lists. Never touches another server."""
+the home, what it refuses, and its lifecycle. Never touches another server."""
 
 from __future__ import annotations
 
@@ -28,8 +28,13 @@ PASSWORD = 'tr"ust me\\ 12'
 def kgdb(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """`kgdb ARGS` as a user runs it; an env value of None removes that variable."""
     merged = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "kgdb", *args], capture_output=True, text=True,
-                          env={k: v for k, v in merged.items() if v is not None}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "kgdb", *args],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in merged.items() if v is not None},
+        timeout=300,
+    )
 
 
 def _lib() -> "os.PathLike":
@@ -43,15 +48,23 @@ def local_server(tmp_path_factory):
     """A server on 127.0.0.2 (loopback, but not 127.0.0.1), started by two concurrent `start()`s
     while a watcher looks for the password on any process's command line."""
     home = tmp_path_factory.mktemp("trust") / "home"
-    server = LocalServer(home=home, password=PASSWORD, bolt_port=free_port(), http_port=free_port(),
-                         listen_address="127.0.0.2", heap="512m", pagecache="128m", lib_dir=_lib())
+    server = LocalServer(
+        home=home,
+        password=PASSWORD,
+        bolt_port=free_port(),
+        http_port=free_port(),
+        listen_address="127.0.0.2",
+        heap="512m",
+        pagecache="128m",
+        lib_dir=_lib(),
+    )
     seen: list[str] = []
     stop = threading.Event()
 
     def watch() -> None:
         while not stop.is_set():
             for p in psutil.process_iter(["cmdline"]):
-                if any(PASSWORD in arg or "tr\"ust" in arg for arg in (p.info["cmdline"] or [])):
+                if any(PASSWORD in arg or 'tr"ust' in arg for arg in (p.info["cmdline"] or [])):
                     seen.append(" ".join(p.info["cmdline"]))
             time.sleep(0.05)
 
@@ -92,7 +105,10 @@ def test_readiness_polls_the_listen_address_and_concurrent_starts_are_one(local_
     # before: start polled 127.0.0.1 and "failed" after 180 s; two starts both reported success
     assert sorted(r for r in results if isinstance(r, bool)) == [False, True], results
     assert any("already running" in line for line in logs)
-    assert len([p for p in psutil.process_iter(["cmdline"]) if f"--home-dir={server.home}" in (p.info["cmdline"] or [])]) == 1
+    assert (
+        len([p for p in psutil.process_iter(["cmdline"]) if f"--home-dir={server.home}" in (p.info["cmdline"] or [])])
+        == 1
+    )
 
 
 def test_password_is_never_on_a_command_line_nor_in_the_jvm_environment(local_server):
@@ -118,8 +134,14 @@ def test_browser_discovery_advertises_this_servers_bolt_port(local_server):
 
 def test_a_different_password_at_a_later_start_is_not_ignored_silently(local_server):
     server, *_ = local_server
-    other = LocalServer(home=server.home, password="another-password", bolt_port=server.bolt_port,
-                        http_port=server.http_port, listen_address="127.0.0.2", lib_dir=server.lib)
+    other = LocalServer(
+        home=server.home,
+        password="another-password",
+        bolt_port=server.bolt_port,
+        http_port=server.http_port,
+        listen_address="127.0.0.2",
+        lib_dir=server.lib,
+    )
     logs: list[str] = []
     assert other.start(log=logs.append) is False
     assert any("set only at the first" in line and "ALTER CURRENT USER" in line for line in logs), logs
@@ -137,8 +159,13 @@ def test_a_copied_pid_file_does_not_make_another_home_stop_this_server(local_ser
 
 def test_neo4j_status_exits_non_zero_when_the_server_is_down(local_server, tmp_path):
     server, *_ = local_server
-    up = kgdb("neo4j", "status", "--home", str(server.home), env={"KGDB_NEO4J_HTTP_PORT": str(server.http_port),
-                                                                  "KGDB_NEO4J_BOLT_PORT": str(server.bolt_port)})
+    up = kgdb(
+        "neo4j",
+        "status",
+        "--home",
+        str(server.home),
+        env={"KGDB_NEO4J_HTTP_PORT": str(server.http_port), "KGDB_NEO4J_BOLT_PORT": str(server.bolt_port)},
+    )
     assert up.returncode == 0 and "running" in up.stdout, up.stderr
     down = kgdb("neo4j", "status", "--home", str(tmp_path / "nothing-here"))
     assert down.returncode == 3 and "not installed" in down.stdout
@@ -156,8 +183,14 @@ def test_install_leaves_a_running_servers_conf_alone(local_server):
 
 
 def test_non_loopback_listen_with_the_default_password_is_refused(tmp_path):
-    server = LocalServer(home=tmp_path / "exposed", password=DEFAULT_PASSWORD, listen_address="0.0.0.0",
-                         bolt_port=free_port(), http_port=free_port(), lib_dir=_lib())
+    server = LocalServer(
+        home=tmp_path / "exposed",
+        password=DEFAULT_PASSWORD,
+        listen_address="0.0.0.0",
+        bolt_port=free_port(),
+        http_port=free_port(),
+        lib_dir=_lib(),
+    )
     with pytest.raises(KgdbError, match="default password"):
         server.start(log=lambda *_: None)
     assert not (tmp_path / "exposed" / "run" / "kgdb-neo4j.pid").exists()
@@ -169,7 +202,9 @@ def test_non_loopback_listen_with_the_default_password_is_refused(tmp_path):
 def test_setting_the_bolt_port_changes_the_uri_kgdb_connects_to(tmp_path):
     empty = tmp_path / "kgdb.toml"  # no kgdb.toml of the working directory decides the URI
     empty.write_text("")
-    out = kgdb("config", "show", env={"KGDB_NEO4J_BOLT_PORT": "7999", "KGDB_NEO4J_URI": None, "KGDB_CONFIG": str(empty)})
+    out = kgdb(
+        "config", "show", env={"KGDB_NEO4J_BOLT_PORT": "7999", "KGDB_NEO4J_URI": None, "KGDB_CONFIG": str(empty)}
+    )
     assert out.returncode == 0 and "bolt://localhost:7999" in out.stdout, out.stdout
     explicit = kgdb("config", "show", env={"KGDB_NEO4J_BOLT_PORT": "7999", "KGDB_NEO4J_URI": "bolt://db:7000"})
     assert "bolt://db:7000" in explicit.stdout
@@ -245,8 +280,15 @@ server.install_jars(log=print)
 
 
 def test_concurrent_fresh_jar_installs_wait_for_one_another(tmp_path):
-    procs = [subprocess.Popen([sys.executable, "-c", _INSTALL, str(tmp_path / "cache"), str(tmp_path / f"home{i}")],
-                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _INSTALL, str(tmp_path / "cache"), str(tmp_path / f"home{i}")],
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(2)
+    ]
     outs = [(p.wait(timeout=600), *p.communicate()) for p in procs]
     for rc, out, err in outs:
         assert rc == 0 and "Traceback" not in err, out + err
@@ -263,8 +305,15 @@ def test_a_home_that_still_has_the_default_password_never_listens_beyond_loopbac
 
     from neo4j import GraphDatabase
 
-    first = LocalServer(home=tmp_path / "home", password=DEFAULT_PASSWORD, bolt_port=free_port(), http_port=free_port(),
-                        heap="512m", pagecache="128m", lib_dir=_lib())
+    first = LocalServer(
+        home=tmp_path / "home",
+        password=DEFAULT_PASSWORD,
+        bolt_port=free_port(),
+        http_port=free_port(),
+        heap="512m",
+        pagecache="128m",
+        lib_dir=_lib(),
+    )
     later = dataclasses.replace(first, password="a-new-password", listen_address="0.0.0.0")
     try:
         first.start(log=lambda *_: None, timeout=240)
@@ -274,8 +323,12 @@ def test_a_home_that_still_has_the_default_password_never_listens_beyond_loopbac
         assert not later.running()
         first.start(log=lambda *_: None, timeout=240)
         with GraphDatabase.driver(first.bolt_uri, auth=("neo4j", DEFAULT_PASSWORD)) as driver:
-            driver.execute_query("ALTER CURRENT USER SET PASSWORD FROM $old TO $new", old=DEFAULT_PASSWORD,
-                                 new="a-new-password", database_="system")
+            driver.execute_query(
+                "ALTER CURRENT USER SET PASSWORD FROM $old TO $new",
+                old=DEFAULT_PASSWORD,
+                new="a-new-password",
+                database_="system",
+            )
         first.stop(log=lambda *_: None)
         assert later.start(log=lambda *_: None, timeout=240) is True  # changed: it may listen beyond loopback
         assert later.password_works() is True and later.password_works(DEFAULT_PASSWORD) is False

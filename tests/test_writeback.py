@@ -2,11 +2,11 @@ import threading
 
 import numpy as np
 import pytest
+from kgdb_graphs import LOU_SEAL, load
 
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb.cypher.writeback import list_runs, prune_runs, show_run, write_scores
 from kgdb.errors import KgdbError
-from kgdb_graphs import LOU_SEAL, load
 
 
 def _scored(graph, run):
@@ -90,9 +90,11 @@ def test_browser_queries_run_on_written_runs(graph):
     assert len(rows) == 2 and all(r["p"] and r["anchor"]["id"] == "Lou Seal" for r in rows)
     chains = graph.run("browser/evidence_chains", run=run_a)
     assert [r["relations"] for r in chains] == [
-        ["sports.mascot.team"], ["sports.mascot.team", "sports.sports_team.championships"]
+        ["sports.mascot.team"],
+        ["sports.mascot.team", "sports.sports_team.championships"],
     ] or {tuple(r["relations"]) for r in chains} == {
-        ("sports.mascot.team",), ("sports.mascot.team", "sports.sports_team.championships")
+        ("sports.mascot.team",),
+        ("sports.mascot.team", "sports.sports_team.championships"),
     }
     compared = graph.run("browser/compare_retrievers", qid="Q1", retriever_a="good", retriever_b="bad")
     assert sorted(r["kept_by"] for r in compared) == ["both", "only bad", "only good"]

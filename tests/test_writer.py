@@ -35,11 +35,12 @@ def snapshot(graph) -> dict:
     """Everything a load decides: nodes, labels, names, idx, triples, embeddings present."""
     nodes = graph.run_text(
         "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.idx AS idx, labels(e) AS labels, "
-        "e.embedding IS NOT NULL AS emb ORDER BY id")
-    rels = graph.run_text(
-        "MATCH (h:Entity)-[r]->(t:Entity) RETURN h.id AS h, type(r) AS r, t.id AS t ORDER BY h, r, t")
+        "e.embedding IS NOT NULL AS emb ORDER BY id"
+    )
+    rels = graph.run_text("MATCH (h:Entity)-[r]->(t:Entity) RETURN h.id AS h, type(r) AS r, t.id AS t ORDER BY h, r, t")
     relations = graph.run_text(
-        "MATCH (r:Relation) RETURN r.name AS name, r.idx AS idx, r.embedding IS NOT NULL AS emb ORDER BY name")
+        "MATCH (r:Relation) RETURN r.name AS name, r.idx AS idx, r.embedding IS NOT NULL AS emb ORDER BY name"
+    )
     for n in nodes:
         n["labels"] = sorted(n["labels"])
     return {"counts": counts(graph), "nodes": nodes, "rels": rels, "relations": relations}
@@ -79,8 +80,11 @@ def test_data_model(graph):
 
 
 def test_names_from_a_names_file(graph):
-    write_graph(graph, [("m.02mjmr", "people.person.place_of_birth", "m.02hrh0_"), ("m.02mjmr", "r.x.y", "m.0abc")],
-                names={"m.02mjmr": "Barack Obama", "m.02hrh0_": "Honolulu"})
+    write_graph(
+        graph,
+        [("m.02mjmr", "people.person.place_of_birth", "m.02hrh0_"), ("m.02mjmr", "r.x.y", "m.0abc")],
+        names={"m.02mjmr": "Barack Obama", "m.02hrh0_": "Honolulu"},
+    )
     rows = {r["id"]: r for r in graph.run_text("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, labels(e) AS l")}
     assert rows["m.02mjmr"]["name"] == "Barack Obama" and "CVT" not in rows["m.02mjmr"]["l"]
     assert rows["m.0abc"]["name"] == "m.0abc" and "CVT" in rows["m.0abc"]["l"]
@@ -129,7 +133,8 @@ def test_embeddings_are_unit_vectors_in_the_vector_index(graph):
     assert np.allclose(np.asarray(row["v"]), embedder.encode_one("Honolulu"), atol=1e-5)
     hits = graph.run_text(
         "CALL db.index.vector.queryNodes('entity_embedding', 1, $q) YIELD node RETURN node.id AS id",
-        q=embedder.encode_one("Honolulu").tolist())
+        q=embedder.encode_one("Honolulu").tolist(),
+    )
     assert hits == [{"id": "Honolulu"}]
 
 
@@ -143,7 +148,9 @@ def test_injection_shaped_names_are_stored_verbatim(graph):
     write_graph(graph, nasty)
     rels = {(r["h"], r["r"], r["t"]) for r in snapshot(graph)["rels"]}
     assert rels == set(nasty)
-    assert {r["name"] for r in graph.run_text("MATCH (e:Entity) RETURN e.name AS name")} == {x for h, _, t in nasty for x in (h, t)}
+    assert {r["name"] for r in graph.run_text("MATCH (e:Entity) RETURN e.name AS name")} == {
+        x for h, _, t in nasty for x in (h, t)
+    }
 
 
 def test_reserved_relation_names_are_refused(graph):

@@ -59,8 +59,13 @@ def _command(cmd, path: list[str], ctx, out: list[str]) -> None:
         out += [html.escape(help_text, quote=False), ""]
     usage = " ".join(cmd.collect_usage_pieces(ctx))
     out += ["```", f"{' '.join(path)} {usage}".rstrip(), "```", ""]
-    params = [p for p in cmd.get_params(ctx) if not getattr(p, "hidden", False) and p.name != "help"
-              and p.name not in ("install_completion", "show_completion")]
+    params = [
+        p
+        for p in cmd.get_params(ctx)
+        if not getattr(p, "hidden", False)
+        and p.name != "help"
+        and p.name not in ("install_completion", "show_completion")
+    ]
     if params:
         out += ["| name | type | default | description |", "|---|---|---|---|"]
         for p in params:

@@ -37,15 +37,23 @@ def _global_options(
     user: Optional[str] = typer.Option(None, "--user", help="Neo4j user \\[env KGDB_NEO4J_USER]."),
     password: Optional[str] = typer.Option(None, "--password", help="Neo4j password \\[env KGDB_NEO4J_PASSWORD]."),
     database: Optional[str] = typer.Option(None, "--database", help="Neo4j database \\[env KGDB_NEO4J_DATABASE]."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every Cypher query (name and parameters) and model step to stderr."),
-    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version, help="Print kgdb's version and exit."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Log every Cypher query (name and parameters) and model step to stderr."
+    ),
+    version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="Print kgdb's version and exit."
+    ),
 ) -> None:
     if verbose:
         import logging
 
         from rich.logging import RichHandler
 
-        logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s", handlers=[RichHandler(console=err_console, show_path=False)])
+        logging.basicConfig(
+            level=logging.DEBUG,
+            format="%(name)s: %(message)s",
+            handlers=[RichHandler(console=err_console, show_path=False)],
+        )
         for noisy in ("neo4j", "urllib3", "httpx", "httpcore", "openai", "filelock", "sentence_transformers", "fsspec"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     ctx.obj = load_settings(neo4j_uri=uri, neo4j_user=user, neo4j_password=password, neo4j_database=database)

@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from kgdb.cli import app
-from rich.markup import escape
-
 from kgdb.cli.common import console, open_graph, say, settings_from
 from kgdb.config import mask_uri
 from kgdb.server import server_from_settings
@@ -37,10 +36,16 @@ HttpOpt = typer.Option(None, "--http-port", help="HTTP/Browser port \\[env KGDB_
 
 @neo4j_app.command("install")
 def neo4j_install(
-    ctx: typer.Context, home: Optional[Path] = HomeOpt, bolt_port: Optional[int] = BoltOpt,
+    ctx: typer.Context,
+    home: Optional[Path] = HomeOpt,
+    bolt_port: Optional[int] = BoltOpt,
     http_port: Optional[int] = HttpOpt,
-    jars_only: bool = typer.Option(False, "--jars-only", help="Only resolve the jars into the shared cache; create "
-                                   "no server home (what CI needs: its tests start their own server)."),
+    jars_only: bool = typer.Option(
+        False,
+        "--jars-only",
+        help="Only resolve the jars into the shared cache; create "
+        "no server home (what CI needs: its tests start their own server).",
+    ),
 ) -> None:
     """Resolve Neo4j community + Browser jars from Maven Central into a shared cache, then write neo4j.conf
     and set the initial password (idempotent; a running server's conf is left alone)."""
@@ -52,8 +57,12 @@ def neo4j_install(
 
 
 @neo4j_app.command("start")
-def neo4j_start(ctx: typer.Context, home: Optional[Path] = HomeOpt, bolt_port: Optional[int] = BoltOpt,
-                http_port: Optional[int] = HttpOpt) -> None:
+def neo4j_start(
+    ctx: typer.Context,
+    home: Optional[Path] = HomeOpt,
+    bolt_port: Optional[int] = BoltOpt,
+    http_port: Optional[int] = HttpOpt,
+) -> None:
     """Start the local server in the background (installing it first if needed) and wait for Bolt."""
     server = _server(ctx, home, bolt_port, http_port)
     if not server.jars_installed():
@@ -72,7 +81,13 @@ def neo4j_status(ctx: typer.Context, home: Optional[Path] = HomeOpt) -> None:
     """Say whether the local server runs, and where (exit code 0 when it runs, 3 when it does not)."""
     server = _server(ctx, home, None, None)
     if server.running():
-        say("running (pid {}): Bolt {}, Browser {}, home {}", server.pid(), server.bolt_uri, server.browser_link, server.home)
+        say(
+            "running (pid {}): Bolt {}, Browser {}, home {}",
+            server.pid(),
+            server.bolt_uri,
+            server.browser_link,
+            server.home,
+        )
         return
     if server.jars_installed() and (server.conf_dir / "neo4j.conf").is_file():  # jars alone: the shared cache
         say("installed in {}, not running: `kgdb neo4j start`", server.home)
@@ -82,8 +97,11 @@ def neo4j_status(ctx: typer.Context, home: Optional[Path] = HomeOpt) -> None:
 
 
 @neo4j_app.command("logs")
-def neo4j_logs(ctx: typer.Context, home: Optional[Path] = HomeOpt,
-               lines: int = typer.Option(50, "--lines", "-n", help="How many lines.")) -> None:
+def neo4j_logs(
+    ctx: typer.Context,
+    home: Optional[Path] = HomeOpt,
+    lines: int = typer.Option(50, "--lines", "-n", help="How many lines."),
+) -> None:
     """Print the end of the server log."""
     console.print(_server(ctx, home, None, None).log_tail(lines) or "(no log yet)", highlight=False, markup=False)
 

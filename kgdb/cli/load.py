@@ -47,25 +47,47 @@ def _embedder(settings, no_embed: bool):
 def freebase_subset(
     ctx: typer.Context,
     source: Optional[Path] = typer.Argument(
-        None, help="Triples .tsv/.csv (head, relation, tail), RoG .parquet/.jsonl or a folder of them, "
+        None,
+        help="Triples .tsv/.csv (head, relation, tail), RoG .parquet/.jsonl or a folder of them, "
         "or Freebase N-Triples .nt/.nt.gz. Omitted: the default subset shipped with kgdb (+ its questions).",
-        show_default=False),
-    names: Optional[Path] = typer.Option(None, "--names", help="`mid<TAB>name` file for a triple file (FB15k-237 layout)."),
-    dataset: Optional[str] = typer.Option(None, "--dataset", help="Fetch RoG `webqsp` or `cwq` from the Hugging Face hub."),
+        show_default=False,
+    ),
+    names: Optional[Path] = typer.Option(
+        None, "--names", help="`mid<TAB>name` file for a triple file (FB15k-237 layout)."
+    ),
+    dataset: Optional[str] = typer.Option(
+        None, "--dataset", help="Fetch RoG `webqsp` or `cwq` from the Hugging Face hub."
+    ),
     relation_prefix: Optional[List[str]] = typer.Option(
-        None, "--relation-prefix", help="Keep only relations starting with this (repeatable), e.g. people.person."),
+        None, "--relation-prefix", help="Keep only relations starting with this (repeatable), e.g. people.person."
+    ),
     mids: Optional[Path] = typer.Option(None, "--mids", help="File of mids (one per line): keep triples touching one."),
-    bulk: bool = typer.Option(False, "--bulk", help="Write CSVs and run neo4j-admin import on the LOCAL server "
-                              "(stops and restarts it; replaces the database)."),
+    bulk: bool = typer.Option(
+        False,
+        "--bulk",
+        help="Write CSVs and run neo4j-admin import on the LOCAL server "
+        "(stops and restarts it; replaces the database).",
+    ),
     replace: bool = typer.Option(False, "--replace", help="With --bulk: allow replacing a non-empty database."),
-    skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip malformed lines (counted and reported) instead of stopping."),
+    skip_bad: bool = typer.Option(
+        False, "--skip-bad", help="Skip malformed lines (counted and reported) instead of stopping."
+    ),
     batch_size: int = typer.Option(20_000, "--batch-size", min=1, help="Rows per write transaction (Bolt path)."),
-    no_embed: bool = typer.Option(False, "--no-embed", help="Skip the embedding phase (run the load again later to add them)."),
+    no_embed: bool = typer.Option(
+        False, "--no-embed", help="Skip the embedding phase (run the load again later to add them)."
+    ),
     embeddings: EmbeddingMode = typer.Option(EmbeddingMode.auto, "--embeddings", help=EMBEDDINGS_HELP),
-    break_lease: bool = typer.Option(False, "--break-lease", help="Remove the load lease a killed load on another "
-                                     "machine left behind (only when no other load is running)."),
-    dedupe: bool = typer.Option(False, "--dedupe", help="First delete duplicate (head, relation, tail) relationships "
-                                "already stored (left by loads that ran at the same time), keeping one."),
+    break_lease: bool = typer.Option(
+        False,
+        "--break-lease",
+        help="Remove the load lease a killed load on another machine left behind (only when no other load is running).",
+    ),
+    dedupe: bool = typer.Option(
+        False,
+        "--dedupe",
+        help="First delete duplicate (head, relation, tail) relationships "
+        "already stored (left by loads that ran at the same time), keeping one.",
+    ),
 ) -> None:
     """Load a Freebase subset: entities, relationships, dense idx and name embeddings (idempotent, resumable)."""
     from kgdb.cypher.schema import counts
@@ -80,8 +102,13 @@ def freebase_subset(
         with phase_progress() as (_, report):
             t0 = time.perf_counter()
             src = open_source(
-                source, names=names, dataset=dataset, relation_prefixes=relation_prefix, mids_file=mids,
-                skip_bad=skip_bad, cache_dir=settings.cache_dir,
+                source,
+                names=names,
+                dataset=dataset,
+                relation_prefixes=relation_prefix,
+                mids_file=mids,
+                skip_bad=skip_bad,
+                cache_dir=settings.cache_dir,
                 progress=lambda done, total: report("reading", done, total),
             )
             seconds["read"] = time.perf_counter() - t0
@@ -92,9 +119,17 @@ def freebase_subset(
             from kgdb.loaders.writer import write_graph
 
             stats = write_graph(
-                graph, src.triples, src.names, embedder=embedder, batch_size=batch_size,
-                progress=report, literals=src.literals, break_lease=break_lease, dedupe=dedupe,
-                log=lambda msg: say("{}", msg), embeddings=embeddings,
+                graph,
+                src.triples,
+                src.names,
+                embedder=embedder,
+                batch_size=batch_size,
+                progress=report,
+                literals=src.literals,
+                break_lease=break_lease,
+                dedupe=dedupe,
+                log=lambda msg: say("{}", msg),
+                embeddings=embeddings,
             )
             qstats = _default_questions(graph, source, dataset, report)
         stats.bad_lines = src.bad.count
@@ -107,7 +142,8 @@ def freebase_subset(
                 f"Entity names embedded lazily ({embeddings.value}): {stats.entity_embeddings_left:,} names have no vector yet; "
                 "retrieval, linking and training fill the ones they touch on use, `kgdb embed` fills those around the "
                 "loaded questions' topics and `kgdb embed --all` the rest (resumable).",
-                highlight=False, markup=False,
+                highlight=False,
+                markup=False,
             )
         _browser_hint(settings)
     finally:
@@ -146,11 +182,25 @@ def _bulk(ctx, source, names, dataset, relation_prefix, mids, replace, skip_bad,
     embedder = _embedder(settings, no_embed)
     with phase_progress() as (_, report):
         stream = open_stream(
-            source, names=names, dataset=dataset, relation_prefixes=relation_prefix, mids_file=mids,
-            skip_bad=skip_bad, cache_dir=settings.cache_dir, progress=lambda done, total: report("reading", done, total),
+            source,
+            names=names,
+            dataset=dataset,
+            relation_prefixes=relation_prefix,
+            mids_file=mids,
+            skip_bad=skip_bad,
+            cache_dir=settings.cache_dir,
+            progress=lambda done, total: report("reading", done, total),
         )
-        stats = bulk_load(settings, server_from_settings(settings), stream, embedder=embedder, embeddings=embeddings,
-                          replace=replace, progress=report, log=lambda msg: say("{}", msg))
+        stats = bulk_load(
+            settings,
+            server_from_settings(settings),
+            stream,
+            embedder=embedder,
+            embeddings=embeddings,
+            replace=replace,
+            progress=report,
+            log=lambda msg: say("{}", msg),
+        )
     say("Read {} triples from {}", f"{stats.triples_in:,}", stream.description)
     _report_bad(stream)
     with open_graph(ctx) as graph:
@@ -168,8 +218,12 @@ def _browser_hint(settings) -> None:
     if uri.hostname in ("localhost", "127.0.0.1") and (uri.port or 7687) == settings.neo4j_bolt_port:
         from kgdb.server import browser_link
 
-        console.print(f"See it in Neo4j Browser: {browser_link('localhost', settings.neo4j_http_port, settings.neo4j_bolt_port)} "
-                      "with MATCH p=(:Entity)-[]->(:Entity) RETURN p LIMIT 100", highlight=False, markup=False)
+        console.print(
+            f"See it in Neo4j Browser: {browser_link('localhost', settings.neo4j_http_port, settings.neo4j_bolt_port)} "
+            "with MATCH p=(:Entity)-[]->(:Entity) RETURN p LIMIT 100",
+            highlight=False,
+            markup=False,
+        )
 
 
 def _summary(stats, src, db: dict, bulk: bool) -> None:
@@ -183,7 +237,9 @@ def _summary(stats, src, db: dict, bulk: bool) -> None:
     table.add_row("  CVT nodes", f"{stats.cvt:,}", f"{db.get('cvt', 0):,}")
     table.add_row("  literals", f"{stats.literals:,}", f"{db.get('literals', 0):,}")
     table.add_row("relation types", f"{stats.relation_types:,}", f"{db.get('relations', 0):,}")
-    table.add_row(f"entity embeddings ({stats.embeddings})", f"{stats.entity_embeddings:,}", f"{db.get('entity_embeddings', 0):,}")
+    table.add_row(
+        f"entity embeddings ({stats.embeddings})", f"{stats.entity_embeddings:,}", f"{db.get('entity_embeddings', 0):,}"
+    )
     table.add_row("relation embeddings", f"{stats.relation_embeddings:,}", f"{db.get('relation_embeddings', 0):,}")
     if src.bad.count:
         table.add_row("bad lines skipped", f"{src.bad.count:,}", "")
@@ -199,7 +255,9 @@ def _summary(stats, src, db: dict, bulk: bool) -> None:
         table.add_row(f"seconds: {phase}", f"{secs:.1f}", "")
     write_secs = stats.seconds.get("import" if bulk else "triples", 0.0)
     if write_secs:
-        table.add_row("triples/s" + (" (neo4j-admin import)" if bulk else ""), f"{stats.triples_in / write_secs:,.0f}", "")
+        table.add_row(
+            "triples/s" + (" (neo4j-admin import)" if bulk else ""), f"{stats.triples_in / write_secs:,.0f}", ""
+        )
     whole = sum(stats.seconds.values())
     if whole:
         table.add_row("triples/s, whole load (read to embeddings)", f"{stats.triples_in / whole:,.0f}", "")
@@ -209,8 +267,9 @@ def _summary(stats, src, db: dict, bulk: bool) -> None:
 @load_app.command("questions")
 def questions(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="JSONL (id, question, q_entity, a_entity, answer[, hop]), RoG .parquet, "
-                                "or MetaQA k-hop/qa.txt."),
+    file: Path = typer.Argument(
+        ..., help="JSONL (id, question, q_entity, a_entity, answer[, hop]), RoG .parquet, or MetaQA k-hop/qa.txt."
+    ),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip malformed records (counted) instead of stopping."),
 ) -> None:
     """Load a question set as (:Question)-[:ABOUT]->(:Entity) (idempotent)."""
@@ -223,7 +282,11 @@ def questions(
         stats = write_questions(graph, rows, progress=report)
     say(
         "Loaded {} questions from {}: {} of {} topic entities found in the graph ({} missing){}",
-        f"{stats.questions:,}", file, f"{stats.linked:,}", f"{stats.topics:,}", f"{stats.missing_topics:,}",
+        f"{stats.questions:,}",
+        file,
+        f"{stats.linked:,}",
+        f"{stats.topics:,}",
+        f"{stats.missing_topics:,}",
         f"; skipped {bad.count:,} bad records" if bad.count else "",
     )
 

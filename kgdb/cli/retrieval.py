@@ -37,7 +37,12 @@ def link(
     with open_graph(ctx) as graph:
         start = time.perf_counter()
         linked = link_entities(
-            graph, question, vector, k=k, entity_vectors=vectors_on_demand(graph, settings_from(ctx)), encode=embedder.encode
+            graph,
+            question,
+            vector,
+            k=k,
+            entity_vectors=vectors_on_demand(graph, settings_from(ctx)),
+            encode=embedder.encode,
         )
         ms = (time.perf_counter() - start) * 1000
     table = Table("rank", "id", "name", "score", "mention")
@@ -51,11 +56,16 @@ def link(
 def subgraph(
     ctx: typer.Context,
     question: str = typer.Argument(..., help="Free-text question (embedded for the cap rule and linking)."),
-    topic: Optional[list[str]] = typer.Option(None, "--topic", "-t", help="Topic entity name or id (repeatable); "
-                                              "default: the best linked entity."),
+    topic: Optional[list[str]] = typer.Option(
+        None, "--topic", "-t", help="Topic entity name or id (repeatable); default: the best linked entity."
+    ),
     hops: int = typer.Option(2, "--hops", min=1, max=MAX_HOPS, help="Radius around the topic entities."),
-    cap: int = typer.Option(DEFAULT_CAP, "--cap", min=1, help="Most triples expanded from one node "
-                            "(beyond it: relations most similar to the question)."),
+    cap: int = typer.Option(
+        DEFAULT_CAP,
+        "--cap",
+        min=1,
+        help="Most triples expanded from one node (beyond it: relations most similar to the question).",
+    ),
     show: int = typer.Option(10, "--show", min=0, help="Print this many triples."),
 ) -> None:
     """Extract the topic-centred subgraph of a question and print its size and timing."""
@@ -69,26 +79,46 @@ def subgraph(
     with open_graph(ctx) as graph:
         # the policy retrieve and ask use
         found = question_topics(
-            graph, question, vector, topic or None, entity_vectors=vectors_on_demand(graph, settings), encode=embedder.encode
+            graph,
+            question,
+            vector,
+            topic or None,
+            entity_vectors=vectors_on_demand(graph, settings),
+            encode=embedder.encode,
         )
         topics = found.ids
         if found.linked:
             best = found.linked[0]
-            console.print(f"linked topic: {best.name} ({best.id}, score {best.score:.3f})", markup=False, highlight=False)
+            console.print(
+                f"linked topic: {best.name} ({best.id}, score {best.score:.3f})", markup=False, highlight=False
+            )
         if found.note():
             console.print(f"note: {found.note()}", markup=False, highlight=False)
         sg = fetch_subgraph(
-            graph, topics, vector, hops=hops, cap=cap, question=question,
+            graph,
+            topics,
+            vector,
+            hops=hops,
+            cap=cap,
+            question=question,
             **settings.fetch_bounds,
         )
     console.print(
         f"subgraph of {', '.join(topics)}: {sg.num_triples} triples, {sg.num_nodes} entities "
         f"({int(sg.is_cvt.sum())} CVT), {len(set(sg.relation_names))} relation types; hops={hops} cap={cap}; "
         f"{sg.meta['seconds'] * 1000:.1f} ms (triples per level: {sg.meta['levels']})"
-        + (f"; truncated at KGDB_FETCH_MAX_TRIPLES={settings.fetch_max_triples}" if sg.meta.get("budget_reached") else "")
-        + (f"; {sg.meta['hubs_skipped']} hubs not expanded (KGDB_FETCH_HUB_SCAN={settings.fetch_hub_scan})"
-           if sg.meta.get("hubs_skipped") else ""),
-        markup=False, highlight=False,
+        + (
+            f"; truncated at KGDB_FETCH_MAX_TRIPLES={settings.fetch_max_triples}"
+            if sg.meta.get("budget_reached")
+            else ""
+        )
+        + (
+            f"; {sg.meta['hubs_skipped']} hubs not expanded (KGDB_FETCH_HUB_SCAN={settings.fetch_hub_scan})"
+            if sg.meta.get("hubs_skipped")
+            else ""
+        ),
+        markup=False,
+        highlight=False,
     )
     for i in range(min(show, sg.num_triples)):
         h, r, t = sg.triple(i)
@@ -133,8 +163,11 @@ def chains(
     if result.question:
         console.print(f"question: {result.question}", markup=False, highlight=False)
     console.print(result.render(), markup=False, highlight=False)
-    console.print(f"{len(result.chains)} chains from {', '.join(result.anchors)}; "
-                  f"{len(result.unreachable)} triples on no chain", markup=False, highlight=False)
+    console.print(
+        f"{len(result.chains)} chains from {', '.join(result.anchors)}; {len(result.unreachable)} triples on no chain",
+        markup=False,
+        highlight=False,
+    )
 
 
 @runs_app.command("list")
@@ -150,8 +183,14 @@ def runs_list(
         runs = list_runs(graph, qid=qid, limit=limit)
     table = Table("run", "qid", "retriever", "k", "triples", "created")
     for r in runs:
-        table.add_row(escape(r.run), escape(r.qid or ""), escape(r.retriever or ""), str(r.k), str(r.triples),
-                      escape(r.created or ""))
+        table.add_row(
+            escape(r.run),
+            escape(r.qid or ""),
+            escape(r.retriever or ""),
+            str(r.k),
+            str(r.triples),
+            escape(r.created or ""),
+        )
     console.print(table)
     console.print(f"{len(runs)} runs")
 
@@ -163,12 +202,18 @@ def runs_show(ctx: typer.Context, run: str = typer.Argument(...), top: int = typ
 
     with open_graph(ctx) as graph:
         info = show_run(graph, run)
-    console.print(f"run {info['run']}: {info['retriever']} k={info['k']} qid={info['qid']} created {info['created']}",
-                  markup=False, highlight=False)
+    console.print(
+        f"run {info['run']}: {info['retriever']} k={info['k']} qid={info['qid']} created {info['created']}",
+        markup=False,
+        highlight=False,
+    )
     console.print(f"question: {info['question']}\ntopics: {', '.join(info['topics'])}", markup=False, highlight=False)
     for t in info["triples"][:top]:
-        console.print(f"  {t['rank']:>4}  {t['score']:.4f}  {t['h_name']} → [{t['rel']}] → {t['t_name']}",
-                      markup=False, highlight=False)
+        console.print(
+            f"  {t['rank']:>4}  {t['score']:.4f}  {t['h_name']} → [{t['rel']}] → {t['t_name']}",
+            markup=False,
+            highlight=False,
+        )
     console.print(f"{len(info['triples'])} scored triples")
 
 
@@ -193,8 +238,9 @@ def runs_prune(
         try:
             datetime.fromisoformat(before)
         except ValueError:
-            raise InputError(f"{before!r} is not an ISO date or datetime (e.g. 2026-01-31 or 2026-01-31T12:00:00)",
-                             path="--before") from None
+            raise InputError(
+                f"{before!r} is not an ISO date or datetime (e.g. 2026-01-31 or 2026-01-31T12:00:00)", path="--before"
+            ) from None
     with open_graph(ctx) as graph:
         if all_runs and not yes:
             _confirm_prune_all(len(graph.run("runs_older_than", retriever=None, qid=None, before=None)))
@@ -203,7 +249,9 @@ def runs_prune(
             unknown = [r for r in run if r not in known]
             if unknown:
                 # Nothing is deleted when one id is wrong: a typo must not half-apply a prune.
-                raise InputError(f"no such run: {', '.join(unknown)} (see `kgdb runs list`); nothing deleted", path="RUN")
+                raise InputError(
+                    f"no such run: {', '.join(unknown)} (see `kgdb runs list`); nothing deleted", path="RUN"
+                )
         runs, edges = prune_runs(graph, runs=list(run) if run else None, retriever=retriever, qid=qid, before=before)
     console.print(f"deleted {runs} runs and {edges} scored triples")
 
@@ -213,8 +261,10 @@ def _confirm_prune_all(runs: int) -> None:
     import sys
 
     if not sys.stdin.isatty():
-        raise InputError(f"--all deletes every run ({runs:,}) and cannot be undone: pass --yes to confirm "
-                         "(no terminal to ask on)", path="kgdb runs prune")
+        raise InputError(
+            f"--all deletes every run ({runs:,}) and cannot be undone: pass --yes to confirm (no terminal to ask on)",
+            path="kgdb runs prune",
+        )
     if not typer.confirm(f"Delete all {runs:,} runs and their scored triples?", default=False):
         console.print("nothing deleted")
         raise typer.Exit(1)

@@ -13,7 +13,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from kgdb.cli import app
-from kgdb.cli.common import CAP_HELP, QUESTIONS_HELP, SAMPLE_HELP, console, eval_app, open_graph, parse_settings, progress, report_split, settings_from
+from kgdb.cli.common import (
+    CAP_HELP,
+    QUESTIONS_HELP,
+    SAMPLE_HELP,
+    console,
+    eval_app,
+    open_graph,
+    parse_settings,
+    progress,
+    report_split,
+    settings_from,
+)
 from kgdb.config import dump_json
 from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import DatabaseError, InputError, KgdbError
@@ -37,10 +48,16 @@ def list_retrievers() -> None:
 def retrieve(
     ctx: typer.Context,
     question: Optional[str] = typer.Argument(None, help="The question (omit with --questions)."),
-    retriever: str = typer.Option("subgraphrag", "--retriever", help="A registered retriever (`kgdb retrievers` lists them)."),
-    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Checkpoint name or folder (default: newest for this graph)."),
+    retriever: str = typer.Option(
+        "subgraphrag", "--retriever", help="A registered retriever (`kgdb retrievers` lists them)."
+    ),
+    checkpoint: Optional[str] = typer.Option(
+        None, "--checkpoint", help="Checkpoint name or folder (default: newest for this graph)."
+    ),
     k: int = typer.Option(100, "--k", help="Triples to keep and write back."),
-    topic: Optional[list[str]] = typer.Option(None, "--topic", help="Topic entity name or id (repeatable); default: link from the question."),
+    topic: Optional[list[str]] = typer.Option(
+        None, "--topic", help="Topic entity name or id (repeatable); default: link from the question."
+    ),
     hops: Optional[int] = typer.Option(None, "--hops", help="Subgraph radius (default: the checkpoint's, else 2)."),
     cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
     show: int = typer.Option(20, "--show", help="Top triples to print."),
@@ -62,8 +79,18 @@ def retrieve(
     if (question is None) == (questions is None):
         raise InputError("give either a QUESTION or --questions FILE")
     with open_graph(ctx) as graph:
-        pipe = chosen_pipeline(graph, settings, retriever, checkpoint, Fallback.STAND_IN, k=k, hops=hops, cap=cap, write=write,
-                               threads=threads or None)
+        pipe = chosen_pipeline(
+            graph,
+            settings,
+            retriever,
+            checkpoint,
+            Fallback.STAND_IN,
+            k=k,
+            hops=hops,
+            cap=cap,
+            write=write,
+            threads=threads or None,
+        )
         if question is not None:
             result = pipe.retrieve(question, topic or None)
             if as_json:
@@ -71,7 +98,7 @@ def retrieve(
             else:
                 _print_result(result, show, pipe)
             return
-        records = read_questions(questions).split(split)[: limit]
+        records = read_questions(questions).split(split)[:limit]
         inputs = [QuestionInput(q.text, q.topics, q.id) for q in records]
         done, failed = 0, 0
         with progress() as bar:
@@ -122,17 +149,27 @@ def _print_result(result, show: int, pipe) -> None:
 def eval_retrieval(
     ctx: typer.Context,
     questions: Path = typer.Option(..., "--questions", help=QUESTIONS_HELP),
-    retriever: list[str] = typer.Option(["subgraphrag"], "--retriever", help="Repeatable; any registered retriever (`kgdb retrievers`)."),
+    retriever: list[str] = typer.Option(
+        ["subgraphrag"], "--retriever", help="Repeatable; any registered retriever (`kgdb retrievers`)."
+    ),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint"),
-    split: Optional[str] = typer.Option(None, "--split", help="train | val | test | all; default test when splits/ has the dataset, else all."),
+    split: Optional[str] = typer.Option(
+        None, "--split", help="train | val | test | all; default test when splits/ has the dataset, else all."
+    ),
     hops: Optional[int] = typer.Option(None, "--hops", help="Subgraph radius (default: the checkpoint's, else 2)."),
     cap: Optional[int] = typer.Option(None, "--cap", min=1, help=CAP_HELP),
     limit: Optional[int] = typer.Option(None, "--limit", help="First N questions of the split."),
     sample: Optional[int] = typer.Option(None, "--sample", help=SAMPLE_HELP),
     write: bool = typer.Option(True, "--write/--no-write", help="Write back scores (timed) as retrieval runs."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default: the checkpoint's, else runs/eval)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Results folder (default: the checkpoint's, else runs/eval)."
+    ),
     threads: int = typer.Option(1, "--threads", help="CPU threads for scoring (0: torch's default)."),
-    setting: Optional[list[str]] = typer.Option(None, "--set", help="An inference setting KEY=VALUE of the last --retriever (repeatable), e.g. max_triples=50 for rapl."),
+    setting: Optional[list[str]] = typer.Option(
+        None,
+        "--set",
+        help="An inference setting KEY=VALUE of the last --retriever (repeatable), e.g. max_triples=50 for rapl.",
+    ),
 ) -> None:
     """Answer and shortest-path-triple recall@50/100/200, per hop, with the stage timings."""
     from kgdb.data.questions import default_split, file_tag
@@ -146,8 +183,18 @@ def eval_retrieval(
     with open_graph(ctx) as graph:
         inference = parse_settings(setting or [])
         pipes = [
-            chosen_pipeline(graph, settings, name, checkpoint if name != "cosine" else None, Fallback.SHIPPED, hops=hops, cap=cap,
-                            write=write, threads=threads or None, inference=inference if name == retriever[-1] else None)
+            chosen_pipeline(
+                graph,
+                settings,
+                name,
+                checkpoint if name != "cosine" else None,
+                Fallback.SHIPPED,
+                hops=hops,
+                cap=cap,
+                write=write,
+                threads=threads or None,
+                inference=inference if name == retriever[-1] else None,
+            )
             for name in retriever
         ]
         # Every retriever is scored on the same subgraphs: the checkpoint's radius and serving cap unless given.
@@ -160,17 +207,29 @@ def eval_retrieval(
             for note in pipe.notes:
                 console.print(f"[yellow]warning:[/] {escape(note)}", highlight=False)
         qs, records, cached = load_split(graph, settings, questions, split, hops, cap, limit, sample)
-        console.print(f"evaluating split {split}: {len(records)} questions of {escape(str(questions))}", highlight=False)
+        console.print(
+            f"evaluating split {split}: {len(records)} questions of {escape(str(questions))}", highlight=False
+        )
         if cached.errors:
-            console.print(f"[yellow]warning:[/] {len(cached.errors)} subgraph fetches failed: those questions are not "
-                          "recorded and are evaluated when the same command runs again", highlight=False)
+            console.print(
+                f"[yellow]warning:[/] {len(cached.errors)} subgraph fetches failed: those questions are not "
+                "recorded and are evaluated when the same command runs again",
+                highlight=False,
+            )
         for name, pipe in zip(retriever, pipes):
             # Results go next to the checkpoint they measure, except a shipped one: the installed package is not ours to write.
             beside = pipe.checkpoint is not None and pipe.checkpoint.path.parent != SHIPPED_FOLDER
             folder = out or (pipe.checkpoint.path if beside else settings.runs_dir / "eval")
-            path = folder / f"eval-{qs.dataset}-{file_tag(questions)}-{split}-{name}.json"
-            run_settings = {**pipe.describe(), "questions_file": str(questions), "split": split, "limit": limit, "sample": sample,
-                            "write": write}
+            # the cap and radius are in the name: evaluations at other settings resume separately
+            path = folder / f"eval-{qs.dataset}-{file_tag(questions)}-{split}-{name}-cap{cap}-hops{hops}.json"
+            run_settings = {
+                **pipe.describe(),
+                "questions_file": str(questions),
+                "split": split,
+                "limit": limit,
+                "sample": sample,
+                "write": write,
+            }
             report = _evaluate_resumably(graph, pipe, records, cached, run_settings, path, qs.dataset, split, evaluate)
             record = {**report.to_json(), **run_settings, "hops": hops, "cap": cap, "kgdb_version": kgdb_version()}
             dump_json(record, path)
@@ -179,10 +238,24 @@ def eval_retrieval(
 
 
 # What must match for a rerun to resume a results log rather than mix two evaluations in it.
-RESUME_KEYS = ("retriever", "checkpoint", "graph", "hops", "cap", "k", "inference_settings", "split", "limit", "sample", "write")
+RESUME_KEYS = (
+    "retriever",
+    "checkpoint",
+    "graph",
+    "hops",
+    "cap",
+    "k",
+    "inference_settings",
+    "split",
+    "limit",
+    "sample",
+    "write",
+)
 
 
-def _evaluate_resumably(graph, pipe, records, cached, run_settings: dict, path: Path, dataset: str, split: str, evaluate):
+def _evaluate_resumably(
+    graph, pipe, records, cached, run_settings: dict, path: Path, dataset: str, split: str, evaluate
+):
     """`evaluate` with one JSON line per question in `<results>.jsonl` beside the results file: a rerun
     after a crash or a lost server skips the questions already there, and each question's write-back
     run is named after the log, so asking one again replaces its run instead of adding one."""
@@ -197,8 +270,11 @@ def _evaluate_resumably(graph, pipe, records, cached, run_settings: dict, path: 
     if done and header is not None:
         changed = [k for k in RESUME_KEYS if header.get(k) != run_settings.get(k)]
         if changed:
-            raise InputError(f"holds results of a different evaluation ({', '.join(changed)} differ); delete it or use "
-                             "another --out", path=log)
+            raise InputError(
+                f"holds results of a different evaluation ({', '.join(changed)} differ); delete it or use "
+                "another --out",
+                path=log,
+            )
     wanted = {q.id for q in records}
     already = sum(1 for qid in done if qid in wanted)
     if already:
@@ -215,16 +291,27 @@ def _evaluate_resumably(graph, pipe, records, cached, run_settings: dict, path: 
             fh.flush()
 
         try:
-            return evaluate(pipe, records, cached.items, dataset=dataset, split=split, on_progress=lambda n: bar.advance(task, n),
-                            done=done, on_record=keep, run_id=lambda qid: eval_run_id(pipe.name, qid, tag),
-                            fetch_failed=bool(cached.errors))
+            return evaluate(
+                pipe,
+                records,
+                cached.items,
+                dataset=dataset,
+                split=split,
+                on_progress=lambda n: bar.advance(task, n),
+                done=done,
+                on_record=keep,
+                run_id=lambda qid: eval_run_id(pipe.name, qid, tag),
+                fetch_failed=bool(cached.errors),
+            )
         except KgdbError as exc:
             if (lost := database_error(graph, exc)) is None:
                 raise
             fh.flush()
             kept = len(read_done(log, recompute=()).keys() & wanted)
-            raise DatabaseError(f"{' '.join(str(lost).split())}; evaluation stopped: {kept} of {len(records)} questions are "
-                                f"kept in {log}; run the same command again to resume") from exc
+            raise DatabaseError(
+                f"{' '.join(str(lost).split())}; evaluation stopped: {kept} of {len(records)} questions are "
+                f"kept in {log}; run the same command again to resume"
+            ) from exc
 
 
 def _log_header(log: Path) -> dict | None:
@@ -241,19 +328,35 @@ def _log_header(log: Path) -> dict | None:
 
 def _print_reports(reports) -> None:
     # "passed": a path retriever's own adaptive set of triples (mean size in "triples passed")
-    table = Table("retriever", "bucket", "n", "ans R@50", "ans R@100", "ans R@200", "SP R@50", "SP R@100", "SP R@200",
-                  "ans R passed", "SP R passed", "triples passed")
+    table = Table(
+        "retriever",
+        "bucket",
+        "n",
+        "ans R@50",
+        "ans R@100",
+        "ans R@200",
+        "SP R@50",
+        "SP R@100",
+        "SP R@200",
+        "ans R passed",
+        "SP R passed",
+        "triples passed",
+    )
     for report, _ in reports:
         for bucket, metrics in report.recall.items():
+
             def cell(m: str) -> str:
                 return f"{metrics[m]['mean']:.3f}" if m in metrics else "-"
 
             n = metrics.get("answer_recall@100", metrics.get("triple_recall@100", {"n": 0}))["n"]
             table.add_row(
-                report.retriever, bucket, str(n),
+                report.retriever,
+                bucket,
+                str(n),
                 *(cell(f"answer_recall@{k}") for k in (50, 100, 200)),
                 *(cell(f"triple_recall@{k}") for k in (50, 100, 200)),
-                cell("answer_recall@passed"), cell("triple_recall@passed"),
+                cell("answer_recall@passed"),
+                cell("triple_recall@passed"),
                 f"{metrics['triples_passed']['mean']:.1f}" if "triples_passed" in metrics else "-",
             )
     console.print(table)
@@ -269,8 +372,16 @@ def _print_reports(reports) -> None:
         )
 
 
-def load_split(graph, settings, questions: Path, split: str, hops: int, cap: Optional[int], limit: Optional[int],
-                sample: Optional[int] = None):
+def load_split(
+    graph,
+    settings,
+    questions: Path,
+    split: str,
+    hops: int,
+    cap: Optional[int],
+    limit: Optional[int],
+    sample: Optional[int] = None,
+):
     """The cached, labelled subgraphs of one split (built with a progress bar on the first run)."""
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.embeddings import get_embedder
@@ -284,8 +395,17 @@ def load_split(graph, settings, questions: Path, split: str, hops: int, cap: Opt
     with progress() as bar:
         task = bar.add_task(f"fetch+label {qs.dataset}/{split}", total=None, visible=False)
         result = prepare_split(
-            graph, cache_dir=settings.cache_dir, dataset=qs.dataset, split=split, source=questions, questions=records,
-            embed=embedder.encode, graph_fingerprint=fingerprint, embedding_model=model_name, hops=hops, cap=cap,
+            graph,
+            cache_dir=settings.cache_dir,
+            dataset=qs.dataset,
+            split=split,
+            source=questions,
+            questions=records,
+            embed=embedder.encode,
+            graph_fingerprint=fingerprint,
+            embedding_model=model_name,
+            hops=hops,
+            cap=cap,
             on_start=lambda total: bar.update(task, total=total, visible=True),
             on_progress=lambda n: bar.advance(task, n),
             **settings.fetch_bounds,

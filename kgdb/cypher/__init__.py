@@ -13,7 +13,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from kgdb.cypher.driver import neo4j  # noqa: F401  (first: imports the driver without pyarrow)
 from neo4j import Driver, GraphDatabase, RoutingControl, Session
 from neo4j.exceptions import (
     AuthError,
@@ -26,6 +25,7 @@ from neo4j.exceptions import (
 
 from kgdb.config import Settings, mask_uri
 from kgdb.cypher.connection_problems import DATABASE_NOT_FOUND, missing_database_reason, unreachable_reason
+from kgdb.cypher.driver import neo4j  # noqa: F401  (first: imports the driver without pyarrow)
 from kgdb.errors import DatabaseError, KgdbError, TransactionMemoryError
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class Graph:
         uri = mask_uri(settings.neo4j_uri)
         try:
             graph = cls(settings)
-        except (ConfigurationError, ValueError) as exc:
+        except (ConfigurationError, ValueError):
             raise DatabaseError(
                 f"KGDB_NEO4J_URI / --uri {uri!r} is not a Neo4j URI: expected e.g. bolt://localhost:7687 "
                 "or neo4j+s://host:7687 (put the password in KGDB_NEO4J_PASSWORD, not in the URI)"
@@ -108,7 +108,7 @@ class Graph:
                 f"Neo4j at {uri} refused user {settings.neo4j_user!r}: wrong password? "
                 "Set KGDB_NEO4J_PASSWORD or pass --password."
             ) from exc
-        except (DriverError, Neo4jError, OSError, ValueError) as exc:
+        except (DriverError, Neo4jError, OSError, ValueError):
             graph.close()
             if reason := unreachable_reason(settings.neo4j_uri):
                 raise DatabaseError(reason) from None
@@ -151,11 +151,15 @@ class Graph:
             )
         except (ServiceUnavailable, SessionExpired) as exc:
             raise self._lost() from exc
-        except Neo4jError as exc:  # ClientError, TransientError (memory limits), DatabaseError (e.g. index key too large)
+        except (
+            Neo4jError
+        ) as exc:  # ClientError, TransientError (memory limits), DatabaseError (e.g. index key too large)
             if exc.code == DATABASE_NOT_FOUND:
                 raise DatabaseError(missing_database_reason(self.settings.neo4j_uri, self.database)) from exc
             if is_memory_error(exc):
-                raise TransactionMemoryError(f"query {_name!r} exceeded the server's transaction memory: {_first_line(exc.message)}") from exc
+                raise TransactionMemoryError(
+                    f"query {_name!r} exceeded the server's transaction memory: {_first_line(exc.message)}"
+                ) from exc
             raise DatabaseError(f"query {_name!r} failed: {_first_line(exc.message)}") from exc
         if profiled:
             profile = result.summary.profile or {}
@@ -215,7 +219,11 @@ def is_read_only(text: str) -> bool:
 def is_memory_error(exc: Neo4jError) -> bool:
     """Neo4j refused a transaction for its memory limit (db.memory.transaction.max / total.max)."""
     code = getattr(exc, "code", "") or ""
-    return "MemoryPoolOutOfMemoryError" in code or "memory" in (exc.message or "").lower() and "transaction" in (exc.message or "").lower()
+    return (
+        "MemoryPoolOutOfMemoryError" in code
+        or "memory" in (exc.message or "").lower()
+        and "transaction" in (exc.message or "").lower()
+    )
 
 
 def _summarise(params: dict[str, Any], width: int = 120) -> str:

@@ -41,5 +41,7 @@ def attached_values(graph: Graph, ids: Sequence[str], *, per_entity: int = 200) 
     ids = list(dict.fromkeys(ids))
     if not ids:
         return {}
-    return {row["id"]: [AttachedValue(v["relation"], str(v["value"]), v["via"]) for v in row["values"]]
-            for row in graph.run("candidate_dates", ids=ids, per_entity=int(per_entity))}
+    return {
+        row["id"]: [AttachedValue(v["relation"], str(v["value"]), v["via"]) for v in row["values"]]
+        for row in graph.run("candidate_dates", ids=ids, per_entity=int(per_entity))
+    }

@@ -122,9 +122,7 @@ def _bfs(graph: Graph, run: str, direction: str, anchors: list[str], max_hops: i
     visited: list[list[str]] = []
     hops = 1
     while level and (max_hops is None or hops < max_hops) and hops < limit:
-        level = graph.run(
-            "chains_expand", run=run, direction=direction, paths=level, anchors=anchors, visited=visited
-        )
+        level = graph.run("chains_expand", run=run, direction=direction, paths=level, anchors=anchors, visited=visited)
         visited += [[p["anchor"], p["last"]] for p in level]
         found += level
         hops += 1

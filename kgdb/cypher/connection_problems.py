@@ -50,16 +50,22 @@ def unreachable_reason(uri: str) -> str | None:
         if scheme in _TLS_SCHEMES:
             plain = scheme.split("+")[0]
             where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-            return (f"{shown} asks for an encrypted connection ({scheme}://), but the server at {where} speaks Bolt "
-                    f"without TLS: use {plain}://{where}, or enable TLS for Bolt on the server")
+            return (
+                f"{shown} asks for an encrypted connection ({scheme}://), but the server at {where} speaks Bolt "
+                f"without TLS: use {plain}://{where}, or enable TLS for Bolt on the server"
+            )
         return None
     if port_reply(host, port, b"GET / HTTP/1.0\r\n\r\n").startswith(b"HTTP/"):
-        return (f"{shown} answers HTTP, not Bolt: that is Neo4j's HTTP/Browser port; use the Bolt port "
-                "(7687 unless configured otherwise, `kgdb neo4j status` prints it)")
+        return (
+            f"{shown} answers HTTP, not Bolt: that is Neo4j's HTTP/Browser port; use the Bolt port "
+            "(7687 unless configured otherwise, `kgdb neo4j status` prints it)"
+        )
     return None
 
 
 def missing_database_reason(uri: str, database: str) -> str:
     """The line for a database name the server does not have (driver code DatabaseNotFound)."""
-    return (f"Neo4j at {mask_uri(uri)} has no database {database!r}: check --database / KGDB_NEO4J_DATABASE "
-            "(`SHOW DATABASES` in Browser or cypher-shell lists them; Community has one, usually 'neo4j')")
+    return (
+        f"Neo4j at {mask_uri(uri)} has no database {database!r}: check --database / KGDB_NEO4J_DATABASE "
+        "(`SHOW DATABASES` in Browser or cypher-shell lists them; Community has one, usually 'neo4j')"
+    )

@@ -46,8 +46,18 @@ def fetch(
     cap = DEFAULT_CAP if cap is None else cap
     while True:
         try:
-            return fetch_subgraph(graph, topics, q_emb, hops=hops, cap=cap, question=question, qid=qid, chunk=chunk, max_triples=max_triples,
-                                  hub_scan=hub_scan)
+            return fetch_subgraph(
+                graph,
+                topics,
+                q_emb,
+                hops=hops,
+                cap=cap,
+                question=question,
+                qid=qid,
+                chunk=chunk,
+                max_triples=max_triples,
+                hub_scan=hub_scan,
+            )
         except TransactionMemoryError:
             if cap <= MIN_CAP:
                 raise
@@ -81,8 +91,18 @@ def fetch_labelled(
         answers_in_graph = existing_entities(graph, q.answers)
         t0 = time.perf_counter()
         try:
-            sg = fetch(graph, topics, question_embeddings[i], hops=hops, cap=cap, question=q.text, qid=q.id, chunk=chunk, max_triples=max_triples,
-                       hub_scan=hub_scan)
+            sg = fetch(
+                graph,
+                topics,
+                question_embeddings[i],
+                hops=hops,
+                cap=cap,
+                question=q.text,
+                qid=q.id,
+                chunk=chunk,
+                max_triples=max_triples,
+                hub_scan=hub_scan,
+            )
         except (KgdbError, Neo4jError) as exc:
             counts["fetch_failed"] += 1
             errors.append(f"{q.id}: {str(exc)[:200]}")
@@ -116,5 +136,3 @@ def fetch_labelled(
         )
         on_progress(1)
     return items, counts, errors
-
-

@@ -97,7 +97,9 @@ def write_labelling(graph: Graph, lab: Labelling) -> int:
         ignored=lab.ignored,
     )
     if row is None or row["written"] != len(lab.paths):
-        raise KgdbError(f"labelling {lab.key}: wrote {0 if row is None else row['written']} of {len(lab.paths)} label paths")
+        raise KgdbError(
+            f"labelling {lab.key}: wrote {0 if row is None else row['written']} of {len(lab.paths)} label paths"
+        )
     return int(row["written"])
 
 
@@ -122,7 +124,9 @@ def training_paths(graph: Graph, qids: list[str], method: str) -> TrainingLabels
         if any(x is None for x in (*r["heads"], *r["relations"], *r["tails"])):
             continue  # an entity or relation deleted since labelling: the path no longer exists
         paths.setdefault(r["qid"], []).append(list(zip(r["heads"], r["relations"], r["tails"])))
-    blob = json.dumps([[r["qid"], r["labelling"], r["created"], r["rank"], r["heads"], r["relations"], r["tails"]] for r in rows])
+    blob = json.dumps(
+        [[r["qid"], r["labelling"], r["created"], r["rank"], r["heads"], r["relations"], r["tails"]] for r in rows]
+    )
     return TrainingLabels(paths, hashlib.sha256(blob.encode()).hexdigest()[:16])
 
 

@@ -64,13 +64,120 @@ POPULAR_POOL = 100
 POPULAR = 2
 # Words that never start or end a mention (questions are full of them).
 STOPWORDS = frozenset(
-    """a an the of in on at to for from by with and or is are was were be been being do does did
-    what who whom whose which where when why how that this these those it its his her their there
-    he she they them we you i me my your our has have had will would can could should shall may
-    might much many name type kind year years people person play played country countries city
-    called call named live lives lived born die died speak spoke go went get got make made
-    language languages government official education headquarters located place take plays follow
-    most first second last famous""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "what",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "where",
+        "when",
+        "why",
+        "how",
+        "that",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "his",
+        "her",
+        "their",
+        "there",
+        "he",
+        "she",
+        "they",
+        "them",
+        "we",
+        "you",
+        "i",
+        "me",
+        "my",
+        "your",
+        "our",
+        "has",
+        "have",
+        "had",
+        "will",
+        "would",
+        "can",
+        "could",
+        "should",
+        "shall",
+        "may",
+        "might",
+        "much",
+        "many",
+        "name",
+        "type",
+        "kind",
+        "year",
+        "years",
+        "people",
+        "person",
+        "play",
+        "played",
+        "country",
+        "countries",
+        "city",
+        "called",
+        "call",
+        "named",
+        "live",
+        "lives",
+        "lived",
+        "born",
+        "die",
+        "died",
+        "speak",
+        "spoke",
+        "go",
+        "went",
+        "get",
+        "got",
+        "make",
+        "made",
+        "language",
+        "languages",
+        "government",
+        "official",
+        "education",
+        "headquarters",
+        "located",
+        "place",
+        "take",
+        "plays",
+        "follow",
+        "most",
+        "first",
+        "second",
+        "last",
+        "famous",
+    ]
 )
 # Of those, the words that end many names of several words ("kansas city", "mexico city", "sex and the
 # city"): such a gram is a mention. Chosen on the training questions: adding "people", "country",
@@ -143,8 +250,14 @@ class Topics:
 
 
 def question_topics(
-    graph: Graph, question: str, question_embedding: np.ndarray, topics: list[str] | None = None, *, top: int = 1,
-    entity_vectors: EntityVectorsFn | None = None, encode: EncodeFn | None = None,
+    graph: Graph,
+    question: str,
+    question_embedding: np.ndarray,
+    topics: list[str] | None = None,
+    *,
+    top: int = 1,
+    entity_vectors: EntityVectorsFn | None = None,
+    encode: EncodeFn | None = None,
 ) -> Topics:
     """The one entity-linking policy of kgdb.
 
@@ -160,9 +273,13 @@ def question_topics(
         ids = list(dict.fromkeys(found.values()))
         missing = [t for t in dict.fromkeys(topics) if t and t.strip() and t not in found]
         if not ids:
-            raise NoTopicError(f"none of the topics {', '.join(map(repr, topics))} is an entity of the graph", path="--topic")
+            raise NoTopicError(
+                f"none of the topics {', '.join(map(repr, topics))} is an entity of the graph", path="--topic"
+            )
         return Topics(ids, "given", [], missing)
-    linked = link_entities(graph, question, question_embedding, k=max(5, top), entity_vectors=entity_vectors, encode=encode)
+    linked = link_entities(
+        graph, question, question_embedding, k=max(5, top), entity_vectors=entity_vectors, encode=encode
+    )
     mentioned = [e for e in linked if e.mention]
     if not mentioned:
         near = ", ".join(repr(e.name) for e in linked[:3]) or "none"
@@ -215,7 +332,9 @@ def mentions(question: str, max_ngram: int = MAX_NGRAM) -> list[str]:
     for n in range(min(max_ngram, len(words)), 0, -1):
         for i in range(len(words) - n + 1):
             for gram in (words[i : i + n], [_POSSESSIVE.sub("", w) for w in words[i : i + n]]):
-                if gram[0] not in STOPWORDS and (gram[-1] not in STOPWORDS or (len(gram) > 1 and gram[-1] in NAME_ENDS)):
+                if gram[0] not in STOPWORDS and (
+                    gram[-1] not in STOPWORDS or (len(gram) > 1 and gram[-1] in NAME_ENDS)
+                ):
                     found[" ".join(gram)] = None
     return list(found)
 
@@ -224,7 +343,11 @@ def initials(name: str) -> set[str]:
     """A name's initials, with and without its small words: "National Rifle Association" -> nra,
     "United States of America" -> usa and usoa, "Franklin D. Roosevelt" -> fdr."""
     words = _words(name)
-    return {"".join(w[0] for w in words), "".join(w[0] for w in words if w not in SMALL_WORDS)} if len(words) > 1 else set()
+    return (
+        {"".join(w[0] for w in words), "".join(w[0] for w in words if w not in SMALL_WORDS)}
+        if len(words) > 1
+        else set()
+    )
 
 
 def base_forms(mention: str) -> list[str]:
@@ -258,7 +381,11 @@ def lucene_query(mention: str) -> str:
 
 
 def link_entities(
-    graph: Graph, question: str, question_embedding: np.ndarray, k: int = 5, entity_vectors: EntityVectorsFn | None = None,
+    graph: Graph,
+    question: str,
+    question_embedding: np.ndarray,
+    k: int = 5,
+    entity_vectors: EntityVectorsFn | None = None,
     encode: EncodeFn | None = None,
 ) -> list[LinkedEntity]:
     """The k most likely topic entities of `question`, best first (ties by id: deterministic). Without
@@ -269,11 +396,16 @@ def link_entities(
     queries = [{"mention": g, "query": lucene_query(g), "kind": "name"} for g in grams]
     queries += [
         {"mention": g, "query": " OR ".join(_phrase(f) for f in forms), "kind": "derived"}
-        for g in grams if g not in spoken and (forms := readings(g))
+        for g in grams
+        if g not in spoken and (forms := readings(g))
     ]
     # a short word right after another word of a name qualifies it ("syracuse ny", "houston tx")
     qualifiers = {w for before, w in zip(words, words[1:]) if before not in STOPWORDS}
-    short = [g for g in grams if 2 <= len(g) <= MAX_INITIALS and g.isalpha() and g not in qualifiers] if encode is not None else []
+    short = (
+        [g for g in grams if 2 <= len(g) <= MAX_INITIALS and g.isalpha() and g not in qualifiers]
+        if encode is not None
+        else []
+    )
     vectors = np.asarray(encode(short), dtype=np.float32).tolist() if short else []
     rows = graph.run(
         "link_candidates",

@@ -37,8 +37,9 @@ class RelationPathCandidate:
     topics: set[str] = field(default_factory=set)  # the topics it grounds from
 
 
-def relation_steps(graph: Graph, entity_sets: list[list[str]], cap: int = 200,
-                   scan: int | None = RRP_STEP_SCAN) -> list[list[tuple[str, int, int, list[str], list[str]]]]:
+def relation_steps(
+    graph: Graph, entity_sets: list[list[str]], cap: int = 200, scan: int | None = RRP_STEP_SCAN
+) -> list[list[tuple[str, int, int, list[str], list[str]]]]:
     """Per entity set (a prefix's end entities): every (relation, direction, entities reached, first
     `cap` ids, the CVT ids among them) step leaving those entities, sorted by (relation, direction).
     A step with more than `scan` relationships from one entity (None: no bound) is read as a sample
@@ -52,21 +53,36 @@ def relation_steps(graph: Graph, entity_sets: list[list[str]], cap: int = 200,
         # One record per prefix and _raw (no per-element `data()` pass): on dense graphs a prefix has
         # hundreds of steps, and the driver's per-record cost dominated (50M-triple synthetic graph:
         # 29 -> 21 ms per call with records per prefix instead of per step)
-        rows = graph.run("relation_steps", _raw=True, prefixes=[{"key": k, "ids": sorted(ids)} for ids, k in distinct.items()], cap=cap,
-                         scan=scan)
+        rows = graph.run(
+            "relation_steps",
+            _raw=True,
+            prefixes=[{"key": k, "ids": sorted(ids)} for ids, k in distinct.items()],
+            cap=cap,
+            scan=scan,
+        )
         for r in rows:
             sampled = Counter()  # (relation, direction) -> relationships of its sampled steps
             for b in chain.from_iterable(r["sampled"]):
                 sampled[b["relation"], int(b["direction"])] += int(b["n"])
-            steps[int(r["key"])] = [(s["relation"], int(s["direction"]), max(int(s["reached"]), sampled[s["relation"], int(s["direction"])]),
-                                     s["ids"], s["cvt"]) for s in r["steps"]]
+            steps[int(r["key"])] = [
+                (
+                    s["relation"],
+                    int(s["direction"]),
+                    max(int(s["reached"]), sampled[s["relation"], int(s["direction"])]),
+                    s["ids"],
+                    s["cvt"],
+                )
+                for s in r["steps"]
+            ]
     return [steps[k] for k in keys]
 
 
 def check_step_scan(step_scan: int | None) -> None:
     """Refuse a negative bound on the relationships of one step read whole (`KGDB_RRP_STEP_SCAN`)."""
     if step_scan is not None and step_scan < 0:
-        raise InputError(f"relationships of one step read whole must be 0 or more, got {step_scan}", path="KGDB_RRP_STEP_SCAN")
+        raise InputError(
+            f"relationships of one step read whole must be 0 or more, got {step_scan}", path="KGDB_RRP_STEP_SCAN"
+        )
 
 
 def bound_hubs(graph: Graph, entity_sets: list[list[str]], cap: int, hub_scan: int) -> list[list[str]]:
@@ -105,10 +121,18 @@ def candidate_hops(graph: Graph) -> tuple[int, int]:
     return (2, 3) if rows and rows[0]["has_cvt"] else (3, 3)
 
 
-def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2, cvt_hops: int = 3, cap: int = 200,
-                          hub_scan: int | None = None, prefixes: int | None = None,
-                          prefix_score: Callable[[tuple[Step, ...]], float] | None = None,
-                          step_scan: int | None = RRP_STEP_SCAN) -> list[RelationPathCandidate]:
+def relation_paths_around(
+    graph: Graph,
+    topics: list[str],
+    *,
+    max_hops: int = 2,
+    cvt_hops: int = 3,
+    cap: int = 200,
+    hub_scan: int | None = None,
+    prefixes: int | None = None,
+    prefix_score: Callable[[tuple[Step, ...]], float] | None = None,
+    step_scan: int | None = RRP_STEP_SCAN,
+) -> list[RelationPathCandidate]:
     """Every relation path of 1..`max_hops` steps from any of `topics`, plus those of up to
     `cvt_hops` steps continued only from the CVT nodes the previous hop reached; sorted by (length,
     steps). A topic that is not in the graph contributes nothing. `hub_scan`: beyond the first hop,
@@ -133,22 +157,33 @@ def relation_paths_around(graph: Graph, topics: list[str], *, max_hops: int = 2,
         # beyond the topics, bound_hubs has dropped every entity with more than hub_scan relationships
         scan = step_scan if hop == 1 or hub_scan is None or step_scan is None or hub_scan > step_scan else None
         steps = relation_steps(graph, entity_sets, cap, scan)
-        frontier = _extend(found, frontier, steps, go_on=(lambda ids, cvt: ids) if hop < max_hops else (lambda ids, cvt: cvt),
-                           last=hop == cvt_hops)
+        frontier = _extend(
+            found,
+            frontier,
+            steps,
+            go_on=(lambda ids, cvt: ids) if hop < max_hops else (lambda ids, cvt: cvt),
+            last=hop == cvt_hops,
+        )
     return sorted(found.values(), key=lambda c: (len(c.steps), c.steps))
 
 
 def _check_bounds(max_hops: int, cvt_hops: int, prefixes: int | None, prefix_score, step_scan: int | None) -> None:
     if max_hops < 1 or cvt_hops < max_hops:
-        raise InputError(f"need 1 <= max_hops <= cvt_hops, got max_hops={max_hops}, cvt_hops={cvt_hops}", path="max_hops")
+        raise InputError(
+            f"need 1 <= max_hops <= cvt_hops, got max_hops={max_hops}, cvt_hops={cvt_hops}", path="max_hops"
+        )
     if prefixes is not None and prefixes < 1:
-        raise InputError(f"relation paths continued per hop must be 1 or more, got {prefixes}", path="KGDB_RRP_PREFIXES")
+        raise InputError(
+            f"relation paths continued per hop must be 1 or more, got {prefixes}", path="KGDB_RRP_PREFIXES"
+        )
     check_step_scan(step_scan)
     if prefixes is not None and prefix_score is None:
         raise InputError("the prefix bound needs a score to choose the paths it continues", path="prefix_score")
 
 
-def _extend(found: dict, frontier: list, steps: list, *, go_on: Callable[[list[str], list[str]], list[str]], last: bool) -> list:
+def _extend(
+    found: dict, frontier: list, steps: list, *, go_on: Callable[[list[str], list[str]], list[str]], last: bool
+) -> list:
     """Record one hop's steps in `found` (one candidate per relation path) and return the next frontier:
     the entities each new path continues from (`go_on`: all it reached, or past max_hops only its CVT
     nodes), none after the `last` hop."""

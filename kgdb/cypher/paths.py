@@ -41,14 +41,18 @@ def shortest_path_triples(
 ) -> list[PathTriples]:
     """Every shortest path per (topic, answer) pair in the whole graph (see module docstring)."""
     rows = graph.run("shortest_paths", topics=list(topic_ids), answers=list(answer_ids), undirected=undirected)
-    return [
-        PathTriples(r["topic"], r["answer"], r["direction"], tuple(tuple(t) for t in r["triples"])) for r in rows
-    ]
+    return [PathTriples(r["topic"], r["answer"], r["direction"], tuple(tuple(t) for t in r["triples"])) for r in rows]
 
 
 def ground_relation_path(
-    graph: Graph, topic_id: str, relations: list[str], cap: int = 1000, directions: list[int] | None = None, walks: bool = False,
-    per_end: int = 3, step_scan: int | None = RRP_STEP_SCAN,
+    graph: Graph,
+    topic_id: str,
+    relations: list[str],
+    cap: int = 1000,
+    directions: list[int] | None = None,
+    walks: bool = False,
+    per_end: int = 3,
+    step_scan: int | None = RRP_STEP_SCAN,
 ) -> list[list[Triple]]:
     """Instantiated paths topic -r1- x -r2- y … (no repeated entity; with `walks` entities may repeat
     but a relationship is never taken straight back); per hop at most `cap` distinct entities are
@@ -59,14 +63,20 @@ def ground_relation_path(
     (`ground_step.cypher`; None: every step whole).
     A path that grounds to nothing because the topic is not an entity or a relation is not a
     relationship type of the graph raises `InputError` saying which."""
-    paths = ground_relation_paths(graph, [(topic_id, relations, directions)], cap=cap, walks=walks, per_end=per_end, step_scan=step_scan)[0]
+    paths = ground_relation_paths(
+        graph, [(topic_id, relations, directions)], cap=cap, walks=walks, per_end=per_end, step_scan=step_scan
+    )[0]
     if not paths:
         _explain_empty(graph, topic_id, relations)
     return paths
 
 
 def ground_relation_paths(
-    graph: Graph, jobs: list[tuple[str, list[str], list[int] | None]], cap: int = 1000, walks: bool = False, per_end: int = 3,
+    graph: Graph,
+    jobs: list[tuple[str, list[str], list[int] | None]],
+    cap: int = 1000,
+    walks: bool = False,
+    per_end: int = 3,
     step_scan: int | None = RRP_STEP_SCAN,
 ) -> list[list[list[Triple]]]:
     """`ground_relation_path` for many (topic, relations, directions) at once: one `ground_step`
@@ -77,8 +87,12 @@ def ground_relation_paths(
     paths: dict[int, list[dict]] = {i: [{"nodes": [topic], "triples": []}] for i, (topic, _, _) in enumerate(jobs)}
     hop = 0
     while groups := _shared_prefixes(jobs, todo, paths, hop):
-        extended = {int(row["key"]): row["paths"]
-                    for row in graph.run("ground_step", groups=list(groups.values()), cap=cap, walks=walks, per_end=per_end, scan=step_scan)}
+        extended = {
+            int(row["key"]): row["paths"]
+            for row in graph.run(
+                "ground_step", groups=list(groups.values()), cap=cap, walks=walks, per_end=per_end, scan=step_scan
+            )
+        }
         for group in groups.values():
             for job in group["jobs"]:
                 paths[job["key"]] = extended.get(job["key"], [])
@@ -93,11 +107,15 @@ def _checked(relations: list[str], directions: list[int] | None) -> tuple[list[s
         raise InputError("a relation path needs at least one relation", path="relations")
     dirs = list(directions) if directions else [0] * len(relations)
     if len(dirs) != len(relations) or any(d not in (-1, 0, 1) for d in dirs):
-        raise InputError(f"directions {dirs} do not fit relations {relations}: one of -1, 0, 1 per relation", path="directions")
+        raise InputError(
+            f"directions {dirs} do not fit relations {relations}: one of -1, 0, 1 per relation", path="directions"
+        )
     return list(relations), dirs
 
 
-def _shared_prefixes(jobs: list, todo: dict[int, tuple[list[str], list[int]]], paths: dict[int, list[dict]], hop: int) -> dict[tuple, dict]:
+def _shared_prefixes(
+    jobs: list, todo: dict[int, tuple[list[str], list[int]]], paths: dict[int, list[dict]], hop: int
+) -> dict[tuple, dict]:
     """The `ground_step` groups of one hop: jobs that share their partial paths are expanded once, those
     from one topic whose relation paths agree so far, since the same steps from the same entity give the
     same paths. Empty when every job is done or grounded to nothing."""
@@ -142,9 +160,13 @@ def _explain_empty(graph: Graph, topic_id: str, relations: list[str]) -> None:
     row = graph.single("relation_path_check", topic=topic_id, relations=list(relations)) or {}
     if row.get("unknown_relations"):
         names = ", ".join(repr(r) for r in row["unknown_relations"])
-        raise UnknownRelationError(f"the relation path {' -> '.join(relations)} names {names}, not a relation of this graph", path="relations")
+        raise UnknownRelationError(
+            f"the relation path {' -> '.join(relations)} names {names}, not a relation of this graph", path="relations"
+        )
     if not row.get("topic_known", True):
-        raise UnknownTopicError(f"{topic_id!r} is not an entity of this graph, so no relation path starts there", path="topic")
+        raise UnknownTopicError(
+            f"{topic_id!r} is not an entity of this graph, so no relation path starts there", path="topic"
+        )
 
 
 def graph_triples(graph: Graph, max_triples: int = 5_000_000, page: int = 20_000) -> list[tuple[str, str, str]]:
@@ -161,7 +183,10 @@ def graph_triples(graph: Graph, max_triples: int = 5_000_000, page: int = 20_000
 
 
 def beam_step(
-    graph: Graph, prefixes: list[tuple[list[str], str | None, int]], cap: int = 200, limit: int = 1000,
+    graph: Graph,
+    prefixes: list[tuple[list[str], str | None, int]],
+    cap: int = 200,
+    limit: int = 1000,
     step_scan: int | None = RRP_STEP_SCAN,
 ) -> list[tuple[list[str], list[tuple[str, int]]]]:
     """For each (parent entities, relation, direction) of a planner beam, in one query: the distinct
@@ -170,8 +195,13 @@ def beam_step(
     with more than `step_scan` relationships from one entity is read as a sample of its ends."""
     check_step_scan(step_scan)
     rows = graph.run(
-        "beam_step", prefixes=[{"key": i, "ids": list(ids), "relation": rel, "direction": d} for i, (ids, rel, d) in enumerate(prefixes)],
-        cap=cap, limit=limit, scan=step_scan,
+        "beam_step",
+        prefixes=[
+            {"key": i, "ids": list(ids), "relation": rel, "direction": d} for i, (ids, rel, d) in enumerate(prefixes)
+        ],
+        cap=cap,
+        limit=limit,
+        scan=step_scan,
     )
     out: list[tuple[list[str], list[tuple[str, int]]]] = [([], []) for _ in prefixes]
     for r in rows:

@@ -13,8 +13,7 @@ import weakref
 import numpy as np
 
 from kgdb.cypher import Graph
-from kgdb.errors import KgdbError
-from kgdb.errors import TransactionMemoryError
+from kgdb.errors import KgdbError, TransactionMemoryError
 from kgdb.limits import DEFAULT_CAP, FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES, MAX_HOPS
 from kgdb.subgraph import Subgraph
 
@@ -134,8 +133,13 @@ def fetch_subgraph(
             degree = _Degrees()
             added, reached_parts, parts = 0, [], {c: [] for c in _EDGE_COLUMNS}
             for start_at in range(0, frontier.size, chunk):
-                row = graph.columns("subgraph", ids=[], idx=frontier[start_at : start_at + chunk].tolist(),
-                                    degrees=level < hops, **params)
+                row = graph.columns(
+                    "subgraph",
+                    ids=[],
+                    idx=frontier[start_at : start_at + chunk].tolist(),
+                    degrees=level < hops,
+                    **params,
+                )
                 degree.add(row)
                 for c in _NODE_COLUMNS:
                     nodes[c].append(row[f"node_{c}"])
@@ -158,8 +162,15 @@ def fetch_subgraph(
 
     sg = _assemble(graph, first["expanded_idx"], nodes, edges)
     sg.question, sg.qid, sg.question_embedding = question, qid, emb
-    sg.meta.update(seconds=time.perf_counter() - start, hops=hops, cap=cap, levels=levels, truncated=truncated, hubs_skipped=hubs_skipped,
-                   budget_reached=budget_hit)
+    sg.meta.update(
+        seconds=time.perf_counter() - start,
+        hops=hops,
+        cap=cap,
+        levels=levels,
+        truncated=truncated,
+        hubs_skipped=hubs_skipped,
+        budget_reached=budget_hit,
+    )
     return sg
 
 
@@ -235,12 +246,16 @@ def _assemble(graph: Graph, topic_idx: list[int], nodes: dict, edges: dict) -> S
         rel_index = relation_index(graph, refresh=True)
     missing = [t for t in type_names if t not in rel_index]
     if missing:
-        raise KgdbError(f"relationship type {missing[0]!r} has no Relation node: finish the load (run `kgdb load` again)")
+        raise KgdbError(
+            f"relationship type {missing[0]!r} has no Relation node: finish the load (run `kgdb load` again)"
+        )
     rank = {t: i for i, t in enumerate(type_names)}
     type_pos = np.fromiter((rank[t] for t in types), np.int64, len(types))
     head = _concat(edges["head_idx"], np.int64)
     tail = _concat(edges["tail_idx"], np.int64)
-    keep = np.fromiter({e: i for i, e in enumerate(eids)}.values(), np.int64)  # an edge between two frontier nodes comes twice
+    keep = np.fromiter(
+        {e: i for i, e in enumerate(eids)}.values(), np.int64
+    )  # an edge between two frontier nodes comes twice
     pos = keep[np.lexsort((tail[keep], type_pos[keep], head[keep]))]
     type_idx = np.asarray([rel_index[t] for t in type_names], dtype=np.int64)
     return Subgraph(

@@ -76,8 +76,10 @@ class EmbeddingTables:
         (one query per PAGE ids). Returns the entities among them still waiting for a vector."""
         idx = np.unique(np.asarray(idx, dtype=np.int64))
         if idx.size and (idx[0] < 0 or idx[-1] >= self.num_entities):
-            raise KgdbError(f"entity idx {int(idx[-1] if idx[-1] >= self.num_entities else idx[0])} is outside the graph's "
-                            f"table of {self.num_entities} rows: the graph changed since its fingerprint was read")
+            raise KgdbError(
+                f"entity idx {int(idx[-1] if idx[-1] >= self.num_entities else idx[0])} is outside the graph's "
+                f"table of {self.num_entities} rows: the graph changed since its fingerprint was read"
+            )
         ask = idx[self._state[idx] == UNKNOWN] if idx.size else idx
         missing = EntityRowsMissing()
         for start in range(0, ask.size, PAGE):
@@ -137,7 +139,9 @@ def open_tables(graph: Graph, cache_dir: Path | str) -> EmbeddingTables:
     relation, names = _relation_table(graph, folder, dim, info)
     n = (info.get("max_entity_idx") or -1) + 1
     if n == 0:
-        return EmbeddingTables(relation, names, fingerprint, info, 0, None, np.zeros((0, dim), np.float32), np.zeros(0, np.uint8), graph)
+        return EmbeddingTables(
+            relation, names, fingerprint, info, 0, None, np.zeros((0, dim), np.float32), np.zeros(0, np.uint8), graph
+        )
     entity = _memmap(folder / "entity.npy", (n, dim), np.float32)
     state = _memmap(folder / "state.npy", (n,), np.uint8)
     return EmbeddingTables(relation, names, fingerprint, info, n, folder, entity, state, graph)
@@ -194,7 +198,9 @@ def _memmap(path: Path, shape: tuple[int, ...], dtype) -> np.ndarray:
         free = shutil.disk_usage(path.parent).free
         if not os.access(path, os.W_OK) or free < to_write + SPACE_MARGIN:
             # Not even copy-on-write: faulting in a hole of a file on a full tmpfs needs a block too.
-            why = "read-only" if not os.access(path, os.W_OK) else f"{free:,} bytes free, the table may need {to_write:,}"
+            why = (
+                "read-only" if not os.access(path, os.W_OK) else f"{free:,} bytes free, the table may need {to_write:,}"
+            )
             without_cache(path.parent, f"{why}; rows read now are kept in memory only")
             return np.zeros(shape, dtype)
         table = np.lib.format.open_memmap(path, mode="r+")
@@ -202,7 +208,9 @@ def _memmap(path: Path, shape: tuple[int, ...], dtype) -> np.ndarray:
         without_cache(path.parent, exc)
         return np.zeros(shape, dtype)  # pages are given on first touch: memory grows with the rows used
     if table.shape != shape or table.dtype != dtype:  # replaced by another process meanwhile
-        raise KgdbError(f"{path} holds a table of shape {table.shape}, expected {shape}: delete the folder {path.parent}")
+        raise KgdbError(
+            f"{path} holds a table of shape {table.shape}, expected {shape}: delete the folder {path.parent}"
+        )
     return table
 
 

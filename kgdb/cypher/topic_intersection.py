@@ -77,7 +77,9 @@ def _check(plans: Sequence[TopicPaths]) -> list[dict]:
     return [{"topic": topic, "paths": paths} for topic, paths in merged.items() if paths]
 
 
-def ground_jointly(graph: Graph, plans: Sequence[TopicPaths], *, cap: int = 200, per_end: int = 3, limit: int = 100) -> list[JointCandidate]:
+def ground_jointly(
+    graph: Graph, plans: Sequence[TopicPaths], *, cap: int = 200, per_end: int = 3, limit: int = 100
+) -> list[JointCandidate]:
     """Candidate answers of `plans`, those reached by the most topics first (then by id), each with the
     paths that reach it from every topic (at most `per_end` per topic). A topic is never a candidate."""
     for value, name in ((cap, "cap"), (per_end, "per_end"), (limit, "limit")):
@@ -90,15 +92,31 @@ def ground_jointly(graph: Graph, plans: Sequence[TopicPaths], *, cap: int = 200,
     out = []
     for row in rows:
         paths = tuple(
-            JointPath(r["topic"], tuple(p["relations"]), tuple(p["directions"]), tuple(p["nodes"]), tuple(tuple(t) for t in p["triples"]))
-            for r in row["reached"] for p in r["paths"]
+            JointPath(
+                r["topic"],
+                tuple(p["relations"]),
+                tuple(p["directions"]),
+                tuple(p["nodes"]),
+                tuple(tuple(t) for t in p["triples"]),
+            )
+            for r in row["reached"]
+            for p in r["paths"]
         )
         out.append(JointCandidate(row["answer"], tuple(r["topic"] for r in row["reached"]), paths))
     return out
 
 
-def write_joint_paths(graph: Graph, question: str, candidates: Sequence[JointCandidate], topics: Sequence[str], *,
-                      qid: str | None = None, run: str | None = None, top: int = 10, retriever: str = "topic-intersection") -> str:
+def write_joint_paths(
+    graph: Graph,
+    question: str,
+    candidates: Sequence[JointCandidate],
+    topics: Sequence[str],
+    *,
+    qid: str | None = None,
+    run: str | None = None,
+    top: int = 10,
+    retriever: str = "topic-intersection",
+) -> str:
     """Write the joint paths of the first `top` candidates as retrieval run `run` (a new id if None): one
     SCORED edge per triple of each path, carrying the candidate's rank, the topic, the hop and the share
     of `topics` reaching the candidate (score). Returns the run id; refuses a stale result (a triple no
@@ -108,15 +126,34 @@ def write_joint_paths(graph: Graph, question: str, candidates: Sequence[JointCan
     run = run or new_run_id(retriever, qid)
     total = max(len(set(topics)), 1)
     rows = [
-        {"eid": eid, "h": h, "rel": rel, "t": t, "score": c.reached / total, "rank": rank, "answer": c.answer, "topic": p.topic,
-         "hop": hop, "reached": c.reached}
+        {
+            "eid": eid,
+            "h": h,
+            "rel": rel,
+            "t": t,
+            "score": c.reached / total,
+            "rank": rank,
+            "answer": c.answer,
+            "topic": p.topic,
+            "hop": hop,
+            "reached": c.reached,
+        }
         for rank, c in enumerate(candidates[:top], start=1)
         for p in c.paths
         for hop, (eid, h, rel, t) in enumerate(p.triples, start=1)
     ]
-    row = graph.single("topic_intersection_write", run=run, qid=qid, question=question, retriever=retriever, topics=list(dict.fromkeys(topics)),
-                       rows=rows)
+    row = graph.single(
+        "topic_intersection_write",
+        run=run,
+        qid=qid,
+        question=question,
+        retriever=retriever,
+        topics=list(dict.fromkeys(topics)),
+        rows=rows,
+    )
     if row is None or row["written"] != len(rows):
         written = 0 if row is None else row["written"]
-        raise KgdbError(f"run {run}: wrote {written} of {len(rows)} joint-path triples; the graph changed since they were grounded: ground them again")
+        raise KgdbError(
+            f"run {run}: wrote {written} of {len(rows)} joint-path triples; the graph changed since they were grounded: ground them again"
+        )
     return run

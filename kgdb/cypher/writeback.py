@@ -54,8 +54,10 @@ def write_scores(
     if not np.isfinite(scores).all():
         # a NaN has no rank: it would be stored as one and order nothing; the model (or its weights) is broken
         bad = int((~np.isfinite(scores)).sum())
-        raise KgdbError(f"{retriever} gave {bad} non-finite score(s) (NaN or infinity) for {sg.qid or 'the question'}; "
-                        "nothing was written: check the checkpoint's weights")
+        raise KgdbError(
+            f"{retriever} gave {bad} non-finite score(s) (NaN or infinity) for {sg.qid or 'the question'}; "
+            "nothing was written: check the checkpoint's weights"
+        )
     run = run or new_run_id(retriever, sg.qid)
     keep = top_k(scores, k)
     ids = np.asarray(sg.entity_ids, dtype=object)

@@ -7,6 +7,7 @@ sidecar. A second run with the same key loads the file and never touches Neo4j.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -31,17 +32,21 @@ def without_cache(where: Path | str, why: object) -> None:
     if "cache" in _warned:
         return
     _warned.add("cache")
-    log.warning("warning: the cache at %s cannot be used (%s); going on without it (set KGDB_CACHE_DIR to a writable "
-                "folder with free space)", where, " ".join(str(reason).split())[:200])
+    log.warning(
+        "warning: the cache at %s cannot be used (%s); going on without it (set KGDB_CACHE_DIR to a writable "
+        "folder with free space)",
+        where,
+        " ".join(str(reason).split())[:200],
+    )
 
 
 def remove_quietly(*paths: Path) -> None:
     """Delete temporary files a failed write left behind."""
     for p in paths:
-        try:
+        with contextlib.suppress(OSError):
             p.unlink(missing_ok=True)
-        except OSError:
-            pass
+
+
 _ARRAYS = ("head", "relation", "tail", "entity_idx", "is_cvt", "topic", "labels", "answers")
 _FEATURE = "feature:"  # npz array name prefix of per-node features
 
@@ -89,11 +94,15 @@ def file_digest(path: Path) -> str:
 def save_cache(path: Path, items: list[CachedQuestion], meta: dict) -> bool:
     """Write the split's arrays and sidecar; False (with one warning, no file left behind) when the
     cache folder is read-only or full."""
+    side = {**meta, "qids": [it.qid for it in items], "questions": [it.question for it in items]}
+    return _write_atomically(path, _split_arrays(items), side)
+
+
+def _split_arrays(items: list[CachedQuestion]) -> dict[str, np.ndarray]:
+    """The split as the `.npz` stores it: each per-question array concatenated, with its offsets."""
     arrays: dict[str, np.ndarray] = {}
     for name in _ARRAYS:
-        parts = [getattr(it, name) for it in items]
-        arrays[name] = np.concatenate(parts) if parts else np.zeros(0)
-        arrays[f"{name}_offsets"] = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
+        _add_ragged(arrays, name, [getattr(it, name) for it in items])
     arrays["question_embedding"] = (
         np.stack([it.question_embedding for it in items]) if items else np.zeros((0, 0), np.float32)
     )
@@ -103,19 +112,31 @@ def save_cache(path: Path, items: list[CachedQuestion], meta: dict) -> bool:
     # A feature is stored only when every question has it (it is computed for a whole split at once).
     keys = set.intersection(*(set(it.features) for it in items)) if items else set()
     for key in sorted(keys):
-        parts = [np.asarray(it.features[key], dtype=np.float32) for it in items]
-        arrays[_FEATURE + key] = np.concatenate(parts)
-        arrays[_FEATURE + key + "_offsets"] = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
+        _add_ragged(arrays, _FEATURE + key, [np.asarray(it.features[key], dtype=np.float32) for it in items])
     # Optional, so caches without it (all older ones) stay readable; a question without R_* stores zeros
     # and reads back as None, which is what zeros mean (no augmentation).
     if any(it.relation_targets is not None for it in items):
-        parts = [np.zeros(it.num_triples, np.uint8) if it.relation_targets is None else np.asarray(it.relation_targets, np.uint8) for it in items]
-        arrays["relation_targets"] = np.concatenate(parts)
-        arrays["relation_targets_offsets"] = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
+        parts = [
+            np.zeros(it.num_triples, np.uint8)
+            if it.relation_targets is None
+            else np.asarray(it.relation_targets, np.uint8)
+            for it in items
+        ]
+        _add_ragged(arrays, "relation_targets", parts)
+    return arrays
+
+
+def _add_ragged(arrays: dict[str, np.ndarray], name: str, parts: list[np.ndarray]) -> None:
+    """One array per question stored as `name` (all of them concatenated) and `name_offsets`."""
+    arrays[name] = np.concatenate(parts) if parts else np.zeros(0)
+    arrays[f"{name}_offsets"] = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
+
+
+def _write_atomically(path: Path, arrays: dict[str, np.ndarray], side: dict) -> bool:
+    """Arrays then sidecar through temporary files; False (one warning, nothing left behind) on OSError."""
     # Per-process temporary names: two runs adding features to one shared cache never mix writes.
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
     tmp_side = path.with_name(f"{path.stem}.{os.getpid()}.tmp.json")
-    side = {**meta, "qids": [it.qid for it in items], "questions": [it.question for it in items]}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         np.savez(tmp, **arrays)

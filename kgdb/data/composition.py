@@ -29,9 +29,64 @@ from dataclasses import dataclass
 # Words an outer question may keep beside its placeholder and still ask nothing of its own (time
 # words: "who is the king of cambodia now?" asks the inner question alone).
 _FILLER = frozenset(
-    """a an the of in on at to for from by with and or is are was were be been do does did what who whom whose
-    which where when why how that this these those it its name names called call known s now today
-    currently current presently still wiki answers who's what's where's whats""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "do",
+        "does",
+        "did",
+        "what",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "where",
+        "when",
+        "why",
+        "how",
+        "that",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "name",
+        "names",
+        "called",
+        "call",
+        "known",
+        "s",
+        "now",
+        "today",
+        "currently",
+        "current",
+        "presently",
+        "still",
+        "wiki",
+        "answers",
+        "who's",
+        "what's",
+        "where's",
+        "whats",
+    ]
 )
 _WORD = r"[\w'’.&-]+"
 
@@ -52,7 +107,9 @@ class Composition:
 def _patterns(m: str) -> list[re.Pattern]:
     w = _WORD
     return [
-        re.compile(rf"(?<!\w)({m}(?:['’]s|(?<=s)['’])(?: {w}){{1,2}}?)(?= (?:is|are|was|were|use|uses|used|in|of|located|born|from|speak|spoken)\b|\?|$)"),
+        re.compile(
+            rf"(?<!\w)({m}(?:['’]s|(?<=s)['’])(?: {w}){{1,2}}?)(?= (?:is|are|was|were|use|uses|used|in|of|located|born|from|speak|spoken)\b|\?|$)"
+        ),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,3}}of {m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}whose (?:{w} ){{1,3}}(?:is|was|are|were) {m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m} (?:was|is|were|are) {w})(?!\w)"),

@@ -88,7 +88,10 @@ def rapl_pool(sg: Subgraph, answer_ids: list[str], max_candidates: int = RAPL_MA
 
 
 def reg_pool(
-    sg: Subgraph, answer_ids: list[str], max_candidates: int = REG_MAX_CANDIDATES, neighbour_groups: int = REG_NEIGHBOUR_GROUPS
+    sg: Subgraph,
+    answer_ids: list[str],
+    max_candidates: int = REG_MAX_CANDIDATES,
+    neighbour_groups: int = REG_NEIGHBOUR_GROUPS,
 ) -> CandidatePool:
     answers = [a for a in _local(sg, answer_ids)]
     shortest = candidate_paths(sg, answer_ids, slack=0, cap=RAPL_PAIR_CAP)
@@ -164,7 +167,9 @@ def numbered_lines(sg: Subgraph, pool: CandidatePool) -> list[str]:
 ANS_LINE = re.compile(r"^\s*(?:[-*•]\s*)?\**ans\**\s*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
 _PATH_REF = re.compile(r"\bpath\s*#?\s*(\d+)", re.IGNORECASE)
 _BARE = re.compile(r"^\s*#?(\d+)\s*[.)]?\s*$")
-NONE_REPLY = re.compile(r"^\s*(none|no (rational |relevant |likely |possible )?(paths?|relations?)|not available|n/a)\b", re.IGNORECASE)
+NONE_REPLY = re.compile(
+    r"^\s*(none|no (rational |relevant |likely |possible )?(paths?|relations?)|not available|n/a)\b", re.IGNORECASE
+)
 
 
 @dataclass
@@ -214,7 +219,11 @@ def parse_selection(reply: str, n_candidates: int) -> Selection:
 
 
 def mask_from_paths(
-    entity_idx: np.ndarray, head: np.ndarray, relation: np.ndarray, tail: np.ndarray, paths: list[list[tuple[int, int, int]]]
+    entity_idx: np.ndarray,
+    head: np.ndarray,
+    relation: np.ndarray,
+    tail: np.ndarray,
+    paths: list[list[tuple[int, int, int]]],
 ) -> tuple[np.ndarray, int]:
     """Triples of a cached subgraph that lie on the given paths (each a list of (head Entity.idx,
     Relation.idx, tail Entity.idx)). A path with a triple missing from the subgraph (fetched with
@@ -237,4 +246,3 @@ def mask_from_paths(
             mask[hits] = True
             complete += 1
     return mask, complete
-

@@ -93,9 +93,15 @@ def parse_relations(reply: str, candidates: list[RelationCandidate]) -> Selectio
             direction = None
             if arrow := _LEADING_ARROW.match(item):
                 direction = FORWARD if arrow.group(1) in ("→", "->", "-->") else INVERSE
-                item = item[arrow.end():]
+                item = item[arrow.end() :]
             name = _DECORATION.sub("", item).strip().strip("`*\"'.").strip()
-            hits = [exact[(name, direction)]] if (name, direction) in exact else by_name.get(name, []) if direction is None else []
+            hits = (
+                [exact[(name, direction)]]
+                if (name, direction) in exact
+                else by_name.get(name, [])
+                if direction is None
+                else []
+            )
             if not hits:
                 ignored.append(item[:80])
             for h in hits:

@@ -24,7 +24,9 @@ from kgdb.subgraph import Subgraph
 INF = np.iinfo(np.int64).max // 4
 
 
-def answer_hops(n: int, head: np.ndarray, tail: np.ndarray, topic: np.ndarray, answers: np.ndarray, max_hops: int = 6) -> int:
+def answer_hops(
+    n: int, head: np.ndarray, tail: np.ndarray, topic: np.ndarray, answers: np.ndarray, max_hops: int = 6
+) -> int:
     """Undirected BFS distance from the topic set to the nearest answer (0 when none is reached)."""
     if len(answers) == 0 or len(topic) == 0:
         return 0
@@ -47,8 +49,6 @@ def answer_hops(n: int, head: np.ndarray, tail: np.ndarray, topic: np.ndarray, a
         seen |= nxt
         frontier = nxt
     return 0
-
-
 
 
 def _bfs(n: int, src: np.ndarray, dst: np.ndarray, start: int) -> np.ndarray:
@@ -159,13 +159,16 @@ def candidate_paths(sg: Subgraph, answer_ids: list[str], slack: int = 2, cap: in
     return out
 
 
-def _pair_paths(sg: Subgraph, dist: "_Distances", order, starts, q: int, a: int, best: int, slack: int) -> Iterator[TopicAnswerPath]:
+def _pair_paths(
+    sg: Subgraph, dist: "_Distances", order, starts, q: int, a: int, best: int, slack: int
+) -> Iterator[TopicAnswerPath]:
     """The simple directed paths between topic `q` and answer `a` of length best..best+slack, shortest
     first, forward before backward at each length."""
     for length in range(best, best + slack + 1):
         for direction, s, e in (("forward", q, a), ("backward", a, q)):
             for path in _walks(sg, order, starts, dist.get("into", e), s, e, length):
                 yield TopicAnswerPath(q, a, direction, path)
+
 
 def _walks(sg: Subgraph, order, starts, to_end, s: int, e: int, length: int):
     """Simple paths s → e of exactly `length` triples (DFS pruned by the distance to e)."""

@@ -71,7 +71,12 @@ def ground_walks(index: EdgesByStep, starts: np.ndarray, codes: Sequence[int], c
 
 
 def random_paths(
-    arrays: TripleArrays, starts: np.ndarray, count: int, max_hops: int, rng: np.random.Generator, near: Sequence[Sequence[int]] = ()
+    arrays: TripleArrays,
+    starts: np.ndarray,
+    count: int,
+    max_hops: int,
+    rng: np.random.Generator,
+    near: Sequence[Sequence[int]] = (),
 ) -> list[tuple[int, ...]]:
     """`count` random relation paths (step codes) that exist from `starts`. With `near` (the
     labelled paths), each is a near miss of one of them, as a planner's beam holds: its prefix up to
@@ -102,7 +107,12 @@ def random_paths(
 
 
 def path_subgraph(
-    arrays: TripleArrays, index: EdgesByStep, topics: Sequence[str], answers: Sequence[str], paths: Sequence[Sequence[int]], cap: int = 200
+    arrays: TripleArrays,
+    index: EdgesByStep,
+    topics: Sequence[str],
+    answers: Sequence[str],
+    paths: Sequence[Sequence[int]],
+    cap: int = 200,
 ) -> LocalSubgraph | None:
     """The union of the grounded walks of `paths` (step codes) as a local subgraph; None when it
     holds no topic or no answer."""

@@ -55,7 +55,9 @@ class QuestionSet:
 SAMPLE_SEED = 0
 
 
-def subsample(records: list[QuestionRecord], *, limit: int | None = None, sample: int | None = None) -> list[QuestionRecord]:
+def subsample(
+    records: list[QuestionRecord], *, limit: int | None = None, sample: int | None = None
+) -> list[QuestionRecord]:
     """The first `limit` records, or `sample` of them drawn at random (seed `SAMPLE_SEED`) and kept in
     file order. MetaQA's files are grouped by question template, so a prefix covers a few templates
     only; a random sample covers them all. Both at once is refused."""

@@ -1,4 +1,4 @@
-"""Relation-path labels for the RRP planner (spec §3.1, Eqs. 1-2): the shortest relation paths
+"""Relation-path labels for the RRP planner (the RRP paper, Eqs. 1-2): the shortest relation paths
 from a question's topic entities to its answers, computed with numpy on triple arrays.
 
 A relation path is a sequence of steps (relation, direction), direction +1 following a
@@ -46,7 +46,9 @@ class TripleArrays:
         self._indptr = np.cumsum(self._indptr)
 
     @classmethod
-    def from_triples(cls, triples: Sequence[tuple[str, str, str]], relations: Sequence[str] | None = None) -> "TripleArrays":
+    def from_triples(
+        cls, triples: Sequence[tuple[str, str, str]], relations: Sequence[str] | None = None
+    ) -> "TripleArrays":
         """From (head id, relation name, tail id) rows; `relations` fixes the vocabulary order."""
         ids: dict[str, int] = {}
         rels: dict[str, int] = {r: i for i, r in enumerate(relations or [])}
@@ -77,7 +79,9 @@ class TripleArrays:
         return tuple((self.relations[c // 2], 1 if c % 2 == 0 else -1) for c in codes)
 
 
-def reach(graph: TripleArrays, topic: int, hops: int, *, max_paths: int = 20_000, frontier_cap: int = 20_000) -> list[dict[tuple[int, ...], np.ndarray]]:
+def reach(
+    graph: TripleArrays, topic: int, hops: int, *, max_paths: int = 20_000, frontier_cap: int = 20_000
+) -> list[dict[tuple[int, ...], np.ndarray]]:
     """Per length 1..hops: relation path (step codes) -> entities it reaches from `topic`.
 
     At most `max_paths` relation paths per length and `frontier_cap` entities per path are kept
@@ -119,7 +123,7 @@ def shortest_relation_paths(
         return []
     hops = exact_hops or max_hops
     levels = [reach(graph, t, hops, max_paths=max_paths) for t in t_idx]
-    for length in ([exact_hops] if exact_hops else range(1, hops + 1)):
+    for length in [exact_hops] if exact_hops else range(1, hops + 1):
         found = _reaching(levels, length, targets)
         if found and best_f1:
             found = _best_f1(levels, length, found, targets, t_idx)
@@ -130,12 +134,22 @@ def shortest_relation_paths(
 
 def _reaching(levels: list, length: int, targets: np.ndarray) -> set[tuple]:
     """The relation paths (codes) of `length` steps that reach an answer from some topic."""
-    return {codes for per_topic in levels for codes, ends in per_topic[length - 1].items() if np.isin(ends, targets, assume_unique=True).any()}
+    return {
+        codes
+        for per_topic in levels
+        for codes, ends in per_topic[length - 1].items()
+        if np.isin(ends, targets, assume_unique=True).any()
+    }
 
 
 def _best_f1(levels: list, length: int, found: set[tuple], targets: np.ndarray, topics: list[int]) -> set[tuple]:
     """Those of `found` whose reached entities over all topics match the answers best (F1, ties kept)."""
-    f1 = {c: _f1(np.unique(np.concatenate([lv[length - 1].get(c, np.zeros(0, np.int64)) for lv in levels])), targets, topics) for c in found}
+    f1 = {
+        c: _f1(
+            np.unique(np.concatenate([lv[length - 1].get(c, np.zeros(0, np.int64)) for lv in levels])), targets, topics
+        )
+        for c in found
+    }
     top = max(f1.values())
     return {c for c, v in f1.items() if v >= top - 1e-9}
 
@@ -146,7 +160,15 @@ def _f1(ends: np.ndarray, targets: np.ndarray, topics: list[int]) -> float:
     return 2 * hit / (len(ends) + len(targets)) if hit else 0.0
 
 
-def cached_question_arrays(head: np.ndarray, relation: np.ndarray, tail: np.ndarray, n: int, relation_names: Sequence[str]) -> TripleArrays:
+def cached_question_arrays(
+    head: np.ndarray, relation: np.ndarray, tail: np.ndarray, n: int, relation_names: Sequence[str]
+) -> TripleArrays:
     """The arrays of a cached subgraph (`kgdb.data.cache.CachedQuestion`: local node indices,
     relation = Relation.idx) with nodes named by their local index ('0', '1', ...)."""
-    return TripleArrays([str(i) for i in range(n)], list(relation_names), head.astype(np.int64), relation.astype(np.int64), tail.astype(np.int64))
+    return TripleArrays(
+        [str(i) for i in range(n)],
+        list(relation_names),
+        head.astype(np.int64),
+        relation.astype(np.int64),
+        tail.astype(np.int64),
+    )

@@ -74,7 +74,6 @@ class BadLines:
             return False
         return True
 
-
     def text_ok(self, value: str, what: str, path: Path | str, line: int | None) -> bool:
         """No control characters but line breaks and tabs (ESC, BEL, NUL ... would reach terminals and
         Browser raw; multi-line literal values are real data) and no unpaired surrogates (JSON and
@@ -111,7 +110,11 @@ class BadLines:
         return True
 
     def triple_ok(self, h: str, r: str, t: str, path: Path | str, line: int | None) -> bool:
-        return self.key_ok(h, "head", path, line) and self.relation_ok(r, path, line) and self.key_ok(t, "tail", path, line)
+        return (
+            self.key_ok(h, "head", path, line)
+            and self.relation_ok(r, path, line)
+            and self.key_ok(t, "tail", path, line)
+        )
 
 
 def decode_line(raw: bytes, path: Path | str, line_no: int, bad: BadLines) -> str | None:

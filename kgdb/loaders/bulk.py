@@ -77,7 +77,8 @@ class ImportOutput:
 def list_stream(triples: Sequence[Triple], names: Mapping[str, str], literals: AbstractSet[str]) -> SourceStream:
     """In-memory triples as a stream (the Python API and the tests)."""
     return SourceStream(
-        description="triples", bad=BadLines(),
+        description="triples",
+        bad=BadLines(),
         records=lambda: ((h, r, t, t in literals) for h, r, t in triples),
         names=(lambda: iter(names.items())) if names else None,
     )
@@ -99,7 +100,6 @@ def bulk_load(
     """Replace the local database with `triples` (a list, or a source streamed with bounded
     memory) via neo4j-admin import, then build the schema."""
     from kgdb.cypher.schema import init_schema
-
     from kgdb.loaders.lease import acquire, release
 
     check_local(settings, server)
@@ -136,9 +136,14 @@ def bulk_load(
     t0 = time.perf_counter()
     try:
         server.admin(
-            "database", "import", "full", settings.neo4j_database,
-            "--overwrite-destination=true", "--id-type=string",
-            f"--report-file={files.folder / 'import.report'}", *files.import_args(),
+            "database",
+            "import",
+            "full",
+            settings.neo4j_database,
+            "--overwrite-destination=true",
+            "--id-type=string",
+            f"--report-file={files.folder / 'import.report'}",
+            *files.import_args(),
             on_output=ImportOutput(progress, log),
         )
     finally:

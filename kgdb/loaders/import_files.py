@@ -89,9 +89,13 @@ class BulkFiles:
 
     def import_args(self) -> list[str]:
         return [
-            f"--delimiter=U+{ord(SEP):04X}", f"--quote=U+{ord(ESC):04X}", "--array-delimiter=;",
+            f"--delimiter=U+{ord(SEP):04X}",
+            f"--quote=U+{ord(ESC):04X}",
+            "--array-delimiter=;",
             f"--multiline-fields={str(self.multiline).lower()}",
-            f"--nodes={self.entities}", f"--nodes={self.relations}", f"--relationships={','.join(map(str, self.triples))}",
+            f"--nodes={self.entities}",
+            f"--nodes={self.relations}",
+            f"--relationships={','.join(map(str, self.triples))}",
         ]
 
 
@@ -107,8 +111,10 @@ def _wait(procs: list[subprocess.Popen]) -> None:
     for proc in procs:
         _, err = proc.communicate()
         if proc.returncode:
-            raise KgdbError(f"sorting the import files failed ({err.decode(errors='replace').strip()}); "
-                            "is the disk holding the Neo4j import folder full?")
+            raise KgdbError(
+                f"sorting the import files failed ({err.decode(errors='replace').strip()}); "
+                "is the disk holding the Neo4j import folder full?"
+            )
 
 
 def _lines(path: Path) -> Iterator[str]:
@@ -136,8 +142,11 @@ def read_into_keys(stream: SourceStream, folder: Path) -> tuple[set[str], int, b
     read = 0
     escaped = multiline = False
     enc = {"encoding": "utf-8", "newline": "\n", "buffering": 1 << 20}
-    with (folder / "triples.keys").open("w", **enc) as ft, (folder / "tails.keys").open("w", **enc) as fl, \
-            (folder / "literals.keys").open("w", **enc) as flit:
+    with (
+        (folder / "triples.keys").open("w", **enc) as ft,
+        (folder / "tails.keys").open("w", **enc) as fl,
+        (folder / "literals.keys").open("w", **enc) as flit,
+    ):
         triples: list[str] = []
         tails: list[str] = []
         for h, r, t, literal in stream.records():
@@ -176,12 +185,20 @@ def sort_keys(folder: Path, progress: ProgressFn = _noop) -> None:
     """Phase 2: de-duplicate and order the key files (two sorts at a time, one per core)."""
     progress("sorting", 0, 4)
     half = f"{SORT_MEMORY_MB // 2}M"
-    _wait([_sort(["-u"], folder / "triples.keys", folder / "triples.sorted", half, 1),
-           _sort(["-u"], folder / "tails.keys", folder / "tails.sorted", half, 1)])
+    _wait(
+        [
+            _sort(["-u"], folder / "triples.keys", folder / "triples.sorted", half, 1),
+            _sort(["-u"], folder / "tails.keys", folder / "tails.sorted", half, 1),
+        ]
+    )
     progress("sorting", 2, 4)
     # Names: stable on the id alone, so the source's order decides between two names of one id.
-    _wait([_sort(["-u"], folder / "literals.keys", folder / "literals.sorted", half, 1),
-           _sort(["-s", "-t", SEP, "-k1,1"], folder / "names.keys", folder / "names.sorted", half, 1)])
+    _wait(
+        [
+            _sort(["-u"], folder / "literals.keys", folder / "literals.sorted", half, 1),
+            _sort(["-s", "-t", SEP, "-k1,1"], folder / "names.keys", folder / "names.sorted", half, 1),
+        ]
+    )
     for name in ("triples", "tails", "literals", "names"):
         (folder / f"{name}.keys").unlink()
     progress("sorting", 4, 4)
@@ -204,7 +221,9 @@ def write_triples(folder: Path, escaped: bool) -> tuple[list[Path], int]:
         src = data
     # cut + uniq in C: the heads of a sorted file are sorted, so no third sort is needed.
     with (folder / "heads.sorted").open("wb") as out:
-        cut = subprocess.Popen(["cut", "-d", SEP, "-f1", str(src)], stdout=subprocess.PIPE, env={**os.environ, "LC_ALL": "C"})
+        cut = subprocess.Popen(
+            ["cut", "-d", SEP, "-f1", str(src)], stdout=subprocess.PIPE, env={**os.environ, "LC_ALL": "C"}
+        )
         uniq = subprocess.run(["uniq"], stdin=cut.stdout, stdout=out, env={**os.environ, "LC_ALL": "C"})
         cut.wait()
     if cut.returncode or uniq.returncode:
@@ -215,8 +234,11 @@ def write_triples(folder: Path, escaped: bool) -> tuple[list[Path], int]:
 def count_entities(folder: Path) -> int:
     """Distinct ids of heads and tails: a merge of two sorted files, in C."""
     env = {**os.environ, "LC_ALL": "C"}
-    merge = subprocess.Popen(["sort", "-m", "-u", str(folder / "heads.sorted"), str(folder / "tails.sorted")],
-                             stdout=subprocess.PIPE, env=env)
+    merge = subprocess.Popen(
+        ["sort", "-m", "-u", str(folder / "heads.sorted"), str(folder / "tails.sorted")],
+        stdout=subprocess.PIPE,
+        env=env,
+    )
     n = 0
     assert merge.stdout is not None
     while block := merge.stdout.read(1 << 24):
@@ -320,7 +342,11 @@ def names_to_embed(folder: Path, stream: SourceStream) -> int:
 
 
 def write_entities(
-    folder: Path, stream: SourceStream, embedder: TextEncoder | None, stats: LoadStats, total: int,
+    folder: Path,
+    stream: SourceStream,
+    embedder: TextEncoder | None,
+    stats: LoadStats,
+    total: int,
     progress: ProgressFn = _noop,
 ) -> Path:
     """Phase 4: entities.csv, one row per entity in id order, with name vectors when `embedder`."""
@@ -334,12 +360,19 @@ def write_entities(
         def flush() -> None:
             vecs: dict[str, np.ndarray] = {}
             if embedder is not None:
-                for texts, vectors in iter_encoded(embedder, [unescape(name) for _, name, labels in rows if "CVT" not in labels]):
+                for texts, vectors in iter_encoded(
+                    embedder, [unescape(name) for _, name, labels in rows if "CVT" not in labels]
+                ):
                     vecs.update(zip(texts, vectors))
             lines = []
             for eid, name, labels in rows:
                 vec = vecs.get(unescape(name)) if embedder is not None and "CVT" not in labels else None
-                lines.append(SEP.join([csv_field(eid), csv_field(name), str(stats.entities), _vector_text(vec), ";".join(labels)]) + "\n")
+                lines.append(
+                    SEP.join(
+                        [csv_field(eid), csv_field(name), str(stats.entities), _vector_text(vec), ";".join(labels)]
+                    )
+                    + "\n"
+                )
                 stats.entities += 1
                 stats.cvt += "CVT" in labels
                 stats.literals += "Literal" in labels
@@ -368,7 +401,12 @@ def write_relations(folder: Path, relations: list[str], embedder: TextEncoder | 
         out.write(SEP.join(["name:ID(Relation)", "text", "idx:long", "embedding:float[]", ":LABEL"]) + "\n")
         for idx, r in enumerate(relations):
             text = relation_text(r)
-            out.write(SEP.join([csv_field(escape(r)), csv_field(escape(text)), str(idx), _vector_text(vecs.get(text)), "Relation"]) + "\n")
+            out.write(
+                SEP.join(
+                    [csv_field(escape(r)), csv_field(escape(text)), str(idx), _vector_text(vecs.get(text)), "Relation"]
+                )
+                + "\n"
+            )
     stats.relation_types = len(relations)
     stats.relation_embeddings = len(relations) if embedder is not None else 0
     return path

@@ -10,6 +10,7 @@ behind, which `--break-lease` removes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
@@ -35,7 +36,7 @@ def holder_string() -> str:
 
 
 def _holder_state(holder: str) -> str:
-    """"gone" (a process of this host that no longer runs; a pid reused by a process started after
+    """ "gone" (a process of this host that no longer runs; a pid reused by a process started after
     the lease was taken counts as gone), "running" (still runs on this host) or "unknown"."""
     parts = holder.split()
     if len(parts) < 5 or parts[0] != socket.gethostname() or parts[1] != "pid" or not parts[2].isdigit():
@@ -111,10 +112,10 @@ def load_lease(graph: Graph, break_lease: bool = False, key: str = LOAD_KEY, log
     try:
         yield holder
     finally:
-        try:
+        with contextlib.suppress(
+            KgdbError
+        ):  # connection lost: the original error says more; --break-lease clears the leftover
             release(graph, holder, key)
-        except KgdbError:
-            pass  # connection lost: the original error says more; --break-lease clears the leftover
 
 
 def remove_duplicate_triples(graph: Graph) -> int:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from kgdb.errors import InputError
+from kgdb.ids import normalise_mid
 from kgdb.loaders.badlines import BadLines, decode_line, normalise_text
 from kgdb.loaders.source import Record, SourceStream, TripleSource, collect
-from kgdb.ids import normalise_mid
 
 NS = "http://rdf.freebase.com/ns/"
 NAME_PREDICATE = "type.object.name"
@@ -26,7 +26,7 @@ NT_SUFFIXES = (".nt", ".nt.gz", ".ttl", ".ttl.gz")
 _TERM = r'<[^>]*>|_:\S+|"(?:[^"\\]|\\.)*"(?:@[A-Za-z0-9-]+|\^\^<[^>]*>)?'
 _LINE = re.compile(rf"^\s*({_TERM})\s+(<[^>]*>)\s+({_TERM})\s*\.\s*$")
 _LITERAL = re.compile(r'^"((?:[^"\\]|\\.)*)"(?:@([A-Za-z0-9-]+)|\^\^<([^>]*)>)?$')
-_ESCAPE = re.compile(r'\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)')
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)")
 _SIMPLE = {"t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
 
 ProgressFn = Callable[[int, int], None]
@@ -51,13 +51,16 @@ def _unescape(text: str) -> str:
 def _iri(term: str) -> str:
     """IRI without brackets and without the Freebase namespace."""
     iri = term[1:-1]
-    return normalise_mid(iri[len(NS):]) if iri.startswith(NS) else iri
+    return normalise_mid(iri[len(NS) :]) if iri.startswith(NS) else iri
 
 
 def _statements(path: Path, bad: BadLines, progress: ProgressFn | None) -> Iterator[tuple[int, str, str, str]]:
     """(line, subject, predicate, object term) of each well-formed statement."""
     total = path.stat().st_size
-    with path.open("rb") as raw_file, (gzip.open(raw_file, "rb") if path.name.lower().endswith(".gz") else raw_file) as fh:
+    with (
+        path.open("rb") as raw_file,
+        gzip.open(raw_file, "rb") if path.name.lower().endswith(".gz") else raw_file as fh,
+    ):
         try:
             for line_no, raw in enumerate(fh, 1):
                 if progress and line_no % 100_000 == 0:
@@ -69,7 +72,12 @@ def _statements(path: Path, bad: BadLines, progress: ProgressFn | None) -> Itera
                 if m is None:
                     bad("not an N-Triples statement `<s> <p> <o> .`", path, line_no)
                     continue
-                yield line_no, _iri(m.group(1)) if m.group(1).startswith("<") else m.group(1), _iri(m.group(2)), m.group(3)
+                yield (
+                    line_no,
+                    _iri(m.group(1)) if m.group(1).startswith("<") else m.group(1),
+                    _iri(m.group(2)),
+                    m.group(3),
+                )
         except (OSError, EOFError) as exc:  # truncated or corrupt gzip
             raise InputError(f"cannot read compressed data ({exc})", path=path) from exc
     if progress:

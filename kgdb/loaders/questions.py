@@ -46,7 +46,14 @@ def read_question_file(path: Path, bad: BadLines | None = None) -> list[dict[str
         from kgdb.data.questions import read_questions  # pure-Python reader shared with training
 
         return [
-            {"id": q.id, "text": q.text, "answers": q.answers, "answer_entities": q.answers, "topics": q.topics, "hop": q.hop}
+            {
+                "id": q.id,
+                "text": q.text,
+                "answers": q.answers,
+                "answer_entities": q.answers,
+                "topics": q.topics,
+                "hop": q.hop,
+            }
             for q in read_questions(path).questions
         ]
     if path.suffix.lower() not in QUESTION_SUFFIXES:
@@ -69,14 +76,20 @@ def read_question_file(path: Path, bad: BadLines | None = None) -> list[dict[str
         if not (bad.key_ok(qid, "`id`", path, line_no) and bad.text_ok(text, "`question`", path, line_no)):
             continue
         rows[qid] = {
-            "id": qid, "text": text, "answers": answers or a_entity, "answer_entities": a_entity or answers,
-            "topics": topics, "hop": row.hop,
+            "id": qid,
+            "text": text,
+            "answers": answers or a_entity,
+            "answer_entities": a_entity or answers,
+            "topics": topics,
+            "hop": row.hop,
         }
     return [rows[k] for k in sorted(rows)]
 
 
 def write_questions(
-    graph: Graph, rows: list[dict[str, Any]], batch_size: int = 5_000,
+    graph: Graph,
+    rows: list[dict[str, Any]],
+    batch_size: int = 5_000,
     progress: Callable[[str, int, int], None] = lambda *_: None,
 ) -> QuestionStats:
     """Upsert questions and their ABOUT links (idempotent)."""

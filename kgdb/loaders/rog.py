@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from kgdb.errors import InputError, KgdbError
+from kgdb.ids import normalise_mid, normalise_relation
 from kgdb.loaders.badlines import BadLines, decode_line
 from kgdb.loaders.source import Record, SourceStream, TripleSource, collect
-from kgdb.ids import normalise_mid, normalise_relation
 
 ROG_SUFFIXES = (".parquet", ".jsonl", ".json")
 HUB_DATASETS = {"webqsp": "rmanluo/RoG-webqsp", "cwq": "rmanluo/RoG-cwq"}
@@ -66,15 +66,25 @@ def stream_rog(paths: list[Path], bad: BadLines | None = None) -> SourceStream:
                 stream.lines += 1
                 graph = record.get("graph")
                 if graph is None:
-                    bad("record has no `graph` column (expected RoG columns id, question, answer, q_entity, a_entity, graph)", path, line_no)
+                    bad(
+                        "record has no `graph` column (expected RoG columns id, question, answer, q_entity, a_entity, graph)",
+                        path,
+                        line_no,
+                    )
                     continue
                 if not isinstance(graph, (list, tuple)):
                     bad("`graph` must be a list of [head, relation, tail]", path, line_no)
                     continue
                 for triple in graph:
-                    fields = [str(x) if x is not None else "" for x in triple] if isinstance(triple, (list, tuple)) else []
+                    fields = (
+                        [str(x) if x is not None else "" for x in triple] if isinstance(triple, (list, tuple)) else []
+                    )
                     if len(fields) != 3 or not all(f.strip() for f in fields):
-                        bad(f"graph entry {triple!r} is not a [head, relation, tail] of non-empty strings", path, line_no)
+                        bad(
+                            f"graph entry {triple!r} is not a [head, relation, tail] of non-empty strings",
+                            path,
+                            line_no,
+                        )
                         continue
                     h, r, t = (bad.clean(f) for f in fields)
                     h, r, t = normalise_mid(h), normalise_relation(r), normalise_mid(t)
@@ -108,8 +118,11 @@ def fetch_rog(dataset: str, cache_dir: Path) -> list[Path]:
         raise KgdbError("--dataset needs `pip install huggingface_hub`") from exc
     try:
         folder = snapshot_download(
-            repo_id=repo, repo_type="dataset", allow_patterns=["*.parquet"],
-            cache_dir=str(cache_dir / "hub"), etag_timeout=10,
+            repo_id=repo,
+            repo_type="dataset",
+            allow_patterns=["*.parquet"],
+            cache_dir=str(cache_dir / "hub"),
+            etag_timeout=10,
         )
     except Exception as exc:  # offline, DNS, proxy and HTTP failures all land here
         raise KgdbError(

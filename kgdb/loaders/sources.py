@@ -68,8 +68,10 @@ def check_nonempty(got: TripleSource | SourceStream, source: Path | str | None, 
     """A source without a single triple is a mistake (wrong file, empty export), not a no-op load."""
     count = len(got.triples) if triples is None else triples  # type: ignore[union-attr]
     if not count and not got.filtered and not got.bad.count:  # skipped bad lines are reported instead
-        raise InputError("nothing to load: no triples in this source (empty file, or only blank lines and a header)",
-                         path=source or got.description)
+        raise InputError(
+            "nothing to load: no triples in this source (empty file, or only blank lines and a header)",
+            path=source or got.description,
+        )
     return got
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from kgdb.errors import InputError
+from kgdb.ids import normalise_mid, normalise_relation
 from kgdb.loaders.badlines import BadLines, decode_line
 from kgdb.loaders.source import Record, SourceStream, TripleSource, collect
-from kgdb.ids import normalise_mid, normalise_relation
 
 TRIPLE_SUFFIXES = (".tsv", ".csv", ".txt")
 _HEADERS = ({"head", "relation", "tail"}, {"subject", "predicate", "object"}, {"h", "r", "t"})
@@ -70,11 +70,6 @@ def name_records(path: Path, bad: BadLines) -> Iterator[tuple[str, str]]:
     for line_no, fields in _records(path, bad):
         if _check_fields(fields, 2, "(id, name)", path, line_no, bad) and bad.text_ok(fields[1], "name", path, line_no):
             yield normalise_mid(fields[0]), fields[1]
-
-
-def read_names(path: Path, bad: BadLines) -> dict[str, str]:
-    """{normalised mid: name}; a later line for the same mid wins."""
-    return dict(name_records(path, bad))
 
 
 def stream_triple_file(

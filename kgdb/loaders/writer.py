@@ -88,10 +88,6 @@ class LoadStats:
     duplicates_removed: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def triples_per_second(self) -> float:
-        s = self.seconds.get("triples", 0.0)
-        return self.triples_in / s if s else 0.0
-
     def as_dict(self) -> dict:
         return asdict(self)
 
@@ -119,10 +115,14 @@ def entity_rows(
     for entity_id in ids:
         name = names.get(entity_id)
         literal = entity_id in literals or (entity_id not in heads and bool(LITERAL.match(entity_id)))
-        rows.append(EntityRow(
-            entity_id, name if name is not None else entity_id, entity_labels(entity_id, name is not None, literal),
-            named=name is not None and name != entity_id,
-        ))
+        rows.append(
+            EntityRow(
+                entity_id,
+                name if name is not None else entity_id,
+                entity_labels(entity_id, name is not None, literal),
+                named=name is not None and name != entity_id,
+            )
+        )
     return rows
 
 
@@ -132,8 +132,12 @@ STORE_TYPE_LIMITS = {"record-aligned": 2**16, "record-standard": 2**16, "record-
 NEW_STORE_TYPE_LIMIT = STORE_TYPE_LIMITS["record-aligned"]  # what neo4j-admin import creates on Community
 
 
-def check_relations(relations: Iterable[str], type_limit: int | None = NEW_STORE_TYPE_LIMIT,
-                    existing: AbstractSet[str] = frozenset(), store: str = "a new record-format") -> None:
+def check_relations(
+    relations: Iterable[str],
+    type_limit: int | None = NEW_STORE_TYPE_LIMIT,
+    existing: AbstractSet[str] = frozenset(),
+    store: str = "a new record-format",
+) -> None:
     """Refuse reserved names, and more relationship types than the store can hold.
 
     The limit is checked before anything is written: Neo4j itself fails only when the type after
@@ -220,8 +224,14 @@ def write_graph(
 
 
 def _write_locked(
-    graph: Graph, triples: Sequence[Triple], names: Mapping[str, str] | None, embedder: TextEncoder | None,
-    batch_size: int, progress: ProgressFn, literals: AbstractSet[str], embeddings: EmbeddingMode = EmbeddingMode.eager,
+    graph: Graph,
+    triples: Sequence[Triple],
+    names: Mapping[str, str] | None,
+    embedder: TextEncoder | None,
+    batch_size: int,
+    progress: ProgressFn,
+    literals: AbstractSet[str],
+    embeddings: EmbeddingMode = EmbeddingMode.eager,
 ) -> LoadStats:
     from kgdb.embeddings import relation_text  # pure string helper (embeddings.py imports torch lazily)
 
@@ -330,8 +340,12 @@ ENTITY_PAGE = 100_000  # idx per page of entities to embed: memory stays flat ho
 
 
 def embed_missing(
-    graph: Graph, embedder: TextEncoder, batch_size: int = 2_000, progress: ProgressFn = _noop,
-    kinds: Sequence[str] = ("entity", "relation"), scope: Sequence[int] | None = None,
+    graph: Graph,
+    embedder: TextEncoder,
+    batch_size: int = 2_000,
+    progress: ProgressFn = _noop,
+    kinds: Sequence[str] = ("entity", "relation"),
+    scope: Sequence[int] | None = None,
 ) -> dict[str, int]:
     """Embed the names of entities and the texts of relations that have no vector yet; returns the
     vectors written per kind. Entities are read in idx pages and written only where still missing
@@ -351,8 +365,13 @@ def embed_missing(
                 raise KgdbError(f"some {kind} nodes have no idx; run the load again to finish it")
             phase = f"{kind} embeddings"
             progress(phase, 0, len(todo))
-            futures = _encode_and_write(embedder, todo, pool, lambda rows: _write_embeddings(graph, kind, rows, batch_size),
-                                        lambda n: progress(phase, n, len(todo)))
+            futures = _encode_and_write(
+                embedder,
+                todo,
+                pool,
+                lambda rows: _write_embeddings(graph, kind, rows, batch_size),
+                lambda n: progress(phase, n, len(todo)),
+            )
             counts[kind] = sum(f.result() for f in futures)
     return counts
 
@@ -388,7 +407,9 @@ def _embed_entities(graph: Graph, embedder: TextEncoder, batch_size: int, progre
             progress(phase, min(base + n, total), total)
 
         futures += _encode_and_write(
-            embedder, todo, pool,
+            embedder,
+            todo,
+            pool,
             lambda rows: len(write_missing_rows(graph, rows, batch_size)),
             report,
         )

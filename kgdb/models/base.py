@@ -110,8 +110,11 @@ def resolve_device(name: str = "auto") -> str:
     except RuntimeError:
         raise InputError(f"{name!r} is not a torch device; use auto, cpu, cuda or cuda:N", path="KGDB_DEVICE") from None
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise InputError(f"{name}: torch {torch.__version__} sees {torch.cuda.device_count()} CUDA device(s) on this machine; "
-                         "use auto or cpu", path="KGDB_DEVICE")
+        raise InputError(
+            f"{name}: torch {torch.__version__} sees {torch.cuda.device_count()} CUDA device(s) on this machine; "
+            "use auto or cpu",
+            path="KGDB_DEVICE",
+        )
     return name
 
 
@@ -198,6 +201,7 @@ class Retriever(nn.Module):
         if len(targets) == 1:
             return self.loss(scores, targets[0])
         off = x.triple_offsets
+        assert off is not None, "a batch of several questions carries its triple offsets"
         total = scores.new_zeros(())
         for b, y in enumerate(targets):
             total = total + self.loss(scores[off[b] : off[b + 1]], y)

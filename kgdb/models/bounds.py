@@ -21,8 +21,16 @@ def out_of_range(f: Field, value: Any) -> str | None:
     m = f.metadata
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not m:
         return None
-    inside = ("ge" not in m or value >= m["ge"]) and ("gt" not in m or value > m["gt"]) and ("lt" not in m or value < m["lt"])
+    inside = (
+        ("ge" not in m or value >= m["ge"])
+        and ("gt" not in m or value > m["gt"])
+        and ("lt" not in m or value < m["lt"])
+    )
     if inside:
         return None
-    parts = ([f"at least {m['ge']}"] if "ge" in m else []) + ([f"above {m['gt']}"] if "gt" in m else []) + ([f"below {m['lt']}"] if "lt" in m else [])
+    parts = (
+        ([f"at least {m['ge']}"] if "ge" in m else [])
+        + ([f"above {m['gt']}"] if "gt" in m else [])
+        + ([f"below {m['lt']}"] if "lt" in m else [])
+    )
     return " and ".join(parts)

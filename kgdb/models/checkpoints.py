@@ -100,7 +100,9 @@ def _check_settings_types(retriever: str, model: dict[str, Any], where: Path) ->
             str: isinstance(value, str),
         }.get(kind, True)  # type: ignore[call-overload]
         if not ok:
-            raise CheckpointError(f"{where}: model setting `{key}` must be {getattr(kind, '__name__', kind)}, got {value!r}")
+            raise CheckpointError(
+                f"{where}: model setting `{key}` must be {getattr(kind, '__name__', kind)}, got {value!r}"
+            )
 
 
 def save_checkpoint(model: Retriever, directory: Path, config: dict[str, Any]) -> Path:
@@ -128,7 +130,9 @@ def read_config(path: Path) -> dict[str, Any]:
         config = json.loads(path.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-        raise CheckpointError(f"{path}: not valid JSON ({why}); restore the file or train the checkpoint again") from None
+        raise CheckpointError(
+            f"{path}: not valid JSON ({why}); restore the file or train the checkpoint again"
+        ) from None
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot be read ({exc.strerror})") from None
     check_config(config, path)
@@ -214,12 +218,18 @@ def check_state(state: dict, expected: dict, where: Path) -> None:
     float64 tensor silently and fail on the rest with a multi-line traceback)."""
     missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
     if missing or unexpected:
-        parts = ([f"missing {', '.join(missing[:5])}"] if missing else []) + ([f"unexpected {', '.join(unexpected[:5])}"] if unexpected else [])
-        raise CheckpointError(f"{where}: tensors do not fit the model ({'; '.join(parts)}); was it written by another model?")
+        parts = ([f"missing {', '.join(missing[:5])}"] if missing else []) + (
+            [f"unexpected {', '.join(unexpected[:5])}"] if unexpected else []
+        )
+        raise CheckpointError(
+            f"{where}: tensors do not fit the model ({'; '.join(parts)}); was it written by another model?"
+        )
     for key, want in expected.items():
         got = state[key]
         if tuple(got.shape) != tuple(want.shape):
-            raise CheckpointError(f"{where}: tensor {key} has shape {tuple(got.shape)}, the model needs {tuple(want.shape)}")
+            raise CheckpointError(
+                f"{where}: tensor {key} has shape {tuple(got.shape)}, the model needs {tuple(want.shape)}"
+            )
         if got.dtype != want.dtype:
             raise CheckpointError(f"{where}: tensor {key} has dtype {got.dtype}, the model needs {want.dtype}")
 

@@ -52,7 +52,10 @@ def build_tensors(
         question=torch.from_numpy(q.copy()).to(device).unsqueeze(0),
         node_batch=torch.zeros(n, dtype=torch.long, device=device),
         tables=tables,
-        features={k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)).to(device) for k, v in (features or {}).items()},
+        features={
+            k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)).to(device)
+            for k, v in (features or {}).items()
+        },
     )
 
 

@@ -1,4 +1,4 @@
-"""Directed line graphs of a (multi)graph of triples, for RAPL (spec §3.1, Definition 1).
+"""Directed line graphs of a (multi)graph of triples, for RAPL (the RAPL paper's Definition 1).
 
 A line-graph node is a triple; there is an edge a -> b when tail(a) == head(b). Parallel triples
 (same head and tail, another relation) are distinct nodes, so this is not
@@ -36,7 +36,9 @@ def line_graph(head: Tensor, tail: Tensor) -> Tensor:
     count = rowptr[tail + 1] - rowptr[tail]  # successors of each triple
     src = torch.repeat_interleave(torch.arange(m, device=head.device), count)
     first = torch.repeat_interleave(rowptr[tail], count)
-    within = torch.arange(src.shape[0], device=head.device) - torch.repeat_interleave(torch.cumsum(count, 0) - count, count)
+    within = torch.arange(src.shape[0], device=head.device) - torch.repeat_interleave(
+        torch.cumsum(count, 0) - count, count
+    )
     dst = order[first + within]
     edges = torch.stack([src, dst])
     key = src * m + dst

@@ -1,4 +1,4 @@
-"""Retrieval metrics as SubgraphRAG defines them (spec §6.1): per question, then averaged.
+"""Retrieval metrics as the SubgraphRAG paper defines them: per question, then averaged.
 
 - shortest-path triple recall@K: |top-K ∩ SP triples| / |SP triples|; questions without any
   labelled SP triple in their subgraph are left out of the average (and counted).
@@ -32,7 +32,9 @@ def triple_recall_at(scores: torch.Tensor, labels: torch.Tensor, k: int) -> floa
     return float(labels[top_k(scores, k)].sum()) / positives
 
 
-def answer_recall_at(order: np.ndarray, head: np.ndarray, tail: np.ndarray, answers: np.ndarray, n_answers: int, k: int) -> float | None:
+def answer_recall_at(
+    order: np.ndarray, head: np.ndarray, tail: np.ndarray, answers: np.ndarray, n_answers: int, k: int
+) -> float | None:
     """`order`: triple indices best first; `answers`: local node ids of the gold answers found in
     the subgraph; `n_answers`: gold answers present in the whole graph (the denominator)."""
     if n_answers == 0:

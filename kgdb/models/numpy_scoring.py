@@ -34,7 +34,12 @@ NumpyScorer = Callable[[np.ndarray, np.ndarray, ScoredSubgraph, np.ndarray], np.
 
 
 def cosine_scores(
-    entity: np.ndarray, relation: np.ndarray, head: np.ndarray, rel: np.ndarray, tail: np.ndarray, entity_idx: np.ndarray,
+    entity: np.ndarray,
+    relation: np.ndarray,
+    head: np.ndarray,
+    rel: np.ndarray,
+    tail: np.ndarray,
+    entity_idx: np.ndarray,
     question: np.ndarray,
 ) -> np.ndarray:
     """`CosineRetriever.forward` for one question: question · normalise(z_h + z_r + z_t), float32.
@@ -43,7 +48,11 @@ def cosine_scores(
     `head`/`rel`/`tail` are the candidate triples (local node ids, relation rows).
     """
     z = entity[np.asarray(entity_idx, dtype=np.int64)]
-    triple = z[np.asarray(head, dtype=np.int64)] + relation[np.asarray(rel, dtype=np.int64)] + z[np.asarray(tail, dtype=np.int64)]
+    triple = (
+        z[np.asarray(head, dtype=np.int64)]
+        + relation[np.asarray(rel, dtype=np.int64)]
+        + z[np.asarray(tail, dtype=np.int64)]
+    )
     # torch.nn.functional.normalize: x / max(||x||, 1e-12)
     norm = np.sqrt((triple * triple).sum(axis=1, keepdims=True, dtype=np.float32))
     triple = triple / np.maximum(norm, np.float32(1e-12))
@@ -61,7 +70,9 @@ def _mean_in(x: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return total / np.maximum(count, 1)[:, None]
 
 
-def dde_numpy(head: np.ndarray, tail: np.ndarray, topic_mask: np.ndarray, rounds: int, reverse_rounds: int) -> np.ndarray:
+def dde_numpy(
+    head: np.ndarray, tail: np.ndarray, topic_mask: np.ndarray, rounds: int, reverse_rounds: int
+) -> np.ndarray:
     """`kgdb.models.dde.dde` in numpy: [n, 2 * (1 + rounds + reverse_rounds)]."""
     topic = topic_mask.astype(np.float32)
     s0 = np.stack([topic, 1 - topic], axis=1)
@@ -76,7 +87,9 @@ def dde_numpy(head: np.ndarray, tail: np.ndarray, topic_mask: np.ndarray, rounds
     return np.concatenate(feats, axis=1)
 
 
-def path_relevance_numpy(head: np.ndarray, tail: np.ndarray, topic_mask: np.ndarray, weight: np.ndarray, rounds: int) -> np.ndarray:
+def path_relevance_numpy(
+    head: np.ndarray, tail: np.ndarray, topic_mask: np.ndarray, weight: np.ndarray, rounds: int
+) -> np.ndarray:
     """`cosine_dde.path_relevance` in numpy: best weight sum along a shortest walk from a topic."""
     src, dst = np.concatenate([head, tail]), np.concatenate([tail, head])
     w = np.concatenate([weight, weight]).astype(np.float32)
@@ -97,8 +110,14 @@ def _standardise(values: np.ndarray) -> np.ndarray:
     return centred / (std + np.float32(1e-2))
 
 
-def cosine_dde_scores(weights: dict[str, np.ndarray], config: dict, entity: np.ndarray, relation: np.ndarray,
-                      sg: ScoredSubgraph, question: np.ndarray) -> np.ndarray:
+def cosine_dde_scores(
+    weights: dict[str, np.ndarray],
+    config: dict,
+    entity: np.ndarray,
+    relation: np.ndarray,
+    sg: ScoredSubgraph,
+    question: np.ndarray,
+) -> np.ndarray:
     """`CosineDDE.forward` for one question, from the checkpoint's weights and model config."""
     head, tail = np.asarray(sg.head, dtype=np.int64), np.asarray(sg.tail, dtype=np.int64)
     rels, rel = np.unique(np.asarray(sg.relation, dtype=np.int64), return_inverse=True)
@@ -111,8 +130,15 @@ def cosine_dde_scores(weights: dict[str, np.ndarray], config: dict, entity: np.n
     triple = z[head] + zr[rel] + z[tail]
     tn = np.sqrt(np.einsum("ij,ij->i", triple, triple))
     tiny = np.float32(1e-12)
-    raw = np.stack([(eq[head] + rq[rel] + eq[tail]) / np.maximum(tn, tiny), (rq / np.maximum(rn, tiny))[rel],
-                    (eq / np.maximum(en, tiny))[head], (eq / np.maximum(en, tiny))[tail]], axis=1).astype(np.float32)
+    raw = np.stack(
+        [
+            (eq[head] + rq[rel] + eq[tail]) / np.maximum(tn, tiny),
+            (rq / np.maximum(rn, tiny))[rel],
+            (eq / np.maximum(en, tiny))[head],
+            (eq / np.maximum(en, tiny))[tail],
+        ],
+        axis=1,
+    ).astype(np.float32)
     cvt = np.asarray(sg.is_cvt, dtype=np.float32)
     sims = np.concatenate([raw, _standardise(raw), np.stack([cvt[head], cvt[tail]], axis=1)], axis=1)
     topic_mask = np.zeros(len(cvt), dtype=bool)

@@ -40,32 +40,51 @@ class PathRanker(nn.Module):
         self.words = nn.EmbeddingBag(config.buckets, config.word_dim, mode="mean")
         self.question = nn.Linear(dim + config.word_dim, h)
         self.rel_proj = nn.Linear(dim, h)
-        self.token = None if config.portable else nn.Embedding(1 + 2 * num_rel, h, padding_idx=0)  # learned per (relation, direction)
+        self.token = (
+            None if config.portable else nn.Embedding(1 + 2 * num_rel, h, padding_idx=0)
+        )  # learned per (relation, direction)
         if self.token is not None:
             nn.init.zeros_(self.token.weight)
         self.direction = nn.Embedding(2, h)
         self.hop = nn.Embedding(config.max_hops, h)
-        self.mlp = nn.Sequential(nn.Linear(2 * h + config.dense, h), nn.ReLU(), nn.Dropout(config.dropout), nn.Linear(h, 1))
+        self.mlp = nn.Sequential(
+            nn.Linear(2 * h + config.dense, h), nn.ReLU(), nn.Dropout(config.dropout), nn.Linear(h, 1)
+        )
         self.drop = nn.Dropout(config.dropout)
 
     @property
     def num_tokens(self) -> int:
         return 1 + 2 * int(self.relation_emb.shape[0])
 
-    def forward(self, q_emb: torch.Tensor, words: torch.Tensor, offsets: torch.Tensor, tokens: torch.Tensor, dense: torch.Tensor,
-                owner: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        q_emb: torch.Tensor,
+        words: torch.Tensor,
+        offsets: torch.Tensor,
+        tokens: torch.Tensor,
+        dense: torch.Tensor,
+        owner: torch.Tensor,
+    ) -> torch.Tensor:
         """Scores [N] of N candidates: `tokens` [N, H] (0-padded), `dense` [N, F], `owner` [N] the
         question row (of `q_emb` [B, d] and the word bags) each candidate belongs to."""
         if tokens.dim() != 2 or tokens.shape[1] > self.cfg.max_hops or dense.shape != (tokens.shape[0], self.cfg.dense):
-            raise ValueError(f"tokens {tuple(tokens.shape)} / dense {tuple(dense.shape)} do not fit a ranker of "
-                             f"{self.cfg.max_hops} hops and {self.cfg.dense} dense features")
+            raise ValueError(
+                f"tokens {tuple(tokens.shape)} / dense {tuple(dense.shape)} do not fit a ranker of "
+                f"{self.cfg.max_hops} hops and {self.cfg.dense} dense features"
+            )
         if tokens.numel() and int(tokens.max()) >= self.num_tokens:
             raise ValueError(f"token {int(tokens.max())} is outside the relation vocabulary ({self.num_tokens} tokens)")
-        q = torch.tanh(self.question(self.drop(torch.cat([q_emb, self.words(words, offsets)], dim=-1))))[owner]  # [N, h]
+        q = torch.tanh(self.question(self.drop(torch.cat([q_emb, self.words(words, offsets)], dim=-1))))[
+            owner
+        ]  # [N, h]
         live = tokens > 0
         rel = ((tokens - 1).clamp(min=0)) // 2
-        hop_vec = torch.tanh(self.rel_proj(self.relation_emb[rel]) + self.direction((tokens - 1).clamp(min=0) % 2)
-                             + self.hop.weight[: tokens.shape[1]][None] + (0 if self.token is None else self.token(tokens)))  # [N, H, h]
+        hop_vec = torch.tanh(
+            self.rel_proj(self.relation_emb[rel])
+            + self.direction((tokens - 1).clamp(min=0) % 2)
+            + self.hop.weight[: tokens.shape[1]][None]
+            + (0 if self.token is None else self.token(tokens))
+        )  # [N, H, h]
         hop_vec = hop_vec * live[..., None]
         mean = hop_vec.sum(1) / live.sum(1, keepdim=True).clamp(min=1)
         last = hop_vec[torch.arange(tokens.shape[0], device=tokens.device), (live.sum(1) - 1).clamp(min=0)]

@@ -1,4 +1,4 @@
-"""The RRP relation-path planner (spec §3.1, Eqs. 1-2) as a small trained model instead of a
+"""The RRP relation-path planner (the RRP paper, Eqs. 1-2) as a small trained model instead of a
 fine-tuned LLM: a GRU decoder that, given the question, emits (relation, direction) steps and then
 STOP, decoded with beam search. Trained with L_r1 = -(1/|Γ*|) Σ_{γ∈Γ*} log P(γ|q) over the
 shortest relation paths Γ* the database labels (`kgdb.data.relation_paths`).
@@ -60,20 +60,29 @@ class PathDecoder(nn.Module):
     def tokens(self) -> torch.Tensor:
         """[1 + 2R, hidden]: STOP, then each relation forward and backward."""
         rel = self.rel_proj(self.relation_emb)  # [R, h]
-        both = torch.stack([rel + self.dir_emb.weight[0], rel + self.dir_emb.weight[1]], dim=1).reshape(-1, rel.shape[1])
+        both = torch.stack([rel + self.dir_emb.weight[0], rel + self.dir_emb.weight[1]], dim=1).reshape(
+            -1, rel.shape[1]
+        )
         return torch.cat([self.special.weight[:1], both], dim=0)
 
     def start(self, q_emb: torch.Tensor, words: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
         return self.init(torch.cat([q_emb, self.words(words, offsets)], dim=-1))
 
-    def step(self, h: torch.Tensor, prev: torch.Tensor | None, table: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(
+        self, h: torch.Tensor, prev: torch.Tensor | None, table: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """One decoder step: new state and logits over the next token (prev None = the first step)."""
         x = self.special.weight[1].expand(h.shape[0], -1) if prev is None else table[prev]
         h = self.gru(self.drop(x), h)
         return h, self.out(self.drop(h)) @ table.T + self.bias
 
     def log_prob(
-        self, q_emb: torch.Tensor, words: torch.Tensor, offsets: torch.Tensor, paths: torch.Tensor, table: torch.Tensor | None = None
+        self,
+        q_emb: torch.Tensor,
+        words: torch.Tensor,
+        offsets: torch.Tensor,
+        paths: torch.Tensor,
+        table: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """log P(path | q) per row; `paths` [B, T] tokens, each ending with STOP, padded with -1.
         `table`: `tokens()` computed once by a caller that does not train (inference)."""
@@ -107,7 +116,11 @@ class PathDecoder(nn.Module):
 
     @torch.no_grad()
     def beam_search(
-        self, q_emb: torch.Tensor, words: torch.Tensor, beam: int = 5, allowed: Callable[[list[tuple[int, ...]]], Sequence[Sequence[int]]] | None = None,
+        self,
+        q_emb: torch.Tensor,
+        words: torch.Tensor,
+        beam: int = 5,
+        allowed: Callable[[list[tuple[int, ...]]], Sequence[Sequence[int]]] | None = None,
         table: torch.Tensor | None = None,
     ) -> list[tuple[tuple[int, ...], float]]:
         """The `beam` most probable complete relation paths of one question, as (tokens, log P).
@@ -158,7 +171,9 @@ class PathDecoder(nn.Module):
         return self.cfg.to_json()
 
 
-def pack_questions(features: Sequence[Sequence[int]], device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def pack_questions(
+    features: Sequence[Sequence[int]], device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Flat word ids and offsets for `nn.EmbeddingBag`."""
     flat = [w for f in features for w in f]
     offsets = [0]

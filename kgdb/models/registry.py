@@ -57,7 +57,9 @@ def get(name: str) -> type[Retriever]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise UnknownRetrieverError(f"unknown retriever {name!r}; registered: {', '.join(names())}", path="--retriever") from None
+        raise UnknownRetrieverError(
+            f"unknown retriever {name!r}; registered: {', '.join(names())}", path="--retriever"
+        ) from None
 
 
 def names() -> list[str]:
@@ -107,7 +109,9 @@ def with_inference_settings(model: Retriever, values: dict[str, Any], *, where: 
     fixed = sorted(set(values) - set(cls.inference_settings))
     if fixed:
         allowed = ", ".join(cls.inference_settings) or "none"
-        raise InputError(f"{cls.name} setting {', '.join(fixed)} is fixed by training (inference settings: {allowed})", path=where)
+        raise InputError(
+            f"{cls.name} setting {', '.join(fixed)} is fixed by training (inference settings: {allowed})", path=where
+        )
     if values:
         typed = make_config(cls, values, where=where)
         model.cfg = dataclasses.replace(model.cfg, **{k: getattr(typed, k) for k in values})
@@ -117,5 +121,7 @@ def with_inference_settings(model: Retriever, values: dict[str, Any], *, where: 
 def build(name: str, config: dict[str, Any] | None = None, embedding_dim: int = 0) -> Retriever:
     """A fresh (untrained) retriever of a registered name."""
     cls = get(name)
-    cfg = make_config(cls, {k: v for k, v in (config or {}).items() if k not in ("retriever", "embedding_dim")}, where="config")
+    cfg = make_config(
+        cls, {k: v for k, v in (config or {}).items() if k not in ("retriever", "embedding_dim")}, where="config"
+    )
     return cls(cfg, embedding_dim)

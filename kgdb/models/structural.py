@@ -1,4 +1,4 @@
-"""RRP's structural reasoner (spec §2, Eqs. 3-8): instruction-guided propagation of an entity
+"""RRP's structural reasoner (the RRP paper, Eqs. 3-8): instruction-guided propagation of an entity
 distribution over a subgraph, trained with bidirectional distribution learning.
 
 Where the paper is silent, NSM (He et al., WSDM 2021) fills in, and the choices are recorded here:
@@ -41,7 +41,9 @@ class StructuralConfig:
         return asdict(self)
 
 
-def message_edges(head: torch.Tensor, relation: torch.Tensor, tail: torch.Tensor, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def message_edges(
+    head: torch.Tensor, relation: torch.Tensor, tail: torch.Tensor, num_nodes: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(edge_index [2, 2m + n], relation [2m + n], kind [2m + n]) for the propagation: each triple
     head -> tail (FORWARD) and tail -> head (INVERSE), then one self-loop per node (SELF, relation 0)."""
     nodes = torch.arange(num_nodes, device=head.device)
@@ -80,7 +82,12 @@ def target_log(mask: torch.Tensor, batch: torch.Tensor, num_graphs: int) -> torc
 
 
 def bidirectional_loss(
-    forward: list[torch.Tensor], backward: list[torch.Tensor], answers: torch.Tensor, topics: torch.Tensor, batch: torch.Tensor, num_graphs: int
+    forward: list[torch.Tensor],
+    backward: list[torch.Tensor],
+    answers: torch.Tensor,
+    topics: torch.Tensor,
+    batch: torch.Tensor,
+    num_graphs: int,
 ) -> torch.Tensor:
     """Eq. 8 per graph. `forward[i]`, `backward[i]`: log P^i over the nodes (i = 0..n, P^0 the start);
     `answers` / `topics`: boolean node masks defining P_f* and P_b*."""
@@ -143,7 +150,9 @@ class StructuralReasoner(nn.Module):
         vec = self.rel_proj(self.relation_emb[rel])
         return torch.where((kind == SELF)[:, None], torch.zeros_like(vec), vec) + self.kind_emb(kind)
 
-    def instructions(self, q_emb: torch.Tensor, words: torch.Tensor, offsets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def instructions(
+        self, q_emb: torch.Tensor, words: torch.Tensor, offsets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(v_q [B, h], ω [n, B, h]): the recurrent decoder run for n steps on v_q."""
         vq = self.question(torch.cat([q_emb, self.words(words, offsets)], dim=-1))
         state, out = vq, []
@@ -153,8 +162,15 @@ class StructuralReasoner(nn.Module):
         return vq, torch.stack(out)
 
     def propagate(
-        self, start: torch.Tensor, edge_index: torch.Tensor, rel: torch.Tensor, kind: torch.Tensor, batch: torch.Tensor,
-        num_graphs: int, instructions: torch.Tensor, question: torch.Tensor,
+        self,
+        start: torch.Tensor,
+        edge_index: torch.Tensor,
+        rel: torch.Tensor,
+        kind: torch.Tensor,
+        batch: torch.Tensor,
+        num_graphs: int,
+        instructions: torch.Tensor,
+        question: torch.Tensor,
     ) -> Propagation:
         """Eqs. 3-7 for n steps from the start mask; `edge_index` rows: source, target."""
         num_nodes = batch.shape[0]
@@ -185,14 +201,18 @@ class StructuralReasoner(nn.Module):
         vq, omega = self.instructions(batch.q_emb, batch.words, batch.word_offsets)
         edge_index, rel, kind = message_edges(batch.edge_index[0], batch.edge_rel, batch.edge_index[1], batch.num_nodes)
         fwd = self.propagate(batch.topic, edge_index, rel, kind, batch.batch, batch.num_graphs, omega, vq)
-        bwd = self.propagate(batch.answer, edge_index.flip(0), rel, kind, batch.batch, batch.num_graphs, omega.flip(0), vq)
-        return bidirectional_loss(fwd.log_probs, bwd.log_probs, batch.answer, batch.topic, batch.batch, batch.num_graphs).mean()
+        bwd = self.propagate(
+            batch.answer, edge_index.flip(0), rel, kind, batch.batch, batch.num_graphs, omega.flip(0), vq
+        )
+        return bidirectional_loss(
+            fwd.log_probs, bwd.log_probs, batch.answer, batch.topic, batch.batch, batch.num_graphs
+        ).mean()
 
 
 def trace_paths(
     prop: Propagation, head: torch.Tensor, relation: torch.Tensor, tail: torch.Tensor, ends: list[int]
 ) -> list[tuple[list[int], list[int], list[int]]]:
-    """Reasoning paths traced back from the final distribution of one graph (spec §3.2 is silent):
+    """Reasoning paths traced back from the final distribution of one graph (the paper is silent on it):
     from each end entity, step i goes back along the message edge whose source had the most
     probability at step i-1 (a self-loop means the path was already there: no relation added).
     Returns (nodes from the start, relation ids, directions +1/-1) per end entity."""

@@ -31,7 +31,9 @@ def read_arrays(path: Path) -> dict[str, np.ndarray]:
         if np.issubdtype(a.dtype, np.floating):
             # NaN weights score every triple NaN, and a NaN ranks anywhere: refuse them here, once
             if not np.isfinite(a).all():
-                raise CheckpointError(f"{path}: tensor {key} holds non-finite values (NaN or infinity); "
-                                      "the training that wrote it diverged: train again")
+                raise CheckpointError(
+                    f"{path}: tensor {key} holds non-finite values (NaN or infinity); "
+                    "the training that wrote it diverged: train again"
+                )
             a[np.abs(a) < np.finfo(a.dtype).tiny] = 0.0
     return arrays

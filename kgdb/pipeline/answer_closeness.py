@@ -24,8 +24,12 @@ WEIGHTS = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)  # the grid `benchmarks/answer_closenes
 
 def weight_grid(items: list[QuestionPaths], mode: str, lambda1: float, theta: float) -> dict[str, dict]:
     """Val scores (`score_mode`: Hit@1, Macro-F1) of one gathering per weight of `WEIGHTS`."""
-    return {str(w): score_mode([QuestionPaths(it.qid, it.gold, with_weight(it.gathered, w)) for it in items], mode, lambda1, theta)
-            for w in WEIGHTS}
+    return {
+        str(w): score_mode(
+            [QuestionPaths(it.qid, it.gold, with_weight(it.gathered, w)) for it in items], mode, lambda1, theta
+        )
+        for w in WEIGHTS
+    }
 
 
 def mean_over(grids: list[dict[str, dict]], weight: float, key: str) -> float:
@@ -36,11 +40,18 @@ def mean_over(grids: list[dict[str, dict]], weight: float, key: str) -> float:
 def choose_weight(grids: list[dict[str, dict]]) -> float:
     """The weight with the best mean Hit@1 over the grids (one per question file), then the best mean
     Macro-F1, then the smaller."""
-    return max(WEIGHTS, key=lambda w: (round(mean_over(grids, w, "hit1"), 6), round(mean_over(grids, w, "macro_f1"), 6), -w))
+    return max(
+        WEIGHTS, key=lambda w: (round(mean_over(grids, w, "hit1"), 6), round(mean_over(grids, w, "macro_f1"), 6), -w)
+    )
 
 
 def answering_config(grids: dict[str, dict], per_file: int) -> dict:
     """The `answering` block of a checkpoint's config.json: the chosen weight and the val grids (file label -> grid)."""
-    return {"closeness_weight": choose_weight(list(grids.values())), "ends_per_path": ENDS_PER_PATH, "split": "val", "per_file": per_file,
-            "rule": "best mean val Hit@1 over the question files, then Macro-F1, then the smaller weight", "val": grids}
-
+    return {
+        "closeness_weight": choose_weight(list(grids.values())),
+        "ends_per_path": ENDS_PER_PATH,
+        "split": "val",
+        "per_file": per_file,
+        "rule": "best mean val Hit@1 over the question files, then Macro-F1, then the smaller weight",
+        "val": grids,
+    }

@@ -19,15 +19,51 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 _YEAR = r"(1[0-9]{3}|20[0-9]{2})"
-_BOUND = re.compile(rf"\b(before|after|prior to|since|until|by|in|during|earlier than|later than)\s+(?:the year\s+)?{_YEAR}\b", re.IGNORECASE)
-_OPS = {"before": "before", "prior to": "before", "until": "before", "earlier than": "before", "by": "before",
-        "after": "after", "since": "after", "later than": "after", "in": "in", "during": "in"}
+_BOUND = re.compile(
+    rf"\b(before|after|prior to|since|until|by|in|during|earlier than|later than)\s+(?:the year\s+)?{_YEAR}\b",
+    re.IGNORECASE,
+)
+_OPS = {
+    "before": "before",
+    "prior to": "before",
+    "until": "before",
+    "earlier than": "before",
+    "by": "before",
+    "after": "after",
+    "since": "after",
+    "later than": "after",
+    "in": "in",
+    "during": "in",
+}
 _LATEST = re.compile(r"\b(last|latest|most recent|most recently|newest|youngest)\b", re.IGNORECASE)
 _EARLIEST = re.compile(r"\b(first|earliest|oldest)\b", re.IGNORECASE)
 _VALUE_YEAR = re.compile(rf"(?<![0-9]){_YEAR}(?![0-9])")
 _WH = re.compile(r"\b(where|who|whom|whose|when|what|which|how many|how much)\b(?:\s+(\w+))?", re.IGNORECASE)
-_NOT_A_NOUN = {"is", "was", "are", "were", "did", "does", "do", "has", "have", "had", "can", "could", "will", "would", "the", "a", "an",
-               "of", "in", "to", "kind", "type", "sort"}
+_NOT_A_NOUN = {
+    "is",
+    "was",
+    "are",
+    "were",
+    "did",
+    "does",
+    "do",
+    "has",
+    "have",
+    "had",
+    "can",
+    "could",
+    "will",
+    "would",
+    "the",
+    "a",
+    "an",
+    "of",
+    "in",
+    "to",
+    "kind",
+    "type",
+    "sort",
+}
 
 
 @dataclass(frozen=True)
@@ -38,7 +74,9 @@ class YearBound:
     year: int
 
     def holds(self, year: int) -> bool:
-        return year < self.year if self.op == "before" else year > self.year if self.op == "after" else year == self.year
+        return (
+            year < self.year if self.op == "before" else year > self.year if self.op == "after" else year == self.year
+        )
 
 
 @dataclass(frozen=True)
@@ -81,7 +119,9 @@ def years_of(candidate: str, name: str | None, values: Iterable[object]) -> list
     return sorted({int(y) for t in texts for y in _VALUE_YEAR.findall(t)})
 
 
-def apply_bounds(candidates: Sequence[str], years: Mapping[str, Sequence[int]], bounds: Sequence[YearBound]) -> list[str]:
+def apply_bounds(
+    candidates: Sequence[str], years: Mapping[str, Sequence[int]], bounds: Sequence[YearBound]
+) -> list[str]:
     """Candidates with a year that meets every bound first, the rest after, each group in the given order."""
     if not bounds:
         return list(candidates)
@@ -107,7 +147,11 @@ def apply_literal(candidates: Sequence[str], years: Mapping[str, Sequence[int]],
     ordered = apply_bounds(candidates, years, constraints.bounds)
     if constraints.extreme is None:
         return ordered
-    meets = [c for c in ordered if any(all(b.holds(y) for b in constraints.bounds) for y in years.get(c, ()))] if constraints.bounds else []
+    meets = (
+        [c for c in ordered if any(all(b.holds(y) for b in constraints.bounds) for y in years.get(c, ()))]
+        if constraints.bounds
+        else []
+    )
     pool = meets or ordered
     return apply_extreme(pool, years, constraints.extreme) + [c for c in ordered if c not in set(pool)]
 
@@ -123,8 +167,14 @@ class AnswerTypeModel:
     min_questions: int = 5
 
     @classmethod
-    def fit(cls, examples: Iterable[tuple[str, Sequence[frozenset[str]], Sequence[bool]]], *, min_questions: int = 5,
-            min_count: int = 3, smoothing: float = 1.0) -> AnswerTypeModel:
+    def fit(
+        cls,
+        examples: Iterable[tuple[str, Sequence[frozenset[str]], Sequence[bool]]],
+        *,
+        min_questions: int = 5,
+        min_count: int = 3,
+        smoothing: float = 1.0,
+    ) -> AnswerTypeModel:
         """`examples`: per training question its cue, its candidates' features and which are gold. Only
         questions with both a gold and a non-gold candidate teach anything."""
         gold: dict[str, Counter] = defaultdict(Counter)
@@ -156,7 +206,9 @@ class AnswerTypeModel:
         table = self.weights.get(cue) or self.weights.get(cue.split(" ")[0]) or {}
         return sum(table.get(f, 0.0) for f in features)
 
-    def rerank(self, cue: str, candidates: Sequence[str], features: Mapping[str, frozenset[str]], *, margin: float = 0.0) -> list[str]:
+    def rerank(
+        self, cue: str, candidates: Sequence[str], features: Mapping[str, frozenset[str]], *, margin: float = 0.0
+    ) -> list[str]:
         """Candidates by type score, best first; one that is not better than the first by more than `margin`
         keeps its place behind it (the ranker's order decides among fitting candidates)."""
         if not candidates:

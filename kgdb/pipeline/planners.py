@@ -56,7 +56,11 @@ class CosinePathPlanner(PathPlanner):
         frontier: list[tuple[tuple[str, ...], list[str]]] = [((), list(topics))]
         kept: list[PlannedPath] = []
         for _ in range(self.max_hops):
-            steps = [(rels + (rel,)) for rels, ends in frontier for rel in sorted({r for r, _ in relations_around(graph, ends)})]
+            steps = [
+                (rels + (rel,))
+                for rels, ends in frontier
+                for rel in sorted({r for r, _ in relations_around(graph, ends)})
+            ]
             steps = list(dict.fromkeys(steps))
             if not steps:
                 break
@@ -65,7 +69,11 @@ class CosinePathPlanner(PathPlanner):
             kept += [PlannedPath(steps[i], float(sims[i])) for i in order]
             frontier = []
             for i in order:
-                ends = {walk(a, path)[0][-1] for a in topics for path in ground_relation_path(graph, a, list(steps[i]), cap=self.ground_cap)}
+                ends = {
+                    walk(a, path)[0][-1]
+                    for a in topics
+                    for path in ground_relation_path(graph, a, list(steps[i]), cap=self.ground_cap)
+                }
                 frontier.append((steps[i], sorted(ends)))
         return sorted(kept, key=lambda p: (-p.score, len(p.relations), p.relations))[: self.beam]
 
@@ -86,11 +94,24 @@ class TrainedPathPlanner(PathPlanner):
     name = PLANNER
 
     def __init__(
-        self, model, relation_names: list[str], embedder, *, beam: int = 3, checkpoint: Checkpoint | None = None,
-        constrained: bool = True, frontier_cap: int = 200, step_scan: int | None = RRP_STEP_SCAN,
+        self,
+        model,
+        relation_names: list[str],
+        embedder,
+        *,
+        beam: int = 3,
+        checkpoint: Checkpoint | None = None,
+        constrained: bool = True,
+        frontier_cap: int = 200,
+        step_scan: int | None = RRP_STEP_SCAN,
     ):
         self.model, self.relation_names, self.embedder, self.beam = model.eval(), relation_names, embedder, beam
-        self.checkpoint, self.constrained, self.frontier_cap, self.step_scan = checkpoint, constrained, frontier_cap, step_scan
+        self.checkpoint, self.constrained, self.frontier_cap, self.step_scan = (
+            checkpoint,
+            constrained,
+            frontier_cap,
+            step_scan,
+        )
         self.relation_index = {r: i for i, r in enumerate(relation_names)}
         self._table: torch.Tensor | None = None
 
@@ -127,7 +148,9 @@ class TrainedPathPlanner(PathPlanner):
                 r, d = step_of(p[-1])
                 asks.append((parent, self.relation_names[r], d))
                 keys.append(p)
-            for p, (ids, steps) in zip(keys, beam_step(graph, asks, cap=self.frontier_cap, step_scan=self.step_scan) if asks else []):
+            for p, (ids, steps) in zip(
+                keys, beam_step(graph, asks, cap=self.frontier_cap, step_scan=self.step_scan) if asks else []
+            ):
                 reached[p] = (ids, [token_of(self.relation_index[r], d) for r, d in steps if r in self.relation_index])
             return [reached[p][1] for p in prefixes]
 
@@ -154,8 +177,15 @@ class TrainedPathPlanner(PathPlanner):
         from kgdb.models.path_tokens import text_features, token_of
         from kgdb.models.planner import pack_questions
 
-        known = [all(r in self.relation_index for r in rels) and 0 < len(rels) <= self.model.cfg.max_hops for rels, _ in paths]
-        rows = [[token_of(self.relation_index[r], d) for r, d in zip(rels, dirs)] + [0] for (rels, dirs), ok in zip(paths, known) if ok]
+        known = [
+            all(r in self.relation_index for r in rels) and 0 < len(rels) <= self.model.cfg.max_hops
+            for rels, _ in paths
+        ]
+        rows = [
+            [token_of(self.relation_index[r], d) for r, d in zip(rels, dirs)] + [0]
+            for (rels, dirs), ok in zip(paths, known)
+            if ok
+        ]
         if not rows:
             return [0.0] * len(paths)
         width = max(len(r) for r in rows)
@@ -179,11 +209,17 @@ class TrainedPathPlanner(PathPlanner):
         allowed = self._allowed(graph, topics) if self.constrained else None
         for tokens, logp in self.model.beam_search(q, words, self.beam, allowed, table=self.table()):
             steps = [step_of(t) for t in tokens]
-            out.append(PlannedPath(tuple(self.relation_names[r] for r, _ in steps), float(np.exp(logp)), tuple(d for _, d in steps)))
+            out.append(
+                PlannedPath(
+                    tuple(self.relation_names[r] for r, _ in steps), float(np.exp(logp)), tuple(d for _, d in steps)
+                )
+            )
         return out
 
 
-def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None, kind: str, build, flag: str, *, arrays: bool = False):
+def load_relation_model(
+    graph: Graph, settings: Settings, checkpoint: str | None, kind: str, build, flag: str, *, arrays: bool = False
+):
     """A model over the relation vocabulary (the planner, the structural reasoner) and its checkpoint:
     the named one, else the newest of `kind` trained on this graph (`NoCheckpointError`).
     `build(model_config_dict, weights)` makes the module the weights are loaded into (from the
@@ -194,7 +230,11 @@ def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None
     from kgdb.models.weights import read_arrays
 
     fingerprint, info = fingerprint_of(graph)
-    ckpt = find_checkpoint(checkpoint, settings.checkpoints_dir) if checkpoint else checkpoint_for_graph(settings.checkpoints_dir, kind, fingerprint)
+    ckpt = (
+        find_checkpoint(checkpoint, settings.checkpoints_dir)
+        if checkpoint
+        else checkpoint_for_graph(settings.checkpoints_dir, kind, fingerprint)
+    )
     if ckpt.config.get("retriever") != kind:
         raise InputError(f"checkpoint {ckpt.name} holds a {ckpt.config.get('retriever')} model, not {kind}", path=flag)
     check_compatible(ckpt, info.get("model") or settings.embedding_model, int(ckpt.config.get("embedding_dim") or 0))
@@ -204,9 +244,11 @@ def load_relation_model(graph: Graph, settings: Settings, checkpoint: str | None
         if not arrays:
             model.load_state_dict(state)
     except (KeyError, TypeError, RuntimeError) as exc:  # written by another version of the model, or by hand
-        raise CheckpointError(f"checkpoint {ckpt.path} does not hold a {kind} model this kgdb can load ({type(exc).__name__}: "
-                              f"{str(exc)[:200]}); train it again with `kgdb train {kind}`, or move it out of "
-                              f"{settings.checkpoints_dir}") from None
+        raise CheckpointError(
+            f"checkpoint {ckpt.path} does not hold a {kind} model this kgdb can load ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); train it again with `kgdb train {kind}`, or move it out of "
+            f"{settings.checkpoints_dir}"
+        ) from None
     return model, ckpt
 
 
@@ -218,12 +260,19 @@ def save_relation_model(out, model, kind: str, config: dict) -> None:
     from kgdb.models.checkpoints import CONFIG, WEIGHTS, kgdb_version
 
     out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}, str(out / WEIGHTS), metadata={"retriever": kind})
+    save_file(
+        {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
+        str(out / WEIGHTS),
+        metadata={"retriever": kind},
+    )
     dump_json({"retriever": kind, "kgdb_version": kgdb_version(), "model": model.cfg.to_json(), **config}, out / CONFIG)
 
 
-def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int = 3, constrained: bool = True) -> TrainedPathPlanner:
+def load_planner(
+    graph: Graph, settings: Settings, checkpoint: str | None = None, *, beam: int = 3, constrained: bool = True
+) -> TrainedPathPlanner:
     """The named planner checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
+
     def build(cfg: dict, state: dict):
         from kgdb.models.planner import PathDecoder, PlannerConfig  # torch, once a checkpoint was found
 
@@ -231,6 +280,15 @@ def load_planner(graph: Graph, settings: Settings, checkpoint: str | None = None
 
     model, ckpt = load_relation_model(graph, settings, checkpoint, PLANNER, build, "--checkpoint")
     cfg = ckpt.config
-    embedder = get_embedder(cfg.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
-    return TrainedPathPlanner(model, list(cfg["relation_names"]), embedder, beam=beam, checkpoint=ckpt, constrained=constrained,
-                              step_scan=settings.rrp_step_scan)
+    embedder = get_embedder(
+        cfg.get("embedding_model") or settings.embedding_model, settings.device, settings.embedding_batch_size
+    )
+    return TrainedPathPlanner(
+        model,
+        list(cfg["relation_names"]),
+        embedder,
+        beam=beam,
+        checkpoint=ckpt,
+        constrained=constrained,
+        step_scan=settings.rrp_step_scan,
+    )

@@ -18,8 +18,7 @@ import numpy as np
 
 from kgdb.blas import blas_threads
 from kgdb.config import Settings
-from kgdb.cypher import Graph
-from kgdb.cypher import fetching
+from kgdb.cypher import Graph, fetching
 from kgdb.cypher.linking import Topics, question_topics, resolve_each
 from kgdb.cypher.writeback import write_scores
 from kgdb.errors import InputError, KgdbError
@@ -28,7 +27,13 @@ from kgdb.models.checkpoints import Checkpoint, check_compatible, load_model
 from kgdb.models.default import SHIPPED_FOLDER
 from kgdb.models.numpy_scoring import numpy_scorer
 from kgdb.pipeline.model_choice import GraphFacts, choose_retriever_model
-from kgdb.pipeline.vectors import EntityRowCache, EntityVectors, entity_vectors, trained_on_this_data, with_local_entities
+from kgdb.pipeline.vectors import (
+    EntityRowCache,
+    EntityVectors,
+    entity_vectors,
+    trained_on_this_data,
+    with_local_entities,
+)
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
 from kgdb.subgraph import Subgraph
@@ -148,7 +153,8 @@ class RetrievePipeline:
         cfg = self.checkpoint.config
         if cfg.get("retriever") != retriever:
             raise InputError(
-                f"checkpoint {self.checkpoint.name} holds a {cfg.get('retriever')} model, not {retriever}", path="--checkpoint"
+                f"checkpoint {self.checkpoint.name} holds a {cfg.get('retriever')} model, not {retriever}",
+                path="--checkpoint",
             )
         check_compatible(self.checkpoint, self.embedding_model, self.vectors.dim)
         if trained_on_this_data(cfg, self.vectors.fingerprint, self.vectors.data_fingerprint) is False:
@@ -200,7 +206,13 @@ class RetrievePipeline:
 
     def topics(self, question: str, q_emb: np.ndarray, topics: list[str] | None) -> Topics:
         return question_topics(
-            self.graph, question, q_emb, topics, top=self.link_top, entity_vectors=self.vectors.vectors, encode=self.embedder.encode
+            self.graph,
+            question,
+            q_emb,
+            topics,
+            top=self.link_top,
+            entity_vectors=self.vectors.vectors,
+            encode=self.embedder.encode,
         )
 
     def resolve(self, keys: list[str]) -> list[str]:
@@ -208,7 +220,12 @@ class RetrievePipeline:
         return list(dict.fromkeys(resolve_each(self.graph, keys).values()))
 
     def retrieve(
-        self, question: str, topics: list[str] | None = None, *, qid: str | None = None, q_emb: np.ndarray | None = None,
+        self,
+        question: str,
+        topics: list[str] | None = None,
+        *,
+        qid: str | None = None,
+        q_emb: np.ndarray | None = None,
         run: str | None = None,
     ) -> Retrieval:
         """One question: topics (given or linked), fetch, score, keep the top K, write back (as run `run`,
@@ -272,7 +289,13 @@ class RetrievePipeline:
         timings["link"] = _ms(t)
         t = time.perf_counter()
         sg = fetching.fetch(
-            self.graph, found.ids, q_emb, hops=self.hops, cap=self.cap, question=question, qid=qid,
+            self.graph,
+            found.ids,
+            q_emb,
+            hops=self.hops,
+            cap=self.cap,
+            question=question,
+            qid=qid,
             **self.settings.fetch_bounds,
         )
         timings["fetch"] = _ms(t)
@@ -297,7 +320,9 @@ class RetrievePipeline:
         local = self.rows.local([sg.entity_idx for sg in subgraphs])
         tables = self.rows.tables
         self.model.prepare(tables)  # projects only the rows new since the last question
-        return batch_tensors([featurise(sg, tables, q) for sg, (_, q) in zip(with_local_entities(subgraphs, local), parts)])
+        return batch_tensors(
+            [featurise(sg, tables, q) for sg, (_, q) in zip(with_local_entities(subgraphs, local), parts)]
+        )
 
     def _score(self, x) -> list[np.ndarray]:
         """Scores of a (possibly batched) featurised subgraph, split per question."""

@@ -95,11 +95,21 @@ def _quantile(ordered: list[float], q: float) -> float:
 
 def by_type(rows: Sequence[ScoredQuestion]) -> dict[str, dict]:
     """`summarise` per question type (types with no question are left out), in QUESTION_TYPES order."""
-    return {kind: summarise([r for r in rows if r.kind == kind]) for kind in QUESTION_TYPES if any(r.kind == kind for r in rows)}
+    return {
+        kind: summarise([r for r in rows if r.kind == kind])
+        for kind in QUESTION_TYPES
+        if any(r.kind == kind for r in rows)
+    }
 
 
-def rrp_rows(items, mode: str, lambda1: float, theta: float, seconds: Sequence[float | None] | None = None,
-             records: Sequence[QuestionRecord] | None = None) -> list[ScoredQuestion]:
+def rrp_rows(
+    items,
+    mode: str,
+    lambda1: float,
+    theta: float,
+    seconds: Sequence[float | None] | None = None,
+    records: Sequence[QuestionRecord] | None = None,
+) -> list[ScoredQuestion]:
     """`ScoredQuestion`s of RRP's gathered candidate paths (`kgdb.pipeline.structural.gather_questions`)
     answered in `mode`, in the answer order `kgdb ask --reasoner rrp` uses (`answers_of`). With
     `records` (the same order as `items`), each row carries its question type."""
@@ -114,8 +124,17 @@ def rrp_rows(items, mode: str, lambda1: float, theta: float, seconds: Sequence[f
             out.append(ScoredQuestion(it.qid, frozenset(it.gold), (), False, secs, True, kind))
             continue
         ends = {c.path.answer for c in g.planned + g.structural}
-        out.append(ScoredQuestion(it.qid, frozenset(it.gold), tuple(answers_of(mode, g, lambda1, theta)), bool(ends & it.gold), secs,
-                                  False, kind))
+        out.append(
+            ScoredQuestion(
+                it.qid,
+                frozenset(it.gold),
+                tuple(answers_of(mode, g, lambda1, theta)),
+                bool(ends & it.gold),
+                secs,
+                False,
+                kind,
+            )
+        )
     return out
 
 
@@ -134,5 +153,7 @@ def choose_split(qs: QuestionSet, requested: str | None, splits_dir: Path = Path
         return requested or "val", None
     if requested in (None, "all"):
         return "all", f"no ids of {qs.path.name} are in {path}: the whole file is evaluated (--split all)"
-    return requested, (f"no ids of {qs.path.name} are in {path}: --split {requested} is a hash-chosen part of the file, "
-                       "not a fixed split (--split all scores the whole file)")
+    return requested, (
+        f"no ids of {qs.path.name} are in {path}: --split {requested} is a hash-chosen part of the file, "
+        "not a fixed split (--split all scores the whole file)"
+    )

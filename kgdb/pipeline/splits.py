@@ -9,8 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from kgdb.cypher import Graph
-from kgdb.cypher import fetching
+from kgdb.cypher import Graph, fetching
 from kgdb.cypher.labels import training_paths, training_relations
 from kgdb.data.cache import CachedSplit, cache_key, file_digest, load_cache, save_cache
 from kgdb.data.label_paths import mask_from_paths
@@ -54,7 +53,11 @@ def prepare_split(
     hub_scan = FETCH_HUB_SCAN if hub_scan is None else hub_scan
     # The triple budget changes a subgraph only when it truncates one; keys made before it existed stay
     # valid. The hub bound changes subgraphs with hubs beyond the first level, so it is always keyed.
-    budget = {"hub_scan": hub_scan} if max_triples == FETCH_MAX_TRIPLES else {"max_triples": max_triples, "hub_scan": hub_scan}
+    budget = (
+        {"hub_scan": hub_scan}
+        if max_triples == FETCH_MAX_TRIPLES
+        else {"max_triples": max_triples, "hub_scan": hub_scan}
+    )
     key = cache_key(
         **budget,
         graph=graph_fingerprint,
@@ -75,22 +78,35 @@ def prepare_split(
     on_start(len(questions))
     embeddings = embed([q.text for q in questions])
     items, counts, errors = fetching.fetch_labelled(
-        graph, questions, embeddings, hops=hops, cap=cap, on_progress=on_progress, chunk=chunk, max_triples=max_triples,
+        graph,
+        questions,
+        embeddings,
+        hops=hops,
+        cap=cap,
+        on_progress=on_progress,
+        chunk=chunk,
+        max_triples=max_triples,
         hub_scan=hub_scan,
     )
     counts["no_sp_triples"] = sum(1 for it in items if not it.labels.any())
     if not errors:  # a transient server failure must not be frozen into the cache
-        save_cache(path, items, {"key": key, "dataset": dataset, "split": split, "hops": hops, "cap": cap, "counts": counts})
+        save_cache(
+            path, items, {"key": key, "dataset": dataset, "split": split, "hops": hops, "cap": cap, "counts": counts}
+        )
     base = CachedSplit(items, path, False, counts, errors)
     return _with_supervision(graph, base, labels, relation_targets, key, dataset, split)
 
 
-def _with_supervision(graph: Graph, base: CachedSplit, labels: str, relation_targets: bool, key: str, dataset: str, split: str) -> CachedSplit:
+def _with_supervision(
+    graph: Graph, base: CachedSplit, labels: str, relation_targets: bool, key: str, dataset: str, split: str
+) -> CachedSplit:
     out = base if labels == SHORTEST else _with_llm_labels(graph, base, labels, key, dataset, split)
     return _with_relation_targets(graph, out, dataset, split) if relation_targets else out
 
 
-def _with_llm_labels(graph: Graph, base: CachedSplit, method: str, base_key: str, dataset: str, split: str) -> CachedSplit:
+def _with_llm_labels(
+    graph: Graph, base: CachedSplit, method: str, base_key: str, dataset: str, split: str
+) -> CachedSplit:
     """The split with each question's `labels` = the triples on its stored LLM-selected paths (newest
     labelling of `method`); questions without any (or whose paths are not in the cached subgraph)
     keep their shortest-path labels and are counted. Cached beside the base split under a key of the
@@ -115,8 +131,18 @@ def _with_llm_labels(graph: Graph, base: CachedSplit, method: str, base_key: str
             counts["fallback_shortest"] += 1
             items.append(it)
     if not base.errors:
-        save_cache(path, items, {"key": key, "base": str(base.path), "dataset": dataset, "split": split, "counts": base.counts,
-                                 "label_counts": counts})
+        save_cache(
+            path,
+            items,
+            {
+                "key": key,
+                "base": str(base.path),
+                "dataset": dataset,
+                "split": split,
+                "counts": base.counts,
+                "label_counts": counts,
+            },
+        )
     return CachedSplit(items, path, base.from_disk, base.counts, base.errors, counts)
 
 
@@ -132,7 +158,13 @@ def _with_relation_targets(graph: Graph, base: CachedSplit, dataset: str, split:
     if items is not None:
         meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
         return dataclasses.replace(base, items=items, path=path, relation_counts=meta.get("relation_counts", {}))
-    counts = {"source": RELATIONS_METHOD, "questions": 0, "relations": 0, "augmented_triples": 0, "unknown_relations": stored.unknown}
+    counts = {
+        "source": RELATIONS_METHOD,
+        "questions": 0,
+        "relations": 0,
+        "augmented_triples": 0,
+        "unknown_relations": stored.unknown,
+    }
     items = []
     for it in base.items:
         pairs = stored.targets.get(it.qid)
@@ -145,6 +177,17 @@ def _with_relation_targets(graph: Graph, base: CachedSplit, dataset: str, split:
         counts["augmented_triples"] += int((mask & 1).astype(bool).sum() + (mask & 2).astype(bool).sum())
         items.append(dataclasses.replace(it, relation_targets=mask if mask.any() else None))
     if not base.errors:
-        save_cache(path, items, {"key": key, "base": str(base.path), "dataset": dataset, "split": split, "counts": base.counts,
-                                 "label_counts": base.label_counts, "relation_counts": counts})
+        save_cache(
+            path,
+            items,
+            {
+                "key": key,
+                "base": str(base.path),
+                "dataset": dataset,
+                "split": split,
+                "counts": base.counts,
+                "label_counts": base.label_counts,
+                "relation_counts": counts,
+            },
+        )
     return dataclasses.replace(base, items=items, path=path, relation_counts=counts)

@@ -23,14 +23,37 @@ from kgdb.pipeline.relation_paths import relation_path_retriever
 from kgdb.pipeline.structural_runner import STRUCTURAL
 
 # imported from here by the CLI, benchmarks and reports: the rules live in `answering_rules`
-__all__ = ["ABLATIONS", "STRUCTURAL", "QuestionPaths", "answers_of", "chosen_mode", "gather_questions", "score_mode", "structural_examples",
-           "train_structural", "tune_and_store", "tune_answering", "tune_rethinking"]
+__all__ = [
+    "ABLATIONS",
+    "STRUCTURAL",
+    "QuestionPaths",
+    "answers_of",
+    "chosen_mode",
+    "gather_questions",
+    "score_mode",
+    "structural_examples",
+    "train_structural",
+    "tune_and_store",
+    "tune_answering",
+    "tune_rethinking",
+]
 
 DISTRACTORS = 4  # near misses of the labelled relation paths grounded beside them (a planner beam's wrong paths)
 GROUND_CAP = 200  # frontier entities per hop, as `relation_path_retriever` grounds
 
 
-def structural_examples(graph: Graph, records, arrays, index, embed, buckets: int, max_hops: int, relation_index: dict[str, int], *, seed: int):
+def structural_examples(
+    graph: Graph,
+    records,
+    arrays,
+    index,
+    embed,
+    buckets: int,
+    max_hops: int,
+    relation_index: dict[str, int],
+    *,
+    seed: int,
+):
     """Training examples of a split: the subgraph of the labelled relation paths (exact hop count
     when the file states it, best-F1 shortest otherwise) and DISTRACTORS near misses, grounded as
     walks from the gold topics; questions whose answers the subgraph misses are counted, not used."""
@@ -52,8 +75,11 @@ def structural_examples(graph: Graph, records, arrays, index, embed, buckets: in
         if sub is None:
             counts["no_answer_in_subgraph"] += 1
             continue
-        out.append(StructuralExample(q.id, emb, text_features(text, buckets), sub.head, sub.relation, sub.tail,
-                                     sub.topic, sub.answer))
+        out.append(
+            StructuralExample(
+                q.id, emb, text_features(text, buckets), sub.head, sub.relation, sub.tail, sub.topic, sub.answer
+            )
+        )
     return out, counts
 
 
@@ -103,21 +129,34 @@ def train_structural(
         records = [q for qs in sets for q in qs.split(split)]
         if split == "val" and max_val:
             records = [q for qs in sets for q in qs.split(split)[: max(1, max_val // len(sets))]]
-        examples[split], counts = structural_examples(graph, records, arrays, index, embedder.encode, model_cfg.buckets, steps,
-                                                      relation_index, seed=seed)
+        examples[split], counts = structural_examples(
+            graph, records, arrays, index, embedder.encode, model_cfg.buckets, steps, relation_index, seed=seed
+        )
         on_examples(split, len(records), len(examples[split]), counts)
     data_seconds = time.perf_counter() - t0
     if not done and (not examples["train"] or not examples["val"]):
-        raise KgdbError("nothing to train on: no question has its answer in the subgraph of its labelled relation paths")
+        raise KgdbError(
+            "nothing to train on: no question has its answer in the subgraph of its labelled relation paths"
+        )
     seed_everything(seed)
     model = StructuralReasoner(model_cfg, tables.relation.detach().cpu())
     try:
-        model, result = train_structural_model(model, examples["train"], examples["val"], cfg, state_dir=out, resume=resume,
-                                               on_step=on_step, on_epoch=on_epoch)
+        model, result = train_structural_model(
+            model,
+            examples["train"],
+            examples["val"],
+            cfg,
+            state_dir=out,
+            resume=resume,
+            on_step=on_step,
+            on_epoch=on_epoch,
+        )
     except ValueError as exc:
         raise InputError(str(exc), path="--resume") from exc
     save_relation_model(
-        out, model, STRUCTURAL,
+        out,
+        model,
+        STRUCTURAL,
         {
             "relation_names": rel_names,
             "embedding_model": model_name,
@@ -127,8 +166,11 @@ def train_structural(
             "dataset": datasets,
             "questions": [str(p) for p in questions],
             "train": {**cfg.__dict__, "threads": threads, "max_val": max_val},
-            "subgraphs": {"rule": "walks of the labelled relation paths + near misses (one step changed) from the gold topics", "distractors": DISTRACTORS,
-                          "ground_cap": GROUND_CAP},
+            "subgraphs": {
+                "rule": "walks of the labelled relation paths + near misses (one step changed) from the gold topics",
+                "distractors": DISTRACTORS,
+                "ground_cap": GROUND_CAP,
+            },
             "data_seconds": round(data_seconds, 2),
             "result": result.to_json(),
             "metrics": {"best_epoch": result.best_epoch, "val_hit@1": result.best_val_hit1},
@@ -159,6 +201,7 @@ def gather_questions(retriever, records, on_progress: Callable[[int], None] = la
 
 def tune_rethinking(items: list[QuestionPaths]) -> dict:
     """λ1 by val Hit@1 (ties: Macro-F1, then closer to 0.5), then θ by val Macro-F1 (ties: the smaller)."""
+
     @functools.lru_cache(maxsize=None)
     def at(lam: float, theta: float) -> dict:
         return score_mode(items, "rethink", lam, theta)
@@ -166,13 +209,25 @@ def tune_rethinking(items: list[QuestionPaths]) -> dict:
     best_lam = max(LAMBDAS, key=lambda lam: (at(lam, 0.0)["hit1"], at(lam, 0.0)["macro_f1"], -abs(lam - 0.5)))
     grid = {theta: at(best_lam, theta) for theta in THETAS}
     best_theta = max(THETAS, key=lambda th: (grid[th]["macro_f1"], grid[th]["hit1"], -th))
-    return {"lambda1": best_lam, "lambda2": round(1 - best_lam, 2), "theta": best_theta, "val": grid[best_theta],
-            "lambda_grid": {str(lam): at(lam, 0.0)["hit1"] for lam in LAMBDAS}, "theta_grid": {str(t): v["macro_f1"] for t, v in grid.items()},
-            "questions": len(items)}
+    return {
+        "lambda1": best_lam,
+        "lambda2": round(1 - best_lam, 2),
+        "theta": best_theta,
+        "val": grid[best_theta],
+        "lambda_grid": {str(lam): at(lam, 0.0)["hit1"] for lam in LAMBDAS},
+        "theta_grid": {str(t): v["macro_f1"] for t, v in grid.items()},
+        "questions": len(items),
+    }
 
 
-def tune_answering(retriever, questions: list[Path], *, per_file: int, on_start: Callable[[int], None] = lambda n: None,
-                   on_progress: Callable[[int], None] = lambda n: None) -> tuple[dict, dict]:
+def tune_answering(
+    retriever,
+    questions: list[Path],
+    *,
+    per_file: int,
+    on_start: Callable[[int], None] = lambda n: None,
+    on_progress: Callable[[int], None] = lambda n: None,
+) -> tuple[dict, dict]:
     """The answering settings of a retriever built with closeness weight 0, chosen on the first
     `per_file` val questions of each file (never test): λ1, θ, the ablation and the mode `kgdb ask`
     answers in (`rethinking`), then the weight of the answers' closeness to the question in that mode
@@ -183,27 +238,43 @@ def tune_answering(retriever, questions: list[Path], *, per_file: int, on_start:
     records = [q for qs in by_file.values() for q in qs]
     on_start(len(records))
     items = gather_questions(retriever, records, on_progress)
-    tuned = {**tune_rethinking(items), "split": "val", "per_file": per_file,
-             "ablation_val": {m: score_mode(items, m, 0.0, 0.0) if m == "planner" else None for m in ABLATIONS}}
+    tuned = {
+        **tune_rethinking(items),
+        "split": "val",
+        "per_file": per_file,
+        "ablation_val": {m: score_mode(items, m, 0.0, 0.0) if m == "planner" else None for m in ABLATIONS},
+    }
     for m in ABLATIONS[1:]:
         tuned["ablation_val"][m] = score_mode(items, m, tuned["lambda1"], tuned["theta"])
     tuned["mode"] = chosen_mode(tuned)
     grids, start = {}, 0
     for path, qs in by_file.items():
-        grids[path] = weight_grid(items[start: start + len(qs)], tuned["mode"], tuned["lambda1"], tuned["theta"])
+        grids[path] = weight_grid(items[start : start + len(qs)], tuned["mode"], tuned["lambda1"], tuned["theta"])
         start += len(qs)
     return tuned, answering_config(grids, per_file)
 
 
-def tune_and_store(graph: Graph, settings: Settings, structural: Checkpoint, questions: list[Path], *, per_file: int = 300,
-                   on_start: Callable[[int], None] = lambda n: None, on_progress: Callable[[int], None] = lambda n: None) -> dict:
+def tune_and_store(
+    graph: Graph,
+    settings: Settings,
+    structural: Checkpoint,
+    questions: list[Path],
+    *,
+    per_file: int = 300,
+    on_start: Callable[[int], None] = lambda n: None,
+    on_progress: Callable[[int], None] = lambda n: None,
+) -> dict:
     """`tune_answering` with the beam planner of this graph and this structural reasoner; the settings
     are stored in the structural checkpoint's config.json, where `relation_path_retriever` reads them."""
     from kgdb.config import dump_json
     from kgdb.models.checkpoints import CONFIG
 
-    retriever = relation_path_retriever(graph, settings, write=False, structural=structural.name, mode="rethink", closeness_weight=0.0)
-    tuned, answering = tune_answering(retriever, questions, per_file=per_file, on_start=on_start, on_progress=on_progress)
+    retriever = relation_path_retriever(
+        graph, settings, write=False, structural=structural.name, mode="rethink", closeness_weight=0.0
+    )
+    tuned, answering = tune_answering(
+        retriever, questions, per_file=per_file, on_start=on_start, on_progress=on_progress
+    )
     tuned["planner"] = retriever.planner.checkpoint.name if retriever.planner.checkpoint else None
     dump_json({**structural.config, "rethinking": tuned, "answering": answering}, structural.path / CONFIG)
     return {**tuned, "answering": answering}

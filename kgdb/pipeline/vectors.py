@@ -90,7 +90,9 @@ class EntityVectors:
         bounds = np.cumsum([0] + [a.size for a in arrays])
         return rows, [inverse[a:b].astype(np.int64) for a, b in zip(bounds[:-1], bounds[1:])]
 
-    def tensor_tables(self, entity_idx: Sequence[np.ndarray], device: str = "cpu") -> tuple["TensorTables", list[np.ndarray]]:
+    def tensor_tables(
+        self, entity_idx: Sequence[np.ndarray], device: str = "cpu"
+    ) -> tuple["TensorTables", list[np.ndarray]]:
         """`compact` as torch tables on `device` (the graph's relation table whole)."""
         from kgdb.models.base import TensorTables
 
@@ -101,7 +103,9 @@ class EntityVectors:
         """Torch tables with the relation table only (models that read no entity vectors)."""
         from kgdb.models.base import TensorTables
 
-        return TensorTables.from_numpy(np.zeros((0, self.dim), np.float32), self.tables.relation, self.fingerprint, device)
+        return TensorTables.from_numpy(
+            np.zeros((0, self.dim), np.float32), self.tables.relation, self.fingerprint, device
+        )
 
 
 class EntityRowCache:

@@ -91,7 +91,9 @@ class AskResult:
             "malformed": r.malformed if r else None,
             "reply": r.reply if r else None,
             "alternatives": r.alternatives if r else [],
-            "usage": {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls} if r else None,
+            "usage": {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls}
+            if r
+            else None,
             "planner_usage": self.planner_usage,
             "error": self.error,
             "evidence": self.evidence_lines,
@@ -197,7 +199,13 @@ class AskPipeline:
                 raise InputError(f"must be positive, got {value}", path=name)
         if plan is None:
             plan = plan_for(
-                graph, settings, retriever=retriever, reasoner=reasoner, checkpoint=checkpoint, fmt=fmt, planner=planner,
+                graph,
+                settings,
+                retriever=retriever,
+                reasoner=reasoner,
+                checkpoint=checkpoint,
+                fmt=fmt,
+                planner=planner,
                 fallback=Fallback.STAND_IN if fallback else Fallback.SHIPPED,
             )
         if cap is not None and plan.retriever == RELATION_PATHS:
@@ -258,9 +266,13 @@ class AskPipeline:
             "neo4j_uri": self.settings.neo4j_uri,
         }
 
-    def ask(self, question: str, topics: list[str] | None = None, qid: str | None = None, q_emb: np.ndarray | None = None) -> AskResult:
+    def ask(
+        self, question: str, topics: list[str] | None = None, qid: str | None = None, q_emb: np.ndarray | None = None
+    ) -> AskResult:
         if not question or not question.strip():
-            raise InputError("the question is empty: ask something, e.g. kgdb ask \"what is the capital of France?\"", path="QUESTION")
+            raise InputError(
+                'the question is empty: ask something, e.g. kgdb ask "what is the capital of France?"', path="QUESTION"
+            )
         # The retriever applies the one linking policy: a question naming no entity is refused
         # (NoTopicError) before anything is written back.
         extra = {"q_emb": q_emb} if q_emb is not None else {}
@@ -273,8 +285,15 @@ class AskPipeline:
             lines = self._lines(res, chains)
             prompt = build_prompt(self.fmt, question, lines, self.prompt_version)
         with _stage(timings, "reason"):
-            evidence = Evidence(question, top, list(res.topics), [res.names.get(x, x) for x in res.topics], res.cvt,
-                                paths=res.paths, from_paths=res.retriever == RELATION_PATHS)
+            evidence = Evidence(
+                question,
+                top,
+                list(res.topics),
+                [res.names.get(x, x) for x in res.topics],
+                res.cvt,
+                paths=res.paths,
+                from_paths=res.retriever == RELATION_PATHS,
+            )
             reasoning, error = self._reason(prompt, evidence, res.names)
         answers = ground_answers(reasoning.answers if reasoning else [], reasoning, top, chains, res.names)
         freeze_loaded()  # everything the first answer loaded lazily is loaded now
@@ -334,8 +353,12 @@ class AskPipeline:
 def given_retrieval(retrieval: QuestionRetriever) -> _Built:
     """A retriever object the caller built: described by its own `describe()` where it has one."""
     describe = getattr(retrieval, "describe", None)  # optional beyond the QuestionRetriever protocol
-    return _Built(retrieval, describe if callable(describe) else (lambda: {"retriever": retrieval.name}), [],
-                  getattr(retrieval, "embedder", None))
+    return _Built(
+        retrieval,
+        describe if callable(describe) else (lambda: {"retriever": retrieval.name}),
+        [],
+        getattr(retrieval, "embedder", None),
+    )
 
 
 @contextmanager
@@ -353,10 +376,16 @@ def _as_path(chain_line: str) -> str:
 
 
 def prompt_lines(prompt: Prompt, lines: list[str]) -> list[str]:
-    return [f"Chain {i}. {line}" for i, line in enumerate(lines, 1)] if prompt.template.startswith("chains") else list(lines)
+    return (
+        [f"Chain {i}. {line}" for i, line in enumerate(lines, 1)]
+        if prompt.template.startswith("chains")
+        else list(lines)
+    )
 
 
-def ground_answers(answers: list[str], reasoning: Reasoning | None, top: list[Any], chains: Any, id_to_name: dict[str, str]) -> list[AnswerEvidence]:
+def ground_answers(
+    answers: list[str], reasoning: Reasoning | None, top: list[Any], chains: Any, id_to_name: dict[str, str]
+) -> list[AnswerEvidence]:
     """Mark each answer grounded when it names an entity of the retrieved triples; attach its evidence."""
     by_norm: dict[str, str] = {}
     for x in top:

@@ -22,8 +22,8 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from kgdb.config import dump_json
-from kgdb.data.questions import QuestionRecord
 from kgdb.cypher.linking import NoTopicError
+from kgdb.data.questions import QuestionRecord
 from kgdb.errors import DatabaseError, InputError, KgdbError, TransactionMemoryError
 from kgdb.qa.ask import ASK_STAGES, AskPipeline, AskResult
 from kgdb.qa.metrics import MatchRules, normalize, score_question, summarize
@@ -86,17 +86,48 @@ def database_error(graph, exc: BaseException) -> DatabaseError | None:
     return None
 
 
-def _answers_in_graph(asker: AskPipeline, lookup: Callable[[QuestionRecord], list[str]], q: QuestionRecord) -> list[str]:
+def _answers_in_graph(
+    asker: AskPipeline, lookup: Callable[[QuestionRecord], list[str]], q: QuestionRecord
+) -> list[str]:
     """`lookup(q)`, the gold answers the graph has; when some are missing, the database is asked whether
     it is still there (a lookup on a lost connection finds nothing, and would be recorded as a fact)."""
     ids = lookup(q)
-    if len(ids) < len(set(q.answers)) and (lost := database_error(asker.graph, KgdbError("gold answer lookup"))) is not None:
+    if (
+        len(ids) < len(set(q.answers))
+        and (lost := database_error(asker.graph, KgdbError("gold answer lookup"))) is not None
+    ):
         raise lost
     return ids
 
 
+def _failed_record(
+    base: dict[str, Any],
+    q: QuestionRecord,
+    rules: MatchRules,
+    answer_ids: list[str] | Callable[[], list[str]] | None,
+    exc: Exception,
+) -> dict[str, Any]:
+    """`base` completed for a question whose asking failed (scored as wrong)."""
+    answer_ids = answer_ids() if callable(answer_ids) else answer_ids
+    msg = str(exc) if isinstance(exc, KgdbError) else f"{type(exc).__name__}: {exc}"
+    stage = "no_topic_in_graph" if isinstance(exc, NoTopicError) else "retrieval"
+    base.update(
+        error=msg,
+        stage=stage,
+        answers=[],
+        usage=None,
+        missing_topics=list(q.topics) if stage == "no_topic_in_graph" else [],
+    )
+    base["scores"] = asdict(
+        score_question([], q.answers, q.text, rules, answer_in_kg=bool(answer_ids), evidence_entities=())
+    )
+    return base
+
+
 def question_record(
-    asker: AskPipeline, q: QuestionRecord, rules: MatchRules,
+    asker: AskPipeline,
+    q: QuestionRecord,
+    rules: MatchRules,
     answer_ids: list[str] | Callable[[], list[str]] | None = None,
 ) -> dict[str, Any]:
     """Ask one question and score it; errors become records too (they count as wrong), except a
@@ -108,12 +139,7 @@ def question_record(
     except Exception as exc:  # one failed question must not end a long run; it is recorded and scored 0
         if (lost := database_error(asker.graph, exc)) is not None:
             raise lost from exc  # not an answer: never recorded (see `evaluate_qa`)
-        answer_ids = answer_ids() if callable(answer_ids) else answer_ids
-        msg = str(exc) if isinstance(exc, KgdbError) else f"{type(exc).__name__}: {exc}"
-        stage = "no_topic_in_graph" if isinstance(exc, NoTopicError) else "retrieval"
-        base.update(error=msg, stage=stage, answers=[], usage=None, missing_topics=list(q.topics) if stage == "no_topic_in_graph" else [])
-        base["scores"] = asdict(score_question([], q.answers, q.text, rules, answer_in_kg=bool(answer_ids), evidence_entities=()))
-        return base
+        return _failed_record(base, q, rules, answer_ids, exc)
     if res.missing_topics and (lost := database_error(asker.graph, KgdbError("topic lookup"))) is not None:
         raise lost  # a topic "missing" because its lookup failed: the answer is not the graph's
     preds = [a.answer for a in res.answers]
@@ -131,7 +157,9 @@ def question_record(
         refused=r.refused if r else None,
         malformed=r.malformed if r else None,
         reply=r.reply if r else None,
-        usage={"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls} if r else None,
+        usage={"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls}
+        if r
+        else None,
         planner_usage=res.planner_usage,
         error=res.error,
         stage="reasoner" if res.error else None,
@@ -140,7 +168,9 @@ def question_record(
         gold_in_evidence=_gold_in_evidence(q.answers, res.evidence_entities, rules),
         timings_ms={k: round(v, 3) for k, v in res.timings.items()},
     )
-    score = score_question(preds, q.answers, q.text, rules, answer_in_kg=bool(answer_ids), evidence_entities=res.evidence_entities)
+    score = score_question(
+        preds, q.answers, q.text, rules, answer_in_kg=bool(answer_ids), evidence_entities=res.evidence_entities
+    )
     base["scores"] = asdict(score)
     return base
 
@@ -165,6 +195,36 @@ def _answer_hop(res: AskResult, answer_ids: list[str]) -> int | None:
     return answer_hops(sg.num_nodes, sg.head, sg.tail, sg.topic, local)
 
 
+def _hop_key(hop: int | None) -> str:
+    return "unreached" if hop == 0 else ("unknown" if hop is None else f"{hop}-hop")
+
+
+def _usage_averages(usage: list[dict], n: int) -> dict[str, Any]:
+    return {
+        "avg_prompt_tokens": sum(u["prompt_tokens"] for u in usage) / n,
+        "avg_completion_tokens": sum(u["completion_tokens"] for u in usage) / n,
+        "llm_calls": sum(u["calls"] for u in usage),
+    }
+
+
+def _stage_count(records: list[dict], stage: str) -> int:
+    return sum(1 for r in records if r.get("stage") == stage)
+
+
+def _error_counts(records: list[dict]) -> dict[str, int]:
+    return {
+        "retrieval": _stage_count(records, "retrieval"),
+        # Topic policy (the same as eval retrieval): given topics the graph lacks are dropped; a
+        # question with none left cannot be retrieved and scores 0.
+        "no_topic_in_graph": _stage_count(records, "no_topic_in_graph"),
+        "questions_with_dropped_topics": sum(
+            1 for r in records if r.get("missing_topics") and r.get("stage") != "no_topic_in_graph"
+        ),
+        "reasoner": _stage_count(records, "reasoner"),
+        "malformed_replies": sum(1 for r in records if r.get("malformed")),
+    }
+
+
 def summarize_records(records: Iterable[dict]) -> dict[str, Any]:
     """Overall and per-hop metrics, token averages and error counts from per-question records."""
     from kgdb.qa.metrics import QuestionScore
@@ -174,35 +234,16 @@ def summarize_records(records: Iterable[dict]) -> dict[str, Any]:
     out: dict[str, Any] = {"overall": summarize(scores)}
     by_hop: dict[str, list[QuestionScore]] = {}
     for r, s in zip(records, scores):
-        hop = r.get("hop")
-        key = "unreached" if hop == 0 else ("unknown" if hop is None else f"{hop}-hop")
-        by_hop.setdefault(key, []).append(s)
+        by_hop.setdefault(_hop_key(r.get("hop")), []).append(s)
     out["by_hop"] = {k: summarize(v) for k, v in sorted(by_hop.items())}
-    usage = [r["usage"] for r in records if r.get("usage")]
     n = max(1, len(records))
-    out["tokens"] = {
-        "avg_prompt_tokens": sum(u["prompt_tokens"] for u in usage) / n,
-        "avg_completion_tokens": sum(u["completion_tokens"] for u in usage) / n,
-        "llm_calls": sum(u["calls"] for u in usage),
-    }
+    out["tokens"] = _usage_averages([r["usage"] for r in records if r.get("usage")], n)
     planned = [r["planner_usage"] for r in records if r.get("planner_usage")]
     if planned:  # `--planner llm`: the planner's LLM calls, apart from the reasoner's
-        out["tokens"]["planner"] = {
-            "avg_prompt_tokens": sum(u["prompt_tokens"] for u in planned) / n,
-            "avg_completion_tokens": sum(u["completion_tokens"] for u in planned) / n,
-            "llm_calls": sum(u["calls"] for u in planned),
-        }
+        out["tokens"]["planner"] = _usage_averages(planned, n)
     gie = [r["gold_in_evidence"] for r in records if "gold_in_evidence" in r]
     out["evidence_answer_recall"] = 100 * sum(gie) / n if gie else None
-    out["errors"] = {
-        "retrieval": sum(1 for r in records if r.get("stage") == "retrieval"),
-        # Topic policy (the same as eval retrieval): given topics the graph lacks are dropped; a
-        # question with none left cannot be retrieved and scores 0.
-        "no_topic_in_graph": sum(1 for r in records if r.get("stage") == "no_topic_in_graph"),
-        "questions_with_dropped_topics": sum(1 for r in records if r.get("missing_topics") and r.get("stage") != "no_topic_in_graph"),
-        "reasoner": sum(1 for r in records if r.get("stage") == "reasoner"),
-        "malformed_replies": sum(1 for r in records if r.get("malformed")),
-    }
+    out["errors"] = _error_counts(records)
     ms = [r["timings_ms"] for r in records if r.get("timings_ms")]
     if ms:
         out["avg_stage_ms"] = {k: sum(m.get(k, 0.0) for m in ms) / len(ms) for k in ASK_STAGES}
@@ -215,7 +256,7 @@ def evaluate_qa(
     out_dir: Path,
     *,
     concurrency: int = 4,
-    rules: MatchRules = MatchRules(),
+    rules: MatchRules | None = None,
     run_settings: dict[str, Any] | None = None,
     on_done: Callable[[dict], None] | None = None,
     answer_in_kg: Callable[[QuestionRecord], list[str]] | None = None,
@@ -223,9 +264,15 @@ def evaluate_qa(
     """Evaluate `questions`; resumable through `out_dir/results.jsonl`. Returns the metrics dict."""
     if concurrency < 1:
         raise InputError(f"--concurrency must be at least 1, got {concurrency}", path="--concurrency")
+    rules = rules or MatchRules()
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / RESULTS_FILE
-    settings = {**(run_settings or {}), **asker.settings_json(), "matching": asdict(rules), "kgdb_version": kgdb_version()}
+    settings = {
+        **(run_settings or {}),
+        **asker.settings_json(),
+        "matching": asdict(rules),
+        "kgdb_version": kgdb_version(),
+    }
     previous = out_dir / "settings.json"
     if previous.is_file() and results.is_file():
         old = json.loads(previous.read_text(encoding="utf-8"))
@@ -246,7 +293,9 @@ def evaluate_qa(
     def work(q: QuestionRecord) -> dict:
         # No retry here: the driver has retried each query with backoff for 10 s (kgdb.cypher.Graph), so
         # an error that reaches this point means the server is gone; the run stops and can be resumed.
-        return question_record(asker, q, rules, (lambda: _answers_in_graph(asker, answer_in_kg, q)) if answer_in_kg else None)
+        return question_record(
+            asker, q, rules, (lambda: _answers_in_graph(asker, answer_in_kg, q)) if answer_in_kg else None
+        )
 
     with open_results(results) as fh, ThreadPoolExecutor(max_workers=concurrency) as pool:
         pending: set[Future] = set()

@@ -31,7 +31,17 @@ from kgdb.cypher import Graph
 from kgdb.cypher.fetching import fetch
 from kgdb.cypher.labels import Labelling, LabelPathRow, LabelRelationRow, labelled_qids, write_labelling
 from kgdb.cypher.linking import existing_entities
-from kgdb.data.label_paths import MAX_MEMBERS, METHODS, CandidatePool, Selection, build_pool, numbered_lines, parse_selection, render_path, walk
+from kgdb.data.label_paths import (
+    MAX_MEMBERS,
+    METHODS,
+    CandidatePool,
+    Selection,
+    build_pool,
+    numbered_lines,
+    parse_selection,
+    render_path,
+    walk,
+)
 from kgdb.data.label_relations import RELATIONS_METHOD, RelationPool, parse_relations, relation_lines, relation_pool
 from kgdb.data.questions import QuestionRecord, read_questions
 from kgdb.errors import InputError, KgdbError
@@ -94,7 +104,9 @@ def template_format(method: str) -> str:
 
 
 def _names(names: list[str]) -> str:
-    return ", ".join(names[:MAX_ANSWER_NAMES]) + (f" (+{len(names) - MAX_ANSWER_NAMES} more)" if len(names) > MAX_ANSWER_NAMES else "")
+    return ", ".join(names[:MAX_ANSWER_NAMES]) + (
+        f" (+{len(names) - MAX_ANSWER_NAMES} more)" if len(names) > MAX_ANSWER_NAMES else ""
+    )
 
 
 def build_messages(
@@ -102,7 +114,9 @@ def build_messages(
 ) -> tuple[str, list[dict[str, str]]]:
     template = load_template(template_format(method), version)
     user = Template(template.sections["user"]).safe_substitute(
-        evidence="\n".join(lines), question=normalise_question(question), answers=_names(answers) or "(none in the graph)",
+        evidence="\n".join(lines),
+        question=normalise_question(question),
+        answers=_names(answers) or "(none in the graph)",
         entities=_names(list(entities)),
     )
     return template.name, [
@@ -139,7 +153,11 @@ def _ask(llm, prepared: _Prepared) -> _Asked:
         reply = llm.complete(messages, usage)
         selection = prepared.parse(reply)
         if selection.status == "malformed":
-            follow_up = [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": prepared.follow_up}]
+            follow_up = [
+                *messages,
+                {"role": "assistant", "content": reply},
+                {"role": "user", "content": prepared.follow_up},
+            ]
             second = llm.complete(follow_up, usage)
             reply = reply + "\n\n--- follow-up ---\n" + second
             selection = prepared.parse(second)
@@ -153,7 +171,9 @@ def _prepare(method: str, prompt_version: int, q: QuestionRecord, sg, pool: Cand
     if isinstance(pool, RelationPool):
         _, messages = build_messages(method, prompt_version, q.text, relation_lines(pool), [], pool.topic_names)
         candidates = pool.candidates
-        return _Prepared(messages, lambda reply: parse_relations(reply, candidates), FOLLOW_UP_RELATIONS, "ans: → relation")
+        return _Prepared(
+            messages, lambda reply: parse_relations(reply, candidates), FOLLOW_UP_RELATIONS, "ans: → relation"
+        )
     _, messages = build_messages(method, prompt_version, q.text, numbered_lines(sg, pool), pool.answer_names)
     n = len(pool.candidates)
     return _Prepared(messages, lambda reply: parse_selection(reply, n), FOLLOW_UP, "ans: Path N")
@@ -161,7 +181,10 @@ def _prepare(method: str, prompt_version: int, q: QuestionRecord, sg, pool: Cand
 
 def selected_relations(pool: RelationPool, selection: Selection) -> list[LabelRelationRow]:
     """The selected candidate relations, as rows to store (rank = order in the reply)."""
-    return [LabelRelationRow(rank, pool.candidates[i].name, pool.candidates[i].direction) for rank, i in enumerate(selection.indices, 1)]
+    return [
+        LabelRelationRow(rank, pool.candidates[i].name, pool.candidates[i].direction)
+        for rank, i in enumerate(selection.indices, 1)
+    ]
 
 
 def selected_paths(sg, pool: CandidatePool, selection: Selection) -> list[LabelPathRow]:
@@ -173,8 +196,12 @@ def selected_paths(sg, pool: CandidatePool, selection: Selection) -> list[LabelP
             nodes, _ = walk(sg, start, triples)
             rows.append(
                 LabelPathRow(
-                    rank=rank, candidate=idx + 1, kind=cand.kind, text=render_path(sg, start, triples),
-                    start=sg.entity_ids[nodes[0]], end=sg.entity_ids[nodes[-1]],
+                    rank=rank,
+                    candidate=idx + 1,
+                    kind=cand.kind,
+                    text=render_path(sg, start, triples),
+                    start=sg.entity_ids[nodes[0]],
+                    end=sg.entity_ids[nodes[-1]],
                     heads=[sg.entity_ids[int(sg.head[i])] for i in triples],
                     relations=[sg.relation_names[i] for i in triples],
                     tails=[sg.entity_ids[int(sg.tail[i])] for i in triples],
@@ -214,14 +241,18 @@ def label_questions(
     records = qs.split(split)[:limit]  # splits are in file order, so a prefix is a fixed subsample
     start = time.perf_counter()
     done = labelled_qids(graph, [q.id for q in records], method, model, template)
-    report = LabelReport(method, model, template, qs.dataset, split, len(records), sum(1 for q in records if q.id in done))
+    report = LabelReport(
+        method, model, template, qs.dataset, split, len(records), sum(1 for q in records if q.id in done)
+    )
     todo = [q for q in records if q.id not in done]
     if not todo:
         return report
     on_start(len(todo))
     llm = OpenAIReasoner.from_settings(settings)
     _, info = graph_fingerprint(graph)
-    embedder = get_embedder(info.get("model") or settings.embedding_model, settings.device, settings.embedding_batch_size)
+    embedder = get_embedder(
+        info.get("model") or settings.embedding_model, settings.device, settings.embedding_batch_size
+    )
     embeddings = embedder.encode([q.text for q in todo])
 
     def store(lab: Labelling) -> None:
@@ -238,11 +269,24 @@ def label_questions(
 
     def finish(fut: Future, q: QuestionRecord, sg, pool: CandidatePool | RelationPool) -> None:
         asked: _Asked = fut.result()
-        lab = Labelling(q.id, method, model, template, asked.selection.status if not asked.error else "failed",
-                        candidates=len(pool.candidates), raw_candidates=pool.raw, calls=asked.usage.calls,
-                        prompt_tokens=asked.usage.prompt_tokens, completion_tokens=asked.usage.completion_tokens,
-                        error=asked.error, reply=asked.reply, ignored=len(asked.selection.ignored),
-                        topics=[sg.entity_ids[t] for t in dict.fromkeys(sg.topic.tolist())] if isinstance(pool, RelationPool) else [])
+        lab = Labelling(
+            q.id,
+            method,
+            model,
+            template,
+            asked.selection.status if not asked.error else "failed",
+            candidates=len(pool.candidates),
+            raw_candidates=pool.raw,
+            calls=asked.usage.calls,
+            prompt_tokens=asked.usage.prompt_tokens,
+            completion_tokens=asked.usage.completion_tokens,
+            error=asked.error,
+            reply=asked.reply,
+            ignored=len(asked.selection.ignored),
+            topics=[sg.entity_ids[t] for t in dict.fromkeys(sg.topic.tolist())]
+            if isinstance(pool, RelationPool)
+            else [],
+        )
         if asked.error and asked.usage.calls == 0 and report.calls == 0:
             # No call has ever succeeded: the endpoint or its settings are wrong (key, URL, model), so
             # stop with the client's clear error instead of recording every question as failed.
@@ -259,7 +303,16 @@ def label_questions(
             for q, emb in zip(todo, embeddings):
                 sg, pool = _stage_one(graph, q, np.asarray(emb), method, hops, cap, settings)
                 if pool is None or not pool.candidates:
-                    store(Labelling(q.id, method, model, template, "no_candidates", raw_candidates=0 if pool is None else pool.raw))
+                    store(
+                        Labelling(
+                            q.id,
+                            method,
+                            model,
+                            template,
+                            "no_candidates",
+                            raw_candidates=0 if pool is None else pool.raw,
+                        )
+                    )
                     continue
                 report.candidates += len(pool.candidates)
                 pending[pool_exec.submit(_ask, llm, _prepare(method, prompt_version, q, sg, pool))] = (q, sg, pool)
@@ -279,7 +332,9 @@ def label_questions(
     return report
 
 
-def _stage_one(graph: Graph, q: QuestionRecord, emb: np.ndarray, method: str, hops: int, cap: int | None, settings: Settings):
+def _stage_one(
+    graph: Graph, q: QuestionRecord, emb: np.ndarray, method: str, hops: int, cap: int | None, settings: Settings
+):
     """The question's subgraph (as training fetches it) and its candidate pool; (None, None) when
     no topic or no answer is in the graph (relation targeting too: without an answer in the graph
     the question has no target path, so its R_* would never be trained on)."""

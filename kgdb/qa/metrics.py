@@ -32,7 +32,17 @@ from typing import Iterable, Sequence
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
 _DATE = re.compile(r"^(\d{4})-\d{2}(-\d{2})?")
-_DOUBLE_CHECK_CUES = ("when", "what year", "which year", "where", "sport", "what countr", "language", "nba finals", "world series")
+_DOUBLE_CHECK_CUES = (
+    "when",
+    "what year",
+    "which year",
+    "where",
+    "sport",
+    "what countr",
+    "language",
+    "nba finals",
+    "world series",
+)
 _YEAR_CUES = ("when", "what year", "which year")
 
 
@@ -62,7 +72,9 @@ class MatchRules:
             elif part[0] in "+-" and part[1:] in rules:
                 rules[part[1:]] = part[0] == "+"
             else:
-                raise ValueError(f"unknown matching rule {part!r}; known: subgraphrag, strict, +/-{', +/-'.join(rules)}")
+                raise ValueError(
+                    f"unknown matching rule {part!r}; known: subgraphrag, strict, +/-{', +/-'.join(rules)}"
+                )
         return cls(**rules)
 
 

@@ -35,7 +35,6 @@ PLAN_FORMATS = ("plan_paths",)
 # The LLM chooses among the no-LLM answerer's candidates (kgdb/qa/reasoners/candidates.py).
 CANDIDATE_FORMATS = ("candidates",)
 DEFAULT_VERSION = 1
-SECTIONS = ("system", "example_user", "example_assistant", "user")
 REQUIRED_SECTIONS = ("system", "user")
 _SECTION = re.compile(r"^=== (\w+) ===$", re.MULTILINE)
 
@@ -85,7 +84,9 @@ class Prompt:
         """The same prompt with only the first `lines` evidence lines and/or without the worked example."""
         fmt, version = self.template.rsplit("_v", 1)
         keep = self.lines if lines is None else self.lines[:lines]
-        return build_prompt(fmt, self.question, keep, int(version), example=self.has_example if example is None else example)
+        return build_prompt(
+            fmt, self.question, keep, int(version), example=self.has_example if example is None else example
+        )
 
 
 @cache
@@ -151,8 +152,9 @@ def normalise_question(question: str) -> str:
     return q if q.endswith("?") else q + "?"
 
 
-def build_prompt(fmt: str, question: str, evidence_lines: Sequence[str], version: int = DEFAULT_VERSION,
-                 example: bool = True) -> Prompt:
+def build_prompt(
+    fmt: str, question: str, evidence_lines: Sequence[str], version: int = DEFAULT_VERSION, example: bool = True
+) -> Prompt:
     """Messages: system, the worked example (user + assistant) where the template has one and
     `example` is set, then the real question.
 
@@ -170,8 +172,13 @@ def build_prompt(fmt: str, question: str, evidence_lines: Sequence[str], version
             {"role": "assistant", "content": template.sections["example_assistant"]},
         ]
     messages.append({"role": "user", "content": user})
-    return Prompt(template=template.name, messages=messages, evidence_lines=len(lines), question=question,
-                  lines=tuple(evidence_lines))
+    return Prompt(
+        template=template.name,
+        messages=messages,
+        evidence_lines=len(lines),
+        question=question,
+        lines=tuple(evidence_lines),
+    )
 
 
 def follow_up(prompt: Prompt, first_reply: str) -> list[dict[str, str]]:

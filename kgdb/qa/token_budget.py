@@ -93,7 +93,12 @@ class Endpoint:
         if self.tokenizer and self._post is not None:
             try:
                 return self._tokens(text) + overhead
-            except (OSError, ValueError, KeyError, TypeError) as exc:  # a tokenizer that stops answering is not worth failing a question for
+            except (
+                OSError,
+                ValueError,
+                KeyError,
+                TypeError,
+            ) as exc:  # a tokenizer that stops answering is not worth failing a question for
                 log.debug("tokenizer %s failed (%s); estimating from now on", self.tokenizer, exc)
                 self.tokenizer = None
         return estimate_tokens(text) + overhead
@@ -110,16 +115,28 @@ class Endpoint:
 
     def describe(self) -> dict[str, Any]:
         counted = "model tokenizer" if self.counter is not None else self.tokenizer or "estimate"
-        return {"context": self.context, "context_source": self.context_source, "slots": self.slots,
-                "tokenizer": counted, "structured_output": self.structured}
+        return {
+            "context": self.context,
+            "context_source": self.context_source,
+            "slots": self.slots,
+            "tokenizer": counted,
+            "structured_output": self.structured,
+        }
 
 
 _ENDPOINTS: dict[tuple[str | None, str], Endpoint] = {}
 _ENDPOINTS_LOCK = threading.Lock()
 
 
-def endpoint(base_url: str | None, model: str, *, context: int | None = None, slots: int | None = None,
-             api_key: str | None = None, timeout: float = 10.0) -> Endpoint:
+def endpoint(
+    base_url: str | None,
+    model: str,
+    *,
+    context: int | None = None,
+    slots: int | None = None,
+    api_key: str | None = None,
+    timeout: float = 10.0,
+) -> Endpoint:
     """The endpoint's facts, probed on first use (a few GETs; nothing fails if a route is missing).
 
     `context` and `slots` are the user's overrides (KGDB_LLM_CONTEXT, KGDB_LLM_CONCURRENCY)."""
@@ -206,8 +223,13 @@ class Fitted:
     counted_with: str  # "tokenizer" or "estimate"
 
     def describe(self) -> dict[str, Any]:
-        return {"lines_sent": self.lines_sent, "lines_cut": self.lines_cut, "prompt_tokens_counted": self.prompt_tokens,
-                "max_tokens": self.max_tokens, "counted_with": self.counted_with}
+        return {
+            "lines_sent": self.lines_sent,
+            "lines_cut": self.lines_cut,
+            "prompt_tokens_counted": self.prompt_tokens,
+            "max_tokens": self.max_tokens,
+            "counted_with": self.counted_with,
+        }
 
 
 def fit(build: Callable[[int], list[dict[str, str]]], lines: int, ep: Endpoint, answer_tokens: int) -> Fitted:

@@ -75,13 +75,17 @@ def evaluate(
                 records[q.id] = rec
                 on_record(rec)
         on_progress(1)
-    report = report_from_records([records[q.id] for q in questions if q.id in records], pipeline, dataset, split, len(questions))
+    report = report_from_records(
+        [records[q.id] for q in questions if q.id in records], pipeline, dataset, split, len(questions)
+    )
     if fetch_failed:
         report.skipped["fetch_failed"] = failed
     return report
 
 
-def question_result(pipeline, q: QuestionRecord, item: CachedQuestion | None, run: str | None, fetch_failed: bool = False) -> dict | None:
+def question_result(
+    pipeline, q: QuestionRecord, item: CachedQuestion | None, run: str | None, fetch_failed: bool = False
+) -> dict | None:
     """One question's record: its recalls by metric, stage timings and run, or why it was skipped
     (None: its subgraph could not be fetched this time)."""
     if item is None:
@@ -96,17 +100,25 @@ def question_result(pipeline, q: QuestionRecord, item: CachedQuestion | None, ru
     metrics: dict[str, float | None] = {}
     for k in KS:
         metrics[f"triple_recall@{k}"] = triple_recall_at(scores, labels, k)
-        metrics[f"answer_recall@{k}"] = answer_recall_at(order, item.head, item.tail, item.answers, item.n_answers_in_graph, k)
+        metrics[f"answer_recall@{k}"] = answer_recall_at(
+            order, item.head, item.tail, item.answers, item.n_answers_in_graph, k
+        )
     if getattr(getattr(pipeline, "model", None), "returns", None) == "paths":
         # a path retriever passes an adaptive number of triples (result.k): recall at that size
         k = result.k
         metrics["triple_recall@passed"] = triple_recall_at(scores, labels, k)
-        metrics["answer_recall@passed"] = answer_recall_at(order, item.head, item.tail, item.answers, item.n_answers_in_graph, k)
+        metrics["answer_recall@passed"] = answer_recall_at(
+            order, item.head, item.tail, item.answers, item.n_answers_in_graph, k
+        )
         metrics["triples_passed"] = float(k)
     return {
-        "qid": q.id, "bucket": _hop_bucket(item.hop), "metrics": metrics, "run": result.run,
+        "qid": q.id,
+        "bucket": _hop_bucket(item.hop),
+        "metrics": metrics,
+        "run": result.run,
         "timings": {s: result.timings.get(s, 0.0) for s in TIMED},
-        "no_sp_triples": not bool(item.labels.any()), "no_answer_in_graph": item.n_answers_in_graph == 0,
+        "no_sp_triples": not bool(item.labels.any()),
+        "no_answer_in_graph": item.n_answers_in_graph == 0,
     }
 
 

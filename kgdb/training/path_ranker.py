@@ -98,7 +98,10 @@ def collate(batch: Sequence[RankerExample], device: torch.device | str = "cpu"):
     tokens = np.concatenate([np.pad(ex.tokens, ((0, 0), (0, width - ex.tokens.shape[1]))) for ex in batch])
     owner = np.concatenate([np.full(len(ex.tokens), i, np.int64) for i, ex in enumerate(batch)])
     words, offsets = pack_questions([ex.words for ex in batch], device)
-    t = lambda a, dt: torch.as_tensor(a, dtype=dt, device=device)
+
+    def t(a, dt):
+        return torch.as_tensor(a, dtype=dt, device=device)
+
     return (
         t(np.stack([ex.q_emb for ex in batch]), torch.float32),
         words,

@@ -1,6 +1,6 @@
 """Training a registered retriever: its part of the shared loop (`kgdb.training.fit`).
 
-SubgraphRAG's recipe (spec §10) is the default: one question per step, Adam lr 1e-3, model
+SubgraphRAG's recipe (its reference code's defaults) is the default: one question per step, Adam lr 1e-3, model
 selection on validation triple recall@100 with patience 10, fixed seed. The loss and the kind of
 label come from the retriever (`Retriever.loss`, `Retriever.label_kind`), so a new retriever
 trains here unchanged. A retriever that declares `batched_training` can take `batch_size`

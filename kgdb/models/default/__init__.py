@@ -21,8 +21,11 @@ from pathlib import Path
 
 DEFAULT_RETRIEVER = "cosine-dde"
 SHIPPED_FOLDER = Path(__file__).parent
-SHIPPED = {"cosine-dde": SHIPPED_FOLDER / "cosine-dde-webqsp", "rapl": SHIPPED_FOLDER / "rapl-webqsp",
-           "rrp-ranker": SHIPPED_FOLDER / "rrp-ranker-portable"}
+SHIPPED = {
+    "cosine-dde": SHIPPED_FOLDER / "cosine-dde-webqsp",
+    "rapl": SHIPPED_FOLDER / "rapl-webqsp",
+    "rrp-ranker": SHIPPED_FOLDER / "rrp-ranker-portable",
+}
 
 
 def shipped_checkpoint(retriever: str = DEFAULT_RETRIEVER) -> Path | None:

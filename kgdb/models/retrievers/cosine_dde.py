@@ -25,7 +25,6 @@ from kgdb.models.numpy_scoring import UNREACHED
 from kgdb.models.registry import register
 
 SIMILARITIES = 4  # triple, relation, head, tail
-EPS = 1e-6
 
 
 def _standardise(values: Tensor, group: Tensor, groups: int) -> Tensor:

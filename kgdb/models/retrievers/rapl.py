@@ -1,4 +1,4 @@
-"""RAPL path retriever on the directed line graph (Yao et al. 2025; spec ../shared/specs/rapl.md).
+"""RAPL path retriever on the directed line graph (Yao et al. 2025, RAPL).
 
 Triples are nodes of the line graph of the fetched subgraph, taken in both directions (triple i
 and its inverse m + i, `kgdb.models.line_graph`), so a path may follow a relation against its
@@ -9,7 +9,7 @@ arrow as the shortest-path labels do. Per question:
   question with h, r and t; topic and CVT flags of h and t; inverse flag). Only text embeddings
   enter, never graph ids, so a checkpoint carries to any graph embedded with the same model;
 - two 2-layer GCNs (W_agg over line-graph neighbours + W_self), one on the line graph and one on
-  its edge-reversed copy (the look-ahead), averaged: z_i (spec §3.3);
+  its edge-reversed copy (the look-ahead), averaged: z_i (the paper's path encoder);
 - question triple: <z_q, z_v> over the triples leaving a topic, trained with Eq. 9's averaged
   positive / negative log-sigmoid loss (positives = first triples of the target paths, plus with
   `--relation-targets` Eq. 8's augmentation: the triples leaving a topic by a relation of the
@@ -157,7 +157,17 @@ class RAPL(Retriever):
         cvt = x.cvt_mask.float()
         inv = torch.cat([torch.zeros(m, device=q.device), torch.ones(m, device=q.device)])
         flags = torch.stack(
-            [cos_node[src], torch.cat([cos_rel, cos_rel]), cos_node[dst], topic[src], topic[dst], cvt[src], cvt[dst], inv], dim=1
+            [
+                cos_node[src],
+                torch.cat([cos_rel, cos_rel]),
+                cos_node[dst],
+                topic[src],
+                topic[dst],
+                cvt[src],
+                cvt[dst],
+                inv,
+            ],
+            dim=1,
         )
         rel_proj = self.w_rel(rel_text).index_select(0, rel_of)
         h0 = (
@@ -190,9 +200,13 @@ class RAPL(Retriever):
         paths = getattr(targets, "_rapl_paths", None)
         if paths is None:
             paths = target_paths(
-                x.head.cpu().numpy(), x.tail.cpu().numpy(), np.flatnonzero(x.topic_mask.cpu().numpy()),
-                np.flatnonzero(targets.entities.cpu().numpy() > 0), targets.triples.cpu().numpy() > 0,
-                self.cfg.max_len, self.cfg.max_targets,
+                x.head.cpu().numpy(),
+                x.tail.cpu().numpy(),
+                np.flatnonzero(x.topic_mask.cpu().numpy()),
+                np.flatnonzero(targets.entities.cpu().numpy() > 0),
+                targets.triples.cpu().numpy() > 0,
+                self.cfg.max_len,
+                self.cfg.max_targets,
             )
             targets._rapl_paths = paths  # computed once per training item
         if not paths or not x.topic_mask.index_select(0, enc.src).any():
@@ -201,7 +215,9 @@ class RAPL(Retriever):
         path = paths[int(torch.randint(len(paths), (1,)))]
         return lq + self._path_loss(enc, path)
 
-    def question_triple_loss(self, enc: Encoded, paths: list[list[int]], targets: Targets) -> tuple[Tensor, Tensor, Tensor]:
+    def question_triple_loss(
+        self, enc: Encoded, paths: list[list[int]], targets: Targets
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """Eq. 9 over V_cand = the augmented triples leaving a topic (Eq. 7), with (V_pos, V_neg) as
         masks [2m]: V_pos = the target paths' first triples (v_q(0)) united with Eq. 8's augmentation
         (candidates whose relation, read in their direction, is in R_*), V_neg = V_cand minus V_pos."""
@@ -257,7 +273,9 @@ class RAPL(Retriever):
             if cands.numel() == 0:
                 continue
             lp = torch.log_softmax(enc.first[cands] / c.temperature, 0)
-            pick = torch.multinomial(lp.exp(), c.samples, replacement=True, generator=gen).repeat_interleave(c.paths_per_sample)
+            pick = torch.multinomial(lp.exp(), c.samples, replacement=True, generator=gen).repeat_interleave(
+                c.paths_per_sample
+            )
             starts.append(cands[pick])
             start_lp.append(lp[pick])
         if not starts:
@@ -287,7 +305,9 @@ class RAPL(Retriever):
             v = enc.dst[c]
             count = rowptr[v + 1] - rowptr[v]
             state_e = torch.repeat_interleave(torch.arange(n_states, device=dev), count)
-            within = torch.arange(state_e.numel(), device=dev) - torch.repeat_interleave(torch.cumsum(count, 0) - count, count)
+            within = torch.arange(state_e.numel(), device=dev) - torch.repeat_interleave(
+                torch.cumsum(count, 0) - count, count
+            )
             cand = order[torch.repeat_interleave(rowptr[v], count) + within]
             keep = cand != _reverse_t(c, m2)[state_e]
             cand, state_e = cand[keep], state_e[keep]
@@ -299,7 +319,9 @@ class RAPL(Retriever):
             perm = torch.argsort(owner, stable=True)  # candidates grouped by state, STOP last
             owner, choice, logits = owner[perm], choice[perm], logits[perm] / self.cfg.temperature
             top = torch.full((n_states,), -torch.inf, device=dev).scatter_reduce(0, owner, logits, "amax")
-            lse = top + torch.log(torch.zeros(n_states, device=dev).index_add_(0, owner, torch.exp(logits - top[owner])))
+            lse = top + torch.log(
+                torch.zeros(n_states, device=dev).index_add_(0, owner, torch.exp(logits - top[owner]))
+            )
             logprob = logits - lse[owner]
             # inverse CDF per state: key = state + cumulative probability within the state
             cum = torch.cumsum(logprob.double().exp(), 0)
@@ -367,7 +389,9 @@ class RAPL(Retriever):
                 continue
             kept.append((walk, prob))
             taken |= new
-            if self.cfg.complete and budget is not None and len(kept) == 1:  # without a budget the order changes nothing
+            if (
+                self.cfg.complete and budget is not None and len(kept) == 1
+            ):  # without a budget the order changes nothing
                 siblings += self._siblings(enc, base, [(walk[-1:], prob)], taken, lo, hi)
         if self.cfg.complete:
             siblings += self._siblings(enc, base, kept, taken, lo, hi)
@@ -419,7 +443,13 @@ def _reverse_t(a: Tensor, m2: int) -> Tensor:
 
 
 def target_paths(
-    head: np.ndarray, tail: np.ndarray, topics: np.ndarray, answers: np.ndarray, labelled: np.ndarray, max_len: int, cap: int
+    head: np.ndarray,
+    tail: np.ndarray,
+    topics: np.ndarray,
+    answers: np.ndarray,
+    labelled: np.ndarray,
+    max_len: int,
+    cap: int,
 ) -> list[list[int]]:
     """Topic -> answer paths over the labelled triples only, in either direction, as augmented
     triple indices (i forward, m + i inverse); shortest first per (topic, answer), at most `cap`."""

@@ -1,6 +1,6 @@
 """SubgraphRAG triple scorer: MLP on [z_q || z_h || z_r || z_t || z_tau] (Li et al., ICLR 2025).
 
-Hyper-parameters follow the reference code (spec §10): 2 DDE rounds each way, hidden 1024, ReLU,
+Hyper-parameters follow SubgraphRAG's reference code: 2 DDE rounds each way, hidden 1024, ReLU,
 one shared learned vector for unnamed CVT entities.
 
 Speed: the first layer is linear in the concatenation, so W1 [z_q||z_h||z_r||z_t||s_h||s_t]
@@ -66,7 +66,14 @@ class SubgraphRAG(Retriever):
     def _blocks(self) -> tuple[Tensor, ...]:
         d, w = self.embedding_dim, self.dde_width
         W = self.hidden.weight
-        return W[:, :d], W[:, d : 2 * d], W[:, 2 * d : 3 * d], W[:, 3 * d : 4 * d], W[:, 4 * d : 4 * d + w], W[:, 4 * d + w :]
+        return (
+            W[:, :d],
+            W[:, d : 2 * d],
+            W[:, 2 * d : 3 * d],
+            W[:, 3 * d : 4 * d],
+            W[:, 4 * d : 4 * d + w],
+            W[:, 4 * d + w :],
+        )
 
     def entity_text(self, x: SubgraphTensors) -> Tensor:
         """[n, d] entity embeddings with CVT nodes replaced by the shared learned vector."""
@@ -135,8 +142,13 @@ class SubgraphRAG(Retriever):
         # One table of every term, so each triple's six rows are one fused gather-and-sum; the
         # question row carries the bias (an input column of ones).
         parts = [
-            (E.index_select(0, ents_h), Wh), (cvt, Wh), (E.index_select(0, ents_t), Wt), (cvt, Wt),
-            (x.tables.relation.index_select(0, rels), Wr), (dde_rows, Wsh), (dde_rows, Wst),
+            (E.index_select(0, ents_h), Wh),
+            (cvt, Wh),
+            (E.index_select(0, ents_t), Wt),
+            (cvt, Wt),
+            (x.tables.relation.index_select(0, rels), Wr),
+            (dde_rows, Wsh),
+            (dde_rows, Wst),
             (torch.cat([x.question, ones], dim=1), torch.cat([Wq, self.hidden.bias.unsqueeze(1)], dim=1)),
         ]
         table = stacked_projections(parts)
@@ -146,8 +158,12 @@ class SubgraphRAG(Retriever):
         h, t = x.head, x.tail
         index = torch.stack(
             [
-                head_row, starts[2] + tail_row, starts[4] + rel_of, starts[5] + which.index_select(0, h),
-                starts[6] + which.index_select(0, t), starts[7] + x.triple_question(),
+                head_row,
+                starts[2] + tail_row,
+                starts[4] + rel_of,
+                starts[5] + which.index_select(0, h),
+                starts[6] + which.index_select(0, t),
+                starts[7] + x.triple_question(),
             ],
             dim=1,
         )
@@ -174,7 +190,10 @@ class SubgraphRAG(Retriever):
         in place (rows appended to a larger buffer) keeps both, a new table changes the address."""
         ent = tables.entity
         row_bytes = max(ent.shape[1] * ent.element_size(), 1)
-        return ent.untyped_storage().data_ptr(), ent.untyped_storage().nbytes() // row_bytes - ent.storage_offset() // max(ent.shape[1], 1)
+        return (
+            ent.untyped_storage().data_ptr(),
+            ent.untyped_storage().nbytes() // row_bytes - ent.storage_offset() // max(ent.shape[1], 1),
+        )
 
     def _is_prepared(self, tables: TensorTables) -> bool:
         p = self._prepared

@@ -27,20 +27,32 @@ class CandidatesReasoner:
 
     uses_llm = True
 
-    def __init__(self, llm: Any, proposer: Any = None, *, top: int = TOP_CANDIDATES, version: int = 1, settings: Any = None):
+    def __init__(
+        self, llm: Any, proposer: Any = None, *, top: int = TOP_CANDIDATES, version: int = 1, settings: Any = None
+    ):
         self.llm, self.proposer, self.top, self.version, self._settings = llm, proposer, top, version, settings
         self.name = f"candidates:{llm.name}"
 
     def settings(self) -> dict[str, Any]:
-        return {"reasoner": self.name, "top": self.top, "template": f"{TEMPLATE}_v{self.version}", "llm": self.llm.settings()}
+        return {
+            "reasoner": self.name,
+            "top": self.top,
+            "template": f"{TEMPLATE}_v{self.version}",
+            "llm": self.llm.settings(),
+        }
 
     def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
         start = time.perf_counter()
         candidates = self.candidates(evidence, names)
         question = prompt.question or getattr(evidence, "question", "")
         if not candidates:
-            out = LLMReasoning(answers=[], reply="No candidate reaches beyond the question's entities; the LLM was not asked.",
-                               reasoner=self.name, llm_used=False, refused=True)
+            out = LLMReasoning(
+                answers=[],
+                reply="No candidate reaches beyond the question's entities; the LLM was not asked.",
+                reasoner=self.name,
+                llm_used=False,
+                refused=True,
+            )
             out.seconds = time.perf_counter() - start
             return out
         lines = [f"{i}. {name} (via {path})" for i, (name, path) in enumerate(candidates, 1)]
@@ -84,10 +96,12 @@ class CandidatesReasoner:
             id_name.setdefault(t.head_id, t.head)
             id_name.setdefault(t.tail_id, t.tail)
         out: dict[str, str] = {}
-        ranked = self.proposer.rank_paths(evidence.question, evidence.triples, evidence.topics, evidence.topic_names, evidence.cvt)
+        ranked = self.proposer.rank_paths(
+            evidence.question, evidence.triples, evidence.topics, evidence.topic_names, evidence.cvt
+        )
         for path in ranked:
             anchor = id_name.get(path.path.anchor, path.path.anchor)
-            for entity, route in sorted(path.targets.items(), key=lambda kv: min(kv[1])):
+            for entity, _route in sorted(path.targets.items(), key=lambda kv: min(kv[1])):
                 name = id_name.get(entity, entity)
                 if is_mid(name):
                     continue

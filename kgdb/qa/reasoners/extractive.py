@@ -101,7 +101,9 @@ class _Walk:
                 if targets:
                     out.append(EvidencePath(RelationPath(anchor, steps), targets))
             # CVTs were looked through above; expanding them again would count their hop twice.
-            frontier = {k: kept for k, v in reached.items() if (kept := {e: r for e, r in v.items() if e not in self.cvt})}
+            frontier = {
+                k: kept for k, v in reached.items() if (kept := {e: r for e, r in v.items() if e not in self.cvt})
+            }
             if not frontier:
                 break
         return out
@@ -118,7 +120,28 @@ class _Walk:
 
 
 FEATURES = ("path_similarity", "extra_hops", "lexical", "retriever_rank")
-_FUNCTION_WORDS = frozenset("has have the and for with from are was were its into that this what which who whom".split())
+_FUNCTION_WORDS = frozenset(
+    [
+        "has",
+        "have",
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "are",
+        "was",
+        "were",
+        "its",
+        "into",
+        "that",
+        "this",
+        "what",
+        "which",
+        "who",
+        "whom",
+    ]
+)
 
 
 def word_stems(text: str) -> set[str]:
@@ -275,9 +298,13 @@ class ExtractiveReasoner:
             p.score = score
         return sorted(paths, key=lambda p: (-p.score, p.path.hops, p.path.text(), p.path.anchor))
 
-    def reason(self, prompt: Prompt | None, evidence: Evidence, names: dict[str, str] | None = None) -> Reasoning:
-        """Same call as the LLM reasoners; the prompt is ignored (no LLM reads it)."""
-        return self.answer(evidence.question, evidence.triples, evidence.topics, evidence.topic_names, evidence.cvt, names)
+    def reason(self, prompt: Prompt | None, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
+        """Same call as the LLM reasoners; the prompt is ignored (no LLM reads it), the evidence is required."""
+        if not isinstance(evidence, Evidence):
+            raise TypeError("the extractive reasoner answers from an Evidence, not from a prompt alone")
+        return self.answer(
+            evidence.question, evidence.triples, evidence.topics, evidence.topic_names, evidence.cvt, names
+        )
 
     def answer(
         self,

@@ -88,7 +88,9 @@ class OpenAIReasoner:
         import openai
 
         if not model:
-            raise LLMError("no LLM model given: set KGDB_LLM_MODEL (e.g. gpt-4o-mini or the model a vLLM server serves)")
+            raise LLMError(
+                "no LLM model given: set KGDB_LLM_MODEL (e.g. gpt-4o-mini or the model a vLLM server serves)"
+            )
         self.base_url = base_url
         self.model = model
         self.name = f"openai:{model}"
@@ -124,8 +126,14 @@ class OpenAIReasoner:
     def endpoint(self) -> Endpoint:
         """The endpoint's context, slots, tokenizer and structured-output support (probed once per process)."""
         if self._endpoint is None:
-            self._endpoint = endpoint(self.base_url, self.model, context=self.context, slots=self.concurrency,
-                                      api_key=self.api_key, timeout=min(self.timeout, 10.0))
+            self._endpoint = endpoint(
+                self.base_url,
+                self.model,
+                context=self.context,
+                slots=self.concurrency,
+                api_key=self.api_key,
+                timeout=min(self.timeout, 10.0),
+            )
             if self.structured is not None:
                 self._endpoint.structured = self.structured
         return self._endpoint
@@ -178,28 +186,40 @@ class OpenAIReasoner:
         out.seconds = time.perf_counter() - start
         return out
 
-    def _ask(self, prompt: Prompt, candidates: list[str], structured: bool, out: LLMReasoning) -> tuple[str, list[dict[str, str]]]:
+    def _ask(
+        self, prompt: Prompt, candidates: list[str], structured: bool, out: LLMReasoning
+    ) -> tuple[str, list[dict[str, str]]]:
         """One fitted request; a server whose 400 states a smaller context than assumed gets one refitted retry."""
         ep = self.endpoint
         for attempt in (1, 2):
             sent, max_tokens = self._fitted(prompt, candidates, structured, out)
             shown = _shown(candidates, sent) if structured else []
             try:
-                return self._complete(sent, out, max_tokens=max_tokens, schema=answer_schema(shown) if structured else None), sent
+                return self._complete(
+                    sent, out, max_tokens=max_tokens, schema=answer_schema(shown) if structured else None
+                ), sent
             except _ContextExceeded as exc:
                 if attempt == 2 or exc.context is None or (ep.context is not None and exc.context >= ep.context):
                     raise LLMError(exc.message) from None
                 ep.context, ep.context_source = exc.context, "the server's error message"
         raise AssertionError("unreachable")
 
-    def _fitted(self, prompt: Prompt, candidates: list[str], structured: bool, out: LLMReasoning) -> tuple[list[dict[str, str]], int]:
+    def _fitted(
+        self, prompt: Prompt, candidates: list[str], structured: bool, out: LLMReasoning
+    ) -> tuple[list[dict[str, str]], int]:
         ep = self.endpoint
         example = prompt.has_example and not structured  # a schema fixes the reply's form; the example only leaks
         answer = self.max_tokens or _answer_tokens(candidates, structured)
         if not prompt.lines and prompt.evidence_lines == 0 and not prompt.question:  # built by hand: sent as it is
             messages = prompt.messages
-            out.budget.update(lines_sent=0, lines_cut=0, prompt_tokens_counted=ep.count(messages), max_tokens=answer,
-                              counted_with="tokenizer" if ep.tokenizer else "estimate", **ep.describe())
+            out.budget.update(
+                lines_sent=0,
+                lines_cut=0,
+                prompt_tokens_counted=ep.count(messages),
+                max_tokens=answer,
+                counted_with="tokenizer" if ep.tokenizer else "estimate",
+                **ep.describe(),
+            )
             return messages, self._room(messages, answer)
         try:
             fitted = fit(lambda n: prompt.rebuilt(lines=n, example=example).messages, len(prompt.lines), ep, answer)
@@ -230,7 +250,9 @@ class OpenAIReasoner:
     def _again(self, messages: list[dict[str, str]], out: Reasoning, wanted: int | None = None) -> str:
         """A request as it is (a follow-up turn, a label or planning prompt), its answer within what the context leaves."""
         try:
-            return self._complete(messages, out, max_tokens=self._room(messages, wanted or self.max_tokens or ANSWER_TOKENS))
+            return self._complete(
+                messages, out, max_tokens=self._room(messages, wanted or self.max_tokens or ANSWER_TOKENS)
+            )
         except _ContextExceeded as exc:
             raise LLMError(exc.message) from None
 
@@ -241,8 +263,14 @@ class OpenAIReasoner:
         with _GATES_LOCK:
             return _GATES.setdefault((self.base_url, self.model), threading.BoundedSemaphore(slots))
 
-    def _complete(self, messages: list[dict[str, str]], out: Reasoning, *, max_tokens: int | None = None,
-                  schema: dict | None = None) -> str:
+    def _complete(
+        self,
+        messages: list[dict[str, str]],
+        out: Reasoning,
+        *,
+        max_tokens: int | None = None,
+        schema: dict | None = None,
+    ) -> str:
         import openai
 
         where = f"LLM endpoint {self.base_url or 'https://api.openai.com/v1'} (model {self.model!r})"
@@ -272,10 +300,17 @@ class OpenAIReasoner:
             if schema and _about_schema(detail):
                 raise _SchemaRefused(detail) from exc
             if _about_context(detail):
-                raise _ContextExceeded(f"{where} rejected the request as too long for the model's context (400): {detail}",
-                                       context_from_error(detail)) from exc
+                raise _ContextExceeded(
+                    f"{where} rejected the request as too long for the model's context (400): {detail}",
+                    context_from_error(detail),
+                ) from exc
             raise LLMError(f"{where} rejected the request (400): {detail}") from exc
-        except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError) as exc:
+        except (
+            openai.RateLimitError,
+            openai.InternalServerError,
+            openai.APITimeoutError,
+            openai.APIConnectionError,
+        ) as exc:
             attempts = self.max_retries + 1
             raise LLMError(f"{where}: {_describe(exc)}, still failing after {attempts} attempt(s)") from exc
         except openai.UnprocessableEntityError as exc:
@@ -284,7 +319,10 @@ class OpenAIReasoner:
             raise LLMError(f"{where} answered HTTP 422: {_detail(exc)}") from exc
         except openai.APIStatusError as exc:
             raise LLMError(f"{where} answered HTTP {exc.status_code}: {_detail(exc)}") from exc
-        except (openai.APIError, ValueError) as exc:  # a body that is not a chat completion (JSON errors are ValueErrors)
+        except (
+            openai.APIError,
+            ValueError,
+        ) as exc:  # a body that is not a chat completion (JSON errors are ValueErrors)
             raise LLMError(f"{where} sent a malformed reply: {exc}") from exc
         finally:
             if gate is not None:
@@ -339,7 +377,10 @@ def _about_schema(detail: str) -> bool:
 
 def _about_context(detail: str) -> bool:
     d = detail.lower()
-    return any(w in d for w in ("context window", "context length", "context size", "maximum context", "n_ctx", "too many tokens"))
+    return any(
+        w in d
+        for w in ("context window", "context length", "context size", "maximum context", "n_ctx", "too many tokens")
+    )
 
 
 def _detail(exc: Any) -> str:

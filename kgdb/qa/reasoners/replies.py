@@ -97,7 +97,9 @@ class Names:
         self.in_question = {n for n in self.by_norm if n and f" {n} " in q}
         longest_first = sorted((n for n in self.by_norm if n), key=len, reverse=True)
         self._pattern = (
-            re.compile(r"(?<!\w)(" + "|".join(re.escape(n) for n in longest_first) + r")(?!\w)") if longest_first else None
+            re.compile(r"(?<!\w)(" + "|".join(re.escape(n) for n in longest_first) + r")(?!\w)")
+            if longest_first
+            else None
         )
 
     def exact(self, text: str) -> str | None:

@@ -33,8 +33,15 @@ class VLLMReasoner:
 
     uses_llm = True
 
-    def __init__(self, model: str, *, seed: int = DEFAULT_SEED, max_tokens: int | None = None, structured: bool = True,
-                 **llm_kwargs: Any):
+    def __init__(
+        self,
+        model: str,
+        *,
+        seed: int = DEFAULT_SEED,
+        max_tokens: int | None = None,
+        structured: bool = True,
+        **llm_kwargs: Any,
+    ):
         try:
             import vllm
         except ImportError as exc:
@@ -49,13 +56,24 @@ class VLLMReasoner:
         self.llm = vllm.LLM(model=model, seed=seed, **llm_kwargs)
         tokenizer = self.llm.get_tokenizer()
         context = getattr(getattr(self.llm.llm_engine, "model_config", None), "max_model_len", None)
-        self.endpoint = Endpoint(None, model, context=context, context_source="vllm max_model_len",
-                                 counter=lambda text: len(tokenizer.encode(text)))
+        self.endpoint = Endpoint(
+            None,
+            model,
+            context=context,
+            context_source="vllm max_model_len",
+            counter=lambda text: len(tokenizer.encode(text)),
+        )
         self.structured = structured and self._guided({"type": "object"}) is not None
 
     def settings(self) -> dict[str, Any]:
-        return {"reasoner": self.name, "model": self.model, "temperature": 0.0, "seed": self.seed,
-                "max_tokens": self.max_tokens or "what the answer needs", "endpoint": self.endpoint.describe()}
+        return {
+            "reasoner": self.name,
+            "model": self.model,
+            "temperature": 0.0,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens or "what the answer needs",
+            "endpoint": self.endpoint.describe(),
+        }
 
     def _guided(self, schema: dict) -> Any:
         """This vLLM's way to constrain decoding to a JSON schema, or None."""
@@ -68,8 +86,12 @@ class VLLMReasoner:
     def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
         return self.reason_batch([prompt], [names], [evidence])[0]
 
-    def reason_batch(self, prompts: Sequence[Prompt], names: Sequence[dict[str, str] | None] | None = None,
-                     evidence: Sequence[Any] | None = None) -> list[Reasoning]:
+    def reason_batch(
+        self,
+        prompts: Sequence[Prompt],
+        names: Sequence[dict[str, str] | None] | None = None,
+        evidence: Sequence[Any] | None = None,
+    ) -> list[Reasoning]:
         start = time.perf_counter()
         results, messages, params, knowns = [], [], [], []
         for i, prompt in enumerate(prompts):
@@ -77,19 +99,34 @@ class VLLMReasoner:
             structured = self.structured and bool(found)
             answer = self.max_tokens or ANSWER_TOKENS
             try:
-                fitted = fit(lambda n, p=prompt, s=structured: p.rebuilt(lines=n, example=p.has_example and not s).messages,
-                             len(prompt.lines), self.endpoint, answer) if prompt.lines else None
+                fitted = (
+                    fit(
+                        lambda n, p=prompt, s=structured: p.rebuilt(lines=n, example=p.has_example and not s).messages,
+                        len(prompt.lines),
+                        self.endpoint,
+                        answer,
+                    )
+                    if prompt.lines
+                    else None
+                )
             except PromptTooLong as exc:
                 raise LLMError(f"vLLM model {self.model!r}: {exc}") from None
             sent = fitted.messages if fitted else prompt.messages
             shown = [c for c in found if c in sent[-1]["content"]]
             extra = self._guided(answer_schema(shown)["json_schema"]["schema"]) if structured else None
-            params.append(self.vllm.SamplingParams(temperature=0.0, seed=self.seed,
-                                                   max_tokens=fitted.max_tokens if fitted else answer, **(extra or {})))
+            params.append(
+                self.vllm.SamplingParams(
+                    temperature=0.0, seed=self.seed, max_tokens=fitted.max_tokens if fitted else answer, **(extra or {})
+                )
+            )
             messages.append(sent)
             knowns.append(Names(shown, prompt.question) if found else None)
             out = LLMReasoning(answers=[], reply="", reasoner=self.name, llm_used=True, calls=1)
-            out.budget = {**(fitted.describe() if fitted else {}), **self.endpoint.describe(), "structured_output": structured}
+            out.budget = {
+                **(fitted.describe() if fitted else {}),
+                **self.endpoint.describe(),
+                "structured_output": structured,
+            }
             results.append(out)
         outputs = self.llm.chat(messages, params, use_tqdm=False)
         per = (time.perf_counter() - start) / max(1, len(prompts))
