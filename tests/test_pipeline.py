@@ -209,7 +209,8 @@ def test_train_checkpoint_pipeline_and_cache(loaded):
         env=env,
     )
     assert out.exit_code == 0, out.output
-    (path,) = (settings.checkpoints_dir / "tiny").glob("eval-*-all-subgraphrag-cap*.json")  # named by dataset + file sha
+    # named by dataset, file sha, split, retriever, cap and radius
+    (path,) = (settings.checkpoints_dir / "tiny").glob("eval-*-all-subgraphrag-cap*.json")
     report = json.loads(path.read_text())
     assert report["evaluated"] == len(qs)
     assert report["recall"]["all"]["answer_recall@50"]["mean"] == 1.0  # k >= subgraph size keeps all
