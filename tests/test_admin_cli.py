@@ -101,8 +101,9 @@ def test_start_on_running_server_says_so_and_busy_port_is_explained(neo4j_settin
     assert "already in use" in out.stderr and "--bolt-port" in out.stderr
 
 
-# What must stay out of the commands people run most often: each costs 0.1-3 s of start-up.
-START_UP_HEAVY = ("torch", "sentence_transformers", "transformers", "pydantic", "pyarrow")
+# What must stay out of the commands people run most often: each costs 0.1-3 s of start-up. Not pyarrow:
+# the neo4j driver (6.x) imports it, with numpy, whenever it is installed, before any kgdb code runs.
+START_UP_HEAVY = ("torch", "sentence_transformers", "transformers", "pydantic")
 
 
 def _heavy_modules_after(*args: str, env: dict | None = None, code: int = 0) -> list[str]:
