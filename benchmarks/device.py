@@ -437,7 +437,7 @@ def rrp_run(args) -> None:
     from kgdb.models.checkpoints import read_weights
     from kgdb.models.default import shipped_checkpoint
     from kgdb.models.path_ranker import PathRanker
-    from kgdb.models.path_ranker_numpy import RankerConfig
+    from kgdb.scoring.path_ranker import RankerConfig
     from kgdb.training.path_ranker import RankerTrainConfig, evaluate_groups, rank_scores, train_ranker_model
     from kgdb.training.trainer import seed_everything
 

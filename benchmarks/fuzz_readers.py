@@ -5,8 +5,8 @@ typed values, or refused with one `InputError` line naming file:line (questions)
 
     .venv/bin/python benchmarks/fuzz_readers.py --cases 10000
 
-The generators and the property live in tests/reader_cases.py, which the unit tier runs a few
-dozen examples of (tests/test_trust_properties.py).
+The generators and the property live in tests/support/reader_cases.py, which the unit tier runs a few
+dozen examples of (tests/unit/test_reader_properties.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from reader_cases import check_config_file, check_question_file, config_files, question_files  # noqa: E402
+
+from support.reader_cases import check_config_file, check_question_file, config_files, question_files  # noqa: E402
 
 
 def run(kind: str, cases: int, folder: Path, outcomes: Counter, escaped: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""`kgdb label` end to end over real HTTP: the local OpenAI-protocol test server (tests/openai_server.py,
+"""`kgdb label` end to end over real HTTP: the local OpenAI-protocol test server (tests/support/openai_server.py,
 label paths selected by its fixed rule) answers the selection prompts of N training questions, the
 labels are stored in the graph, and a second run of the same command has nothing to do.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from openai_server import OpenAIServer, scripted_llm  # noqa: E402
+from support.openai_server import OpenAIServer, scripted_llm  # noqa: E402
 
 MODEL = "kgdb-scripted-selector"
 

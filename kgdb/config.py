@@ -16,7 +16,15 @@ from typing import Any
 from platformdirs import user_cache_dir, user_data_dir
 
 from kgdb.errors import InputError
-from kgdb.limits import DENSE_THRESHOLD, FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES, RRP_PREFIXES, RRP_STEP_SCAN  # noqa: E402
+from kgdb.limits import (  # noqa: E402
+    DENSE_THRESHOLD,
+    FETCH_CHUNK,
+    FETCH_HUB_SCAN,
+    FETCH_MAX_TRIPLES,
+    RRP_JOINT_PATHS,
+    RRP_PREFIXES,
+    RRP_STEP_SCAN,
+)
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
@@ -118,6 +126,8 @@ class Settings:
     rrp_prefixes: int = RRP_PREFIXES
     # Relationships of one step from one entity that RRP reads whole; bigger steps are sampled (kgdb.limits.RRP_STEP_SCAN).
     rrp_step_scan: int = RRP_STEP_SCAN
+    # Relation paths per topic joined on the answer for a question with several topics (kgdb.limits.RRP_JOINT_PATHS).
+    rrp_joint_paths: int = RRP_JOINT_PATHS
 
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 256
@@ -257,6 +267,7 @@ _LEAST = {
     "fetch_hub_scan": 1,
     "rrp_prefixes": 1,
     "rrp_step_scan": 1,
+    "rrp_joint_paths": 0,
     "embedding_batch_size": 1,
     "llm_timeout": 0,
     "llm_max_retries": 0,

@@ -56,3 +56,10 @@ RRP_STEP_SCAN = 100_000
 # 2.3-2.5 ms grouped); a fetch scans all of a hub's relationships either way. Nodes above it, the
 # mega-hubs of a real Freebase subset, stay grouped.
 DENSE_THRESHOLD = 10_000
+
+# Relation paths per topic joined on the answer when a question names several topic entities
+# (kgdb.cypher.topic_intersection): each topic's best answer-bearing paths, planned from it alone.
+# Chosen on a ComplexWebQuestions train sample (300 questions, Hit@1 with 1 / 3 / 5 / 8 / 12 / 20
+# paths: 30.00 / 35.33 / 38.00 / 39.33 / 41.00 / 41.00; the smallest of the best). 0: one joint plan only
+# (KGDB_RRP_JOINT_PATHS).
+RRP_JOINT_PATHS = 12

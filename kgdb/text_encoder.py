@@ -5,7 +5,7 @@ encoding one question with a 6-layer, 384-wide BERT takes milliseconds. `NumpyBe
 the same computation as sentence-transformers does for this model (BERT forward, mean pooling
 over the attention mask, L2 normalisation) from the bundled weights (`model.safetensors`, read
 with `safetensors.numpy`) and the bundled `tokenizer.json` (HF `tokenizers`, Rust). Its vectors
-equal sentence-transformers' within 1e-5 (tests/test_text_encoder.py), so texts encoded here and
+equal sentence-transformers' within 1e-5 (tests/unit/test_fast_ask.py), so texts encoded here and
 vectors stored by a bulk load live in one space. Which encoder is used when is decided in
 `kgdb.embeddings`. This module never imports torch (import-linter contract).
 """

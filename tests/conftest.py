@@ -4,17 +4,25 @@
    the tests wipe that database, so never point it at data you keep;
 2. a testcontainers `neo4j:5.26-community` container where a Docker engine answers;
 3. otherwise a throw-away local server on free ports, on the jars `kgdb neo4j install` resolves.
+
+The folder is the tier: tests/unit needs neither a database nor a real model, tests/db needs the real
+Neo4j, tests/llm a real chat model (.ci/llm-tier installs one). The markers follow the folder (see
+`pytest_collection_modifyitems`), so `-m "not db and not llm"` selects what tests/unit holds.
+Shared builders and data are in tests/support; fixtures shared by one folder are in its conftest.py.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
+from support.graphs import wipe
 
 # The public datasets the slow tests read (see the guide's "Getting the data"); unset: those tests skip.
 DATA = Path(os.environ["KGDB_DATA"]) if os.environ.get("KGDB_DATA") else None
@@ -78,10 +86,6 @@ def neo4j_settings(tmp_path_factory: pytest.TempPathFactory):
         server.stop(log=lambda *_: None)
 
 
-def wipe(graph: Graph) -> None:
-    graph.run_auto("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS")
-
-
 @pytest.fixture
 def graph(neo4j_settings: Settings):
     """A connection to an empty database (schema indexes are kept between tests)."""
@@ -111,13 +115,67 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+# Real small filesystems, for the cache-fault tests of tests/unit and of tests/db.
+def _mount(path: Path, *options: str) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(path)], capture_output=True, text=True
+    )
+    if out.returncode:
+        pytest.skip(f"cannot mount a tmpfs here ({out.stderr.strip()})")
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """mount(size, read_only=False, fill_to=None) -> a fresh tmpfs folder, unmounted afterwards."""
+    mounted: list[Path] = []
+
+    def mount(size: str = "1m", *, read_only: bool = False, leave_free: int | None = None) -> Path:
+        path = tmp_path / f"fs-{uuid.uuid4().hex[:6]}"
+        _mount(path, f"size={size}")
+        mounted.append(path)
+        if leave_free is not None:  # fill it with one file, leaving `leave_free` bytes
+            free = _free(path)
+            (path / "filler").write_bytes(b"\0" * max(0, free - leave_free))
+        if read_only:
+            subprocess.run(["mount", "-o", "remount,ro", str(path)], check=True)
+        return path
+
+    yield mount
+    for path in mounted:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def _free(path: Path) -> int:
+    import shutil
+
+    return shutil.disk_usage(path).free
+
+
+HERE = Path(__file__).parent
+TIER_MARKERS = {"db": pytest.mark.db, "llm": pytest.mark.llm}  # folder under tests/ -> its marker
+USES_THE_SERVER = {"neo4j_settings", "local_server"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tiers by what a test really needs: `db` (a real Neo4j: any fixture that depends on
-    `neo4j_settings`, or a module's own `local_server`) and `slow` (reads the datasets under KGDB_DATA).
-    `-m "not db"` is the fast unit tier."""
+    """Markers from the folder: `db` on every test under tests/db, `llm` on every test under tests/llm
+    (and `db` as well where one uses the server), `slow` on any test that reads the datasets under
+    KGDB_DATA. A test elsewhere that uses the server is refused: it belongs under tests/db."""
+    misplaced = []
     for item in items:
+        parts = item.path.relative_to(HERE).parts if item.path.is_relative_to(HERE) else ()
+        tier = parts[0] if len(parts) > 1 else None
         names = set(getattr(item, "fixturenames", ()))
-        if names & {"neo4j_settings", "local_server"}:
-            item.add_marker(pytest.mark.db)
+        if tier in TIER_MARKERS:
+            item.add_marker(TIER_MARKERS[tier])
+        if names & USES_THE_SERVER:
+            if tier == "llm":
+                item.add_marker(pytest.mark.db)
+            elif tier != "db":
+                misplaced.append(item.nodeid)
         if "shared_data" in names:
             item.add_marker(pytest.mark.slow)
+    if misplaced:
+        raise pytest.UsageError(
+            "these tests use the Neo4j server, so they belong under tests/db: " + ", ".join(misplaced)
+        )

@@ -484,7 +484,7 @@ def eval_rrp(
 
     from kgdb.data.questions import file_tag
     from kgdb.pipeline import relation_path_retriever
-    from kgdb.pipeline.rrp_report import choose_split, rrp_rows, summarise
+    from kgdb.pipeline.rrp_report import choose_split, planner_usage, rrp_rows, summarise
     from kgdb.pipeline.structural import ABLATIONS, gather_questions
     from kgdb.qa.llm_planner import PLANNERS, llm_planner, require_planner_llm
 
@@ -516,44 +516,13 @@ def eval_rrp(
             task = bar.add_task(f"rrp {split}", total=len(records))
             items = gather_questions(retriever, records, done)
     seconds = [b - a for a, b in pairwise(stamps)]
-    usages = [g.usage for g in (item.gathered for item in items) if g is not None and g.usage]
-    usage = (
-        {key: sum(u[key] for u in usages) for key in ("calls", "prompt_tokens", "completion_tokens")}
-        if usages
-        else None
-    )
+    usage = planner_usage(items)
     lam, theta = retriever.lambda1, retriever.theta
     rows = {
         m: summarise(rrp_rows(items, m, lam, theta, seconds))
         for m in (ABLATIONS if retriever.structural is not None else ABLATIONS[:1])
     }
-    table = Table(
-        "mode",
-        "n",
-        "Hit",
-        "Hit@1",
-        "Macro-F1",
-        "reachable %",
-        "s/question",
-        title=f"RRP ablation, {escape(qs.dataset)} {split} (λ1 {lam}, θ {theta})",
-    )
-    for mode, m in rows.items():
-        table.add_row(
-            mode,
-            str(m["n"]),
-            f"{m['hit']:.2f}",
-            f"{m['hit1']:.2f}",
-            f"{m['macro_f1']:.2f}",
-            f"{m['reachable']:.2f}",
-            f"{m['seconds_mean']:.3f}",
-        )
-    console.print(table)
-    first = next(iter(rows.values()))
-    console.print(
-        f"seconds per question (one retrieval pass for every mode): mean {first['seconds_mean']:.3f}, p50 "
-        f"{first['seconds_p50']:.3f}, p95 {first['seconds_p95']:.3f}; retrieval failed for {first['failed']}",
-        highlight=False,
-    )
+    _print_ablation(rows, f"RRP ablation, {escape(qs.dataset)} {split} (λ1 {lam}, θ {theta})")
     for note in retriever.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if usage:
@@ -576,3 +545,34 @@ def eval_rrp(
         path,
     )
     console.print(f"results {escape(str(path))}", highlight=False)
+
+
+def _print_ablation(rows: dict[str, dict], title: str) -> None:
+    """The ablation table, and the retrieval pass's seconds per question (shared by every mode)."""
+    table = Table(
+        "mode",
+        "n",
+        "Hit",
+        "Hit@1",
+        "Macro-F1",
+        "reachable %",
+        "s/question",
+        title=title,
+    )
+    for mode, m in rows.items():
+        table.add_row(
+            mode,
+            str(m["n"]),
+            f"{m['hit']:.2f}",
+            f"{m['hit1']:.2f}",
+            f"{m['macro_f1']:.2f}",
+            f"{m['reachable']:.2f}",
+            f"{m['seconds_mean']:.3f}",
+        )
+    console.print(table)
+    first = next(iter(rows.values()))
+    console.print(
+        f"seconds per question (one retrieval pass for every mode): mean {first['seconds_mean']:.3f}, p50 "
+        f"{first['seconds_p50']:.3f}, p95 {first['seconds_p95']:.3f}; retrieval failed for {first['failed']}",
+        highlight=False,
+    )

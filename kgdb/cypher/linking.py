@@ -390,23 +390,8 @@ def link_entities(
 ) -> list[LinkedEntity]:
     """The k most likely topic entities of `question`, best first (ties by id: deterministic). Without
     `encode` short mentions are not read as initials."""
-    grams = mentions(question)
-    words = _words(question)
-    spoken = {w for verb, w in zip(words, words[1:]) if verb in SPEECH_VERBS}
-    queries = [{"mention": g, "query": lucene_query(g), "kind": "name"} for g in grams]
-    queries += [
-        {"mention": g, "query": " OR ".join(_phrase(f) for f in forms), "kind": "derived"}
-        for g in grams
-        if g not in spoken and (forms := readings(g))
-    ]
-    # a short word right after another word of a name qualifies it ("syracuse ny", "houston tx")
-    qualifiers = {w for before, w in zip(words, words[1:]) if before not in STOPWORDS}
-    short = (
-        [g for g in grams if 2 <= len(g) <= MAX_INITIALS and g.isalpha() and g not in qualifiers]
-        if encode is not None
-        else []
-    )
-    vectors = np.asarray(encode(short), dtype=np.float32).tolist() if short else []
+    queries, short = _mention_queries(question, with_initials=encode is not None)
+    vectors = np.asarray(encode(short), dtype=np.float32).tolist() if short and encode is not None else []
     rows = graph.run(
         "link_candidates",
         mentions=queries,
@@ -419,38 +404,75 @@ def link_entities(
         vector_k=max(10, k),
         question_embedding=np.asarray(question_embedding, dtype=np.float32).tolist(),
     )
-    unscored = sorted({row["idx"] for row in rows if row["vector_score"] is None and row["idx"] is not None})
-    filled: dict[int, float] = {}
-    if unscored and entity_vectors is not None:
-        q = np.asarray(question_embedding, dtype=np.float32)
-        filled = {i: _cosine(v, q) for i, v in entity_vectors(unscored).items()}
+    filled = _missing_vector_scores(rows, question_embedding, entity_vectors)
     text_df = {row["mention"]: row["df"] for row in rows if row["kind"] == "name"}
     best: dict[str, LinkedEntity] = {}
     for row in rows:
-        name, kind, mention = row["name"] or row["id"], row["kind"], row["mention"]
-        if kind == "derived":
-            said = " ".join(_words(name))
-            if said not in readings(mention):
-                continue  # only a name that is exactly a base form (a spelt-out form) stands for the mention
-            match = DERIVED_WEIGHT * _name_match(said, name)
-        elif kind == "initials":
-            if mention not in initials(name):
-                continue  # a near name by meaning, not one the letters abbreviate
-            match = INITIALS_WEIGHT * _name_match(" ".join(_words(name)), name)
-        elif kind == "popular" and not _holds(name, mention):
-            continue  # a well-connected fuzzy namesake ("Iceland" for "ireland") is no better for it
-        else:
-            match = _name_match(mention, name) if mention else 0.0
-        vector_score = row["vector_score"] if row["vector_score"] is not None else filled.get(row["idx"], 0.0)
-        score = match + VECTOR_WEIGHT * vector_score + DEGREE_WEIGHT * math.log1p(row["degree"])
-        if mention:
-            df = row["df"] if row["df"] is not None else text_df.get(mention, 0)
-            score += SPECIFICITY_WEIGHT * specificity(df, row["entities"])
+        score = _candidate_score(row, filled, text_df)
+        if score is None:
+            continue
         old = best.get(row["id"])
         if old is None or score > old.score:
-            best[row["id"]] = LinkedEntity(row["id"], name, round(score, 6), row["mention"])
+            best[row["id"]] = LinkedEntity(row["id"], row["name"] or row["id"], round(score, 6), row["mention"])
     below = _inside_exact_names(list(best.values()))
     return sorted(best.values(), key=lambda e: (-min(e.score, below.get(e.id, math.inf)), e.id))[:k]
+
+
+def _mention_queries(question: str, with_initials: bool) -> tuple[list[dict], list[str]]:
+    """The full-text queries of `link_candidates` (each mention by name, and by its derived readings),
+    and the short mentions to be read as initials by meaning."""
+    grams = mentions(question)
+    words = _words(question)
+    spoken = {w for verb, w in zip(words, words[1:]) if verb in SPEECH_VERBS}
+    queries = [{"mention": g, "query": lucene_query(g), "kind": "name"} for g in grams]
+    queries += [
+        {"mention": g, "query": " OR ".join(_phrase(f) for f in forms), "kind": "derived"}
+        for g in grams
+        if g not in spoken and (forms := readings(g))
+    ]
+    if not with_initials:
+        return queries, []
+    # a short word right after another word of a name qualifies it ("syracuse ny", "houston tx")
+    qualifiers = {w for before, w in zip(words, words[1:]) if before not in STOPWORDS}
+    short = [g for g in grams if 2 <= len(g) <= MAX_INITIALS and g.isalpha() and g not in qualifiers]
+    return queries, short
+
+
+def _missing_vector_scores(
+    rows: list[dict], question_embedding: np.ndarray, entity_vectors: EntityVectorsFn | None
+) -> dict[int, float]:
+    """Cosine to the question of candidates the query returned without a vector score (found by
+    text only), from `entity_vectors` when given."""
+    unscored = sorted({row["idx"] for row in rows if row["vector_score"] is None and row["idx"] is not None})
+    if not unscored or entity_vectors is None:
+        return {}
+    q = np.asarray(question_embedding, dtype=np.float32)
+    return {i: _cosine(v, q) for i, v in entity_vectors(unscored).items()}
+
+
+def _candidate_score(row: dict, filled: dict[int, float], text_df: dict[str, int]) -> float | None:
+    """A candidate row's linking score (name match, vector, degree and specificity), or None where
+    the row does not stand for its mention."""
+    name, kind, mention = row["name"] or row["id"], row["kind"], row["mention"]
+    if kind == "derived":
+        said = " ".join(_words(name))
+        if said not in readings(mention):
+            return None  # only a name that is exactly a base form (a spelt-out form) stands for the mention
+        match = DERIVED_WEIGHT * _name_match(said, name)
+    elif kind == "initials":
+        if mention not in initials(name):
+            return None  # a near name by meaning, not one the letters abbreviate
+        match = INITIALS_WEIGHT * _name_match(" ".join(_words(name)), name)
+    elif kind == "popular" and not holds_mention(name, mention):
+        return None  # a well-connected fuzzy namesake ("Iceland" for "ireland") is no better for it
+    else:
+        match = _name_match(mention, name) if mention else 0.0
+    vector_score = row["vector_score"] if row["vector_score"] is not None else filled.get(row["idx"], 0.0)
+    score = match + VECTOR_WEIGHT * vector_score + DEGREE_WEIGHT * math.log1p(row["degree"])
+    if mention:
+        df = row["df"] if row["df"] is not None else text_df.get(mention, 0)
+        score += SPECIFICITY_WEIGHT * specificity(df, row["entities"])
+    return score
 
 
 def _inside_exact_names(candidates: list[LinkedEntity]) -> dict[str, float]:
@@ -482,12 +504,12 @@ def _name_match(mention: str, name: str) -> float:
     """String similarity of mention and name, favouring mentions of several words; a fuzzy match (the
     name does not hold the mention's words) counts as ratio ** FUZZY_POWER."""
     ratio = SequenceMatcher(None, mention, name.lower()).ratio()
-    if not _holds(name, mention):
+    if not holds_mention(name, mention):
         ratio **= FUZZY_POWER
     return ratio * (1.0 + 0.1 * min(len(mention.split()), 3))
 
 
-def _holds(name: str, mention: str) -> bool:
+def holds_mention(name: str, mention: str) -> bool:
     """Whether the name holds the mention's words (an exact, not a fuzzy, match)."""
     return f" {mention} " in f" {' '.join(_words(name))} "
 

@@ -7,8 +7,10 @@ loop over rows.
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
+from typing import Iterable
 
 import numpy as np
 
@@ -19,33 +21,66 @@ from kgdb.subgraph import Subgraph
 
 _NODE_COLUMNS = ("id", "idx", "name", "cvt")
 _EDGE_COLUMNS = ("head_idx", "rel_type", "tail_idx", "edge_ids")
-_relation_index: "weakref.WeakKeyDictionary[Graph, dict[str, int]]" = weakref.WeakKeyDictionary()
-_relation_vectors: "weakref.WeakKeyDictionary[Graph, tuple[list[str], np.ndarray]]" = weakref.WeakKeyDictionary()
 
 
-def relation_index(graph: Graph, refresh: bool = False) -> dict[str, int]:
-    """Relation type -> Relation.idx, read once per Graph object."""
-    if refresh or graph not in _relation_index:
-        _relation_index[graph] = {r["name"]: r["idx"] for r in graph.run("relation_index")}
-    return _relation_index[graph]
+class _RelationRows:
+    """What one connection has read of the Relation table: the idx and the embedding (float64, None
+    when not embedded yet) of each type a fetch needed. A first question reads only its own types'
+    rows, not the whole table (1.2k vectors of 384 floats on WebQSP: over a second of a cold ask)."""
+
+    def __init__(self) -> None:
+        self.idx: dict[str, int] = {}
+        self.vectors: dict[str, np.ndarray | None] = {}
+        self.lock = threading.Lock()  # threads share a connection (`eval qa --concurrency`)
 
 
-def relation_similarities(graph: Graph, question_embedding: np.ndarray) -> dict[str, float]:
+_relation_rows: "weakref.WeakKeyDictionary[Graph, _RelationRows]" = weakref.WeakKeyDictionary()
+_rows_lock = threading.Lock()
+
+
+def _rows(graph: Graph) -> _RelationRows:
+    with _rows_lock:
+        rows = _relation_rows.get(graph)
+        if rows is None:
+            rows = _relation_rows[graph] = _RelationRows()
+        return rows
+
+
+def relation_index(graph: Graph, names: Iterable[str]) -> dict[str, int]:
+    """Relation type -> Relation.idx for those of `names` that have a Relation node, each read once
+    per Graph object (a type not found is asked again next time: a load may add it)."""
+    rows = _rows(graph)
+    wanted = list(dict.fromkeys(names))
+    with rows.lock:
+        if missing := [n for n in wanted if n not in rows.idx]:
+            rows.idx.update((r["name"], r["idx"]) for r in graph.run("relation_index", _raw=True, names=missing))
+        return {n: rows.idx[n] for n in wanted if n in rows.idx}
+
+
+def relation_similarities(graph: Graph, question_embedding: np.ndarray, names: Iterable[str]) -> dict[str, float]:
     """Relation type -> Neo4j's vector.similarity.cosine(Relation.embedding, question), i.e. (1 + cos) / 2,
-    for every relation with a vector, from the relation vectors read once per Graph object. In
-    numpy: the same figures computed by the server took 60-80 ms per question for 1,353 relations,
-    and inside a hub's scan they were a Relation lookup per relationship type."""
-    if graph not in _relation_vectors:
-        rows = [r for r in graph.run("tables_relations") if r["embedding"] is not None]
-        vectors = np.asarray([r["embedding"] for r in rows], dtype=np.float64)
-        _relation_vectors[graph] = ([r["name"] for r in rows], vectors)
-    names, vectors = _relation_vectors[graph]
-    if not names:  # no relation has a vector yet (e.g. a load stopped before embedding relations)
-        return {}
+    for those of `names` that have a vector, from vectors read once per Graph object. In numpy: the
+    same figures computed by the server took 60-80 ms per question for 1,353 relations, and inside a
+    hub's scan they were a Relation lookup per relationship type."""
+    rows = _rows(graph)
+    wanted = list(dict.fromkeys(names))
+    with rows.lock:
+        if missing := [n for n in wanted if n not in rows.vectors]:
+            found = {r["name"]: r["embedding"] for r in graph.run("relation_vectors", _raw=True, names=missing)}
+            for n in missing:
+                v = found.get(n)
+                rows.vectors[n] = None if v is None else np.asarray(v, dtype=np.float64)
+        known = [n for n in wanted if rows.vectors[n] is not None]
+        if not known:  # no vector yet (e.g. a load stopped before embedding relations)
+            return {}
+        vectors = np.stack([rows.vectors[n] for n in known])
     q = np.asarray(question_embedding, dtype=np.float64)
+    # Row by row, not a BLAS gemv: gemv's result for one row depends on the rows around it, and a
+    # type's similarity must not depend on which other types this question needed.
+    dots = (vectors * q).sum(axis=1)
     norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(q)
-    cos = np.divide(vectors @ q, norms, out=np.zeros(len(names)), where=norms > 0)
-    return dict(zip(names, ((1.0 + cos) / 2.0).tolist()))
+    cos = np.divide(dots, norms, out=np.zeros(len(known)), where=norms > 0)
+    return dict(zip(known, ((1.0 + cos) / 2.0).tolist()))
 
 
 def fetch_subgraph(
@@ -84,7 +119,45 @@ def fetch_subgraph(
     also cut the frontier). Topic entities are always expanded. Raises KgdbError for an unknown topic
     id or bad settings, and a clear KgdbError naming the settings when a transaction still exceeds
     the server's memory limit.
+
+    Question similarities are computed only for the relation types they order: those met at the
+    hubs a level expands (`hub_relation_types.cypher`, before the level) and those that reached the
+    next frontier.
     """
+    _check_settings(hops, cap, chunk, max_triples, hub_scan)
+    topics = list(dict.fromkeys(topic_ids))
+    if not topics:
+        raise KgdbError("no topic entities given")
+    emb = None if question_embedding is None else np.asarray(question_embedding, dtype=np.float32)
+    start = time.perf_counter()
+    fetch = _Fetch(graph, emb, cap, max_triples, hub_scan)
+    try:
+        fetch.first_level(topics, more=hops > 1)
+        for level in range(2, hops + 1):
+            if fetch.frontier.size == 0 or fetch.truncated:
+                break
+            fetch.expand(fetch.select_frontier(), chunk, more=level < hops)
+    except TransactionMemoryError as exc:
+        raise FetchMemoryError(
+            f"{exc}. One fetch transaction holds up to chunk x cap triples: lower --cap (now {cap}) or "
+            f"KGDB_FETCH_CHUNK (now {chunk}), or raise the server's db.memory.transaction.max"
+        ) from exc
+
+    sg = _assemble(graph, fetch.topic_idx, fetch.nodes, fetch.edges)
+    sg.question, sg.qid, sg.question_embedding = question, qid, emb
+    sg.meta.update(
+        seconds=time.perf_counter() - start,
+        hops=hops,
+        cap=cap,
+        levels=fetch.levels,
+        truncated=fetch.truncated,
+        hubs_skipped=fetch.hubs_skipped,
+        budget_reached=fetch.budget_hit,
+    )
+    return sg
+
+
+def _check_settings(hops: int, cap: int, chunk: int, max_triples: int, hub_scan: int) -> None:
     if not 1 <= hops <= MAX_HOPS:
         raise KgdbError(f"--hops must be between 1 and {MAX_HOPS}, got {hops}")
     if cap < 1:
@@ -93,85 +166,97 @@ def fetch_subgraph(
         raise KgdbError(f"KGDB_FETCH_CHUNK and KGDB_FETCH_MAX_TRIPLES must be positive, got {chunk} and {max_triples}")
     if hub_scan < 0:
         raise KgdbError(f"KGDB_FETCH_HUB_SCAN must be 0 or more, got {hub_scan}")
-    topics = list(dict.fromkeys(topic_ids))
-    if not topics:
-        raise KgdbError("no topic entities given")
-    emb = None if question_embedding is None else np.asarray(question_embedding, dtype=np.float32)
-    sims = {} if emb is None else relation_similarities(graph, emb)
-    params = {"cap": cap, "relation_sims": sims}
-    degree = _Degrees()
-    start = time.perf_counter()
 
-    try:
-        first = graph.columns("subgraph", ids=topics, idx=[], degrees=hops > 1, **params)
+
+class _Fetch:
+    """One fetch's levels so far: the rows each returned, the frontier and the budget's bookkeeping."""
+
+    def __init__(self, graph: Graph, emb: np.ndarray | None, cap: int, max_triples: int, hub_scan: int) -> None:
+        self.graph, self.emb, self.cap, self.max_triples, self.hub_scan = graph, emb, cap, max_triples, hub_scan
+        self.nodes: dict[str, list] = {c: [] for c in _NODE_COLUMNS}
+        self.edges: dict[str, list] = {c: [] for c in _EDGE_COLUMNS}
+        self.levels: list[int] = []
+        self.total, self.truncated, self.hubs_skipped, self.budget_hit = 0, False, 0, False
+        self.degree = _Degrees()
+        self.topic_idx: list[int] = []
+        self.seen = self.frontier = np.zeros(0, np.int64)
+        self.last: dict = {}
+
+    def _hub_sims(self, ids: list[str], idx: list[int]) -> dict[str, float]:
+        """The question similarities of the relation types at the hubs among these entities."""
+        if self.emb is None:
+            return {}
+        types = self.graph.columns("hub_relation_types", ids=ids, idx=idx, cap=self.cap)["types"]
+        return relation_similarities(self.graph, self.emb, types) if types else {}
+
+    def first_level(self, topics: list[str], more: bool) -> None:
+        sims = self._hub_sims(topics, [])
+        first = self.graph.columns("subgraph", ids=topics, idx=[], degrees=more, cap=self.cap, relation_sims=sims)
         missing = sorted(set(topics) - set(first["expanded_id"]))
         if missing:
             raise KgdbError(f"topic entity {missing[0]!r} is not in the graph (use `kgdb link` to find its id)")
-        nodes = {c: [first[f"expanded_{c}"], first[f"node_{c}"]] for c in _NODE_COLUMNS}
-        edges = {c: [first[c]] for c in _EDGE_COLUMNS}
-        levels = [len(first["edge_ids"])]
-        total, truncated, hubs_skipped, budget_hit = levels[0], False, 0, False
-        seen = np.union1d(np.asarray(first["expanded_idx"], np.int64), np.asarray(first["node_idx"], np.int64))
-        frontier = np.setdiff1d(np.asarray(first["node_idx"], np.int64), first["expanded_idx"])
-        last = first
-        degree.add(first)
-        for level in range(2, hops + 1):
-            if frontier.size == 0 or truncated:
-                break
-            frontier = _most_relevant_first(frontier, last, sims if emb is not None else None)
-            deg = degree.of(frontier)
-            hub = deg > cap
-            keep = ~hub | (np.cumsum(np.where(hub, deg, 0)) <= hub_scan)  # hubs in relevance order, within the scan
-            hubs_skipped += int(np.count_nonzero(~keep))
-            frontier, deg = frontier[keep], deg[keep]
-            # The entities whose expansion starts below the budget (the last one may pass it by < cap).
-            cost = np.minimum(deg, cap)
-            fits = int(np.count_nonzero(total + np.cumsum(cost) - cost < max_triples))
-            budget_hit = budget_hit or fits < frontier.size
-            truncated = budget_hit or not keep.all()
-            frontier = frontier[:fits]
-            degree = _Degrees()
-            added, reached_parts, parts = 0, [], {c: [] for c in _EDGE_COLUMNS}
-            for start_at in range(0, frontier.size, chunk):
-                row = graph.columns(
-                    "subgraph",
-                    ids=[],
-                    idx=frontier[start_at : start_at + chunk].tolist(),
-                    degrees=level < hops,
-                    **params,
-                )
-                degree.add(row)
-                for c in _NODE_COLUMNS:
-                    nodes[c].append(row[f"node_{c}"])
-                for c in _EDGE_COLUMNS:
-                    edges[c].append(row[c])
-                    parts[c].extend(row[c])
-                added += len(row["edge_ids"])
-                reached_parts.append(np.asarray(row["node_idx"], np.int64))
-            levels.append(added)
-            total += added
-            reached = np.unique(np.concatenate(reached_parts)) if reached_parts else np.zeros(0, np.int64)
-            frontier = np.setdiff1d(reached, seen)
-            seen = np.union1d(seen, reached)
-            last = parts
-    except TransactionMemoryError as exc:
-        raise FetchMemoryError(
-            f"{exc}. One fetch transaction holds up to chunk x cap triples: lower --cap (now {cap}) or "
-            f"KGDB_FETCH_CHUNK (now {chunk}), or raise the server's db.memory.transaction.max"
-        ) from exc
+        self.topic_idx = first["expanded_idx"]
+        for c in _NODE_COLUMNS:
+            self.nodes[c] += [first[f"expanded_{c}"], first[f"node_{c}"]]
+        for c in _EDGE_COLUMNS:
+            self.edges[c].append(first[c])
+        self.levels.append(len(first["edge_ids"]))
+        self.total = self.levels[0]
+        reached = np.asarray(first["node_idx"], np.int64)
+        self.seen = np.union1d(np.asarray(first["expanded_idx"], np.int64), reached)
+        self.frontier = np.setdiff1d(reached, first["expanded_idx"])
+        self.last = first
+        self.degree.add(first)
 
-    sg = _assemble(graph, first["expanded_idx"], nodes, edges)
-    sg.question, sg.qid, sg.question_embedding = question, qid, emb
-    sg.meta.update(
-        seconds=time.perf_counter() - start,
-        hops=hops,
-        cap=cap,
-        levels=levels,
-        truncated=truncated,
-        hubs_skipped=hubs_skipped,
-        budget_reached=budget_hit,
-    )
-    return sg
+    def select_frontier(self) -> tuple[np.ndarray, np.ndarray]:
+        """The frontier entities the next level expands, most question-like first, and their degrees:
+        hubs only within the scan, and only the prefix that starts below the triple budget."""
+        sims = None
+        if self.emb is not None and self.frontier.size > 1:  # one entity needs no order
+            sims = relation_similarities(self.graph, self.emb, self.last["rel_type"])
+        frontier = _most_relevant_first(self.frontier, self.last, sims)
+        deg = self.degree.of(frontier)
+        hub = deg > self.cap
+        keep = ~hub | (np.cumsum(np.where(hub, deg, 0)) <= self.hub_scan)  # hubs in relevance order, within the scan
+        self.hubs_skipped += int(np.count_nonzero(~keep))
+        frontier, deg = frontier[keep], deg[keep]
+        # The entities whose expansion starts below the budget (the last one may pass it by < cap).
+        cost = np.minimum(deg, self.cap)
+        fits = int(np.count_nonzero(self.total + np.cumsum(cost) - cost < self.max_triples))
+        self.budget_hit = self.budget_hit or fits < frontier.size
+        self.truncated = self.budget_hit or not keep.all()
+        return frontier[:fits], deg[:fits]
+
+    def expand(self, selected: tuple[np.ndarray, np.ndarray], chunk: int, more: bool) -> None:
+        """One level: the selected frontier, `chunk` entities per transaction."""
+        frontier, deg = selected
+        hubs = frontier[deg > self.cap]
+        sims = self._hub_sims([], hubs.tolist()) if hubs.size else {}
+        self.degree = _Degrees()
+        added, reached_parts, parts = 0, [], {c: [] for c in _EDGE_COLUMNS}
+        for start_at in range(0, frontier.size, chunk):
+            row = self.graph.columns(
+                "subgraph",
+                ids=[],
+                idx=frontier[start_at : start_at + chunk].tolist(),
+                degrees=more,
+                cap=self.cap,
+                relation_sims=sims,
+            )
+            self.degree.add(row)
+            for c in _NODE_COLUMNS:
+                self.nodes[c].append(row[f"node_{c}"])
+            for c in _EDGE_COLUMNS:
+                self.edges[c].append(row[c])
+                parts[c].extend(row[c])
+            added += len(row["edge_ids"])
+            reached_parts.append(np.asarray(row["node_idx"], np.int64))
+        self.levels.append(added)
+        self.total += added
+        reached = np.unique(np.concatenate(reached_parts)) if reached_parts else np.zeros(0, np.int64)
+        self.frontier = np.setdiff1d(reached, self.seen)
+        self.seen = np.union1d(self.seen, reached)
+        self.last = parts
 
 
 class _Degrees:
@@ -241,9 +326,7 @@ def _assemble(graph: Graph, topic_idx: list[int], nodes: dict, edges: dict) -> S
     eids = _flat(edges["edge_ids"])
     types = _flat(edges["rel_type"])
     type_names = sorted(set(types))
-    rel_index = relation_index(graph)
-    if any(t not in rel_index for t in type_names):
-        rel_index = relation_index(graph, refresh=True)
+    rel_index = relation_index(graph, type_names)
     missing = [t for t in type_names if t not in rel_index]
     if missing:
         raise KgdbError(

@@ -8,14 +8,14 @@
 //   :param ids => ['Jamaica']             // Entity.id values to expand (topic entities)
 //   :param idx => []                       // Entity.idx values to expand (later levels)
 //   :param cap => 100                      // most triples expanded from any one node
-//   :param relation_sims => {}             // relation type -> vector.similarity.cosine(Relation.embedding, question);
-//                                          // {} when no question is given
+//   :param relation_sims => {}             // relation type -> vector.similarity.cosine(Relation.embedding, question)
+//                                          // of the types met at the hubs expanded ({} when no question is given)
 //   :param degrees => false                // also return each reached node's degree (levels before the last)
 //
 // Cap rule: a node with more than $cap relationships keeps the $cap triples whose relation is most
 // cosine-similar to the question (Relation.embedding, the vectors of the relation_embedding index;
-// the caller computes them once per fetch, as Neo4j's vector.similarity.cosine does, into
-// $relation_sims: a type missing from it counts 0.0);
+// the caller computes them, as Neo4j's vector.similarity.cosine does, for the types hub_relation_types
+// finds at the level's hubs, into $relation_sims: a type missing from it counts 0.0);
 // ties, and every capped node when no question is given, are broken by relation name, then neighbour idx.
 // The degree test counts all relationships (degree store, no scan), so bookkeeping edges can only make
 // the cap apply a little earlier, never later.

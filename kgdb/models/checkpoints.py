@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgdb.config import dump_json
 from kgdb.errors import KgdbError
-from kgdb.models.weights import CheckpointError  # defined beside the torch-free weight reader, which raises it too
+from kgdb.scoring.weights import CheckpointError, read_arrays  # the torch-free reader raises CheckpointError too
 
 if TYPE_CHECKING:
     from kgdb.models.base import Retriever
@@ -187,8 +187,6 @@ def checkpoint_for_graph(checkpoints_dir: Path, retriever: str, fingerprint: str
 def read_weights(path: Path) -> dict:
     """The tensors of a `model.safetensors` on the CPU, subnormal floats set to zero (`read_arrays`)."""
     import torch
-
-    from kgdb.models.weights import read_arrays
 
     return {k: torch.from_numpy(v) for k, v in read_arrays(path).items()}
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from kgdb.models.path_ranker_numpy import RankerConfig
+from kgdb.scoring.path_ranker import RankerConfig
 
 
 class PathRanker(nn.Module):

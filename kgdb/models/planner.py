@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from kgdb.models.path_tokens import STOP
+from kgdb.scoring.path_tokens import STOP
 
 
 @dataclass(frozen=True)

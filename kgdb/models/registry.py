@@ -13,9 +13,9 @@ import typing
 from importlib.metadata import entry_points
 from typing import Any
 
+from kgdb.bounds import out_of_range
 from kgdb.errors import InputError
 from kgdb.models.base import Retriever
-from kgdb.models.bounds import out_of_range
 
 _REGISTRY: dict[str, type[Retriever]] = {}
 _loaded = False

@@ -8,7 +8,7 @@ answers with them, and the tuning of λ1, θ and the closeness weight scores the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from kgdb.protocol import ScoredPath
@@ -50,6 +50,9 @@ class Gathered:
         [list[str]], dict[str, float]
     ]  # answer ids -> closeness to the question (`RelationPathRetriever._closeness`)
     usage: dict | None = None  # the LLM planner's calls and tokens (None: no LLM planned)
+    # several topics: the paths of the answers reached from the most of them (`kgdb.pipeline.joint_topics`);
+    # when there are any, they are the answer paths of every mode
+    joint: list[GroundedPath] = field(default_factory=list)
 
 
 @dataclass
@@ -137,7 +140,7 @@ def answers_of(mode: str, g: Gathered, lambda1: float, theta: float) -> list[str
     """The entity ids `kgdb ask --reasoner rrp` answers with in `mode` (the `PathReasoner` rules, ties
     in the retriever's order: those at the best score closest to the question first, then by name)."""
     topics, cvt = set(g.found.ids), g.cvt
-    if mode == "planner":
+    if mode == "planner" or g.joint:
         return _planner_answers(g, topics | cvt)
     kept = select(mode, g.planned, g.structural, g.s2, g.found.ids, cvt, lambda1, theta)
     best_of = best_per_answer((c.path for c in kept), topics | cvt)
@@ -146,8 +149,8 @@ def answers_of(mode: str, g: Gathered, lambda1: float, theta: float) -> list[str
 
 
 def _planner_answers(g: Gathered, excluded: set[str]) -> list[str]:
-    """The ends of the best-scored planned paths, the most often reached first."""
-    usable = [c for c in g.planned if c.path.answer not in excluded]
+    """The ends of the best-scored planned (or joint) paths, the most often reached first."""
+    usable = [c for c in (g.joint or g.planned) if c.path.answer not in excluded]
     if not usable:
         return []
     best = max(c.path.score for c in usable)
@@ -170,7 +173,7 @@ def score_mode(items: list[QuestionPaths], mode: str, lambda1: float, theta: flo
         hit += bool(pred) and pred[0] in it.gold
         common = len(set(pred) & it.gold)
         f1 += 2 * common / (len(set(pred)) + len(it.gold)) if common else 0.0
-        ends = {c.path.answer for c in it.gathered.planned + it.gathered.structural}
+        ends = {c.path.answer for c in it.gathered.planned + it.gathered.structural + it.gathered.joint}
         reach += bool(ends & it.gold)
     n = max(len(items), 1)
     return {"hit1": 100 * hit / n, "macro_f1": 100 * f1 / n, "reachable": 100 * reach / n, "n": len(items)}

@@ -15,7 +15,6 @@ from pathlib import Path
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.cypher.tables import graph_fingerprint
-from kgdb.models.builtin import TRAINABLE_BUILTINS
 from kgdb.models.checkpoints import (
     Checkpoint,
     CheckpointError,
@@ -26,8 +25,9 @@ from kgdb.models.checkpoints import (
 )
 from kgdb.models.default import DEFAULT_RETRIEVER, SHIPPED_FOLDER, shipped_checkpoint
 from kgdb.pipeline.vectors import data_fingerprint, trained_on_this_data
+from kgdb.scoring.twins import TRAINABLE_BUILTINS
 
-UNTRAINED_BUILTINS = frozenset({"cosine"})  # checked against the registry by tests/test_fast_ask.py
+UNTRAINED_BUILTINS = frozenset({"cosine"})  # checked against the registry by tests/unit/test_fast_ask.py
 RANKER_KIND, PLANNER_KIND = "rrp-ranker", "rrp-planner"  # the `retriever` their checkpoints record
 
 

@@ -9,7 +9,7 @@ rethinking settings (mode, λ1, θ, how many top paths are grounded) chosen with
 ranker (`--portable`) reads no planner and no relation ids: it is trained on questions of several
 graphs at once and reads the connected graph's relation table; the one shipped with kgdb
 (`shipped_ranker`) answers on graphs with no RRP model of their own. A portable ranker is served in
-numpy (`kgdb.models.path_ranker_numpy`), so answering with it imports no torch; this module imports
+numpy (`kgdb.scoring.path_ranker`), so answering with it imports no torch; this module imports
 torch only to serve a graph's own ranker. Training it: `kgdb.pipeline.path_ranker_training`.
 """
 
@@ -40,6 +40,8 @@ from kgdb.models.checkpoints import (
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, RelationPath, names_of
 from kgdb.pipeline.planners import encode_question, load_planner, load_relation_model
 from kgdb.protocol import relation_path_text
+from kgdb.scoring.path_ranker import PLANNER_FEATURES, PORTABLE_FEATURES, NumpyPathRanker, RankerConfig
+from kgdb.scoring.path_tokens import text_features, token_of
 
 RANKER = "rrp-ranker"
 CAP = 200  # frontier entities per hop, as grounding (the hop counts: `kgdb.cypher.path_candidates.candidate_hops`)
@@ -152,8 +154,6 @@ def candidate_features(
     """(answer-bearing candidates of at most `max_hops` steps, tokens [N, H], dense [N, F]) of one
     question: `PORTABLE_FEATURES`, preceded by `PLANNER_FEATURES` (the log P(γ|q) of the trained
     `planner`, whose relation table `relations` then is) when a planner is given."""
-    from kgdb.models.path_ranker_numpy import PLANNER_FEATURES, PORTABLE_FEATURES
-
     index, tset = relations.index, set(topics)
     kept = [
         c
@@ -170,8 +170,6 @@ def candidate_features(
 
 def _step_tokens(kept: list, index: dict[str, int]) -> np.ndarray:
     """[N, H] tokens of the candidates' (relation, direction) steps, 0-padded."""
-    from kgdb.models.path_tokens import token_of
-
     tokens = np.zeros((len(kept), max((len(c.steps) for c in kept), default=1)), np.int64)
     for i, c in enumerate(kept):
         tokens[i, : len(c.steps)] = [token_of(index[r], d) for r, d in c.steps]
@@ -182,7 +180,6 @@ def _planner_columns(planner, text: str, q_emb: np.ndarray, kept: list, tokens: 
     """`PLANNER_FEATURES`: the trained planner's log P(γ|q) of each candidate, scaled, and its gap to the best."""
     import torch
 
-    from kgdb.models.path_tokens import text_features
     from kgdb.models.planner import pack_questions
 
     model = planner.model
@@ -242,8 +239,9 @@ def _path_text(candidate: RelationPathCandidate) -> str:
     return relation_path_text(*relations_directions(candidate.steps))
 
 
-def _competing(found: Topics) -> list[LinkedEntity]:
-    """The linked candidates that compete to be the topic (`RankedPathPlanner.choose_topic`)."""
+def competing_topics(found: Topics) -> list[LinkedEntity]:
+    """The linked candidates that compete to be the topic (`RankedPathPlanner.choose_topic`), and the topics a
+    several-topic question is read from when it was linked (`kgdb.pipeline.joint_topics`)."""
     candidates: list[LinkedEntity] = []
     for e in (e for e in found.linked if e.mention):
         # a word inside a longer mention ("stone" in "philip stone") stays below it, as the linker ranks it
@@ -357,7 +355,7 @@ class RankedPathPlanner(PathPlanner):
         won") has no path the question asks for; the entity it is about has one. A candidate linked
         from words that another's best path reads (`relation_wording`) does not compete. `work` keeps
         the encodings, enumerations and the chosen topic's raw scores for the rest of the plan."""
-        candidates = _competing(found) if found.source == "linked" else []
+        candidates = competing_topics(found) if found.source == "linked" else []
         if len(candidates) < 2:
             return found
         work = _Question() if work is None else work
@@ -391,9 +389,6 @@ class RankedPathPlanner(PathPlanner):
         """The answer-bearing candidate paths around `topics` and the ranker's raw score of each.
         `reuse`: rank the candidates this question first enumerated around the same topics (for the
         whole question's text) instead of enumerating them again for another reading of it."""
-        from kgdb.models.path_ranker_numpy import NumpyPathRanker
-        from kgdb.models.path_tokens import text_features
-
         work = _Question() if work is None else work
         if work.raw is not None and work.raw[0] == (text, tuple(topics)):
             return work.raw[1], work.raw[2]
@@ -584,8 +579,6 @@ def load_ranker(
     """The ranker: the named checkpoint (a name or a folder) if it is one (None when it names another
     kind, e.g. a planner), else the newest ranker trained on this graph, else None. A portable
     ranker reads the connected graph's relation table; a graph's own ranker, its planner's."""
-    from kgdb.models.path_ranker_numpy import NumpyPathRanker, RankerConfig
-
     if checkpoint:
         found = find_checkpoint(checkpoint, settings.checkpoints_dir)
         if found.config.get("retriever") != RANKER:

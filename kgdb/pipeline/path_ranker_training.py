@@ -33,6 +33,8 @@ from kgdb.pipeline.path_ranker import (
 from kgdb.pipeline.trainable_kinds import RankerOptions, parse_pairs
 from kgdb.pipeline.trainables import TrainJob, TrainOutcome
 from kgdb.pipeline.vectors import data_fingerprint
+from kgdb.scoring.path_ranker import DENSE_FEATURES, PLANNER_FEATURES, PORTABLE_FEATURES, RankerConfig
+from kgdb.scoring.path_tokens import text_features
 from kgdb.training.events import TrainEvents
 
 
@@ -82,8 +84,6 @@ def ranker_examples(
     `positive_margin`, those that read the question: `reliable_positives`), Eq. 1's reliable paths judged
     by what they reach rather than by length alone."""
     from kgdb.cypher.path_candidates import candidate_hops, relation_paths_around
-    from kgdb.models.path_ranker_numpy import PLANNER_FEATURES, PORTABLE_FEATURES
-    from kgdb.models.path_tokens import text_features
     from kgdb.pipeline.train import question_texts
     from kgdb.training.path_ranker import RankerExample, reliable_positives
 
@@ -228,7 +228,6 @@ def _ranker_data(
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.data.questions import read_questions
     from kgdb.embeddings import get_embedder
-    from kgdb.models.path_ranker_numpy import RankerConfig
     from kgdb.pipeline.planners import load_planner
 
     t0 = time.perf_counter()
@@ -272,7 +271,6 @@ def _ranker_data(
 def _ranker_checkpoint_config(
     data: RankerData, questions: list[Path], opts: RankerOptions, settings: Settings, cfg, device: str, result
 ) -> dict:
-    from kgdb.models.path_ranker_numpy import DENSE_FEATURES, PORTABLE_FEATURES
 
     base, margin = data.base, opts.positive_margin
     one_graph = len({fp for fp, _ in data.fingerprints}) == 1

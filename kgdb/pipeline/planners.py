@@ -18,6 +18,8 @@ from kgdb.errors import InputError
 from kgdb.limits import RRP_STEP_SCAN
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, check_compatible, checkpoint_for_graph, find_checkpoint
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, RelationPath, names_of
+from kgdb.scoring.path_tokens import step_of, text_features, token_of
+from kgdb.scoring.weights import read_arrays
 
 if TYPE_CHECKING:
     import torch  # imported where a trained planner runs: answering with the portable ranker needs none
@@ -129,7 +131,6 @@ class TrainedPathPlanner(PathPlanner):
         the entities the prefix reaches; one `beam_step.cypher` call per decoding step answers the
         whole beam (one query per prefix made the planner most of the latency)."""
         from kgdb.cypher.paths import beam_step
-        from kgdb.models.path_tokens import step_of, token_of
 
         reached: dict[tuple[int, ...], tuple[list[str], list[int]]] = {}
 
@@ -174,7 +175,6 @@ class TrainedPathPlanner(PathPlanner):
         """`path_probability` of the question read as `text` with vector `q_emb`."""
         import torch
 
-        from kgdb.models.path_tokens import text_features, token_of
         from kgdb.models.planner import pack_questions
 
         known = [
@@ -201,8 +201,6 @@ class TrainedPathPlanner(PathPlanner):
     def plan_encoded(self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str]) -> list[PlannedPath]:
         import torch
 
-        from kgdb.models.path_tokens import step_of, text_features
-
         q = torch.from_numpy(np.asarray(q_emb, np.float32))
         words = torch.tensor(text_features(text, self.model.cfg.buckets))
         out = []
@@ -227,7 +225,6 @@ def load_relation_model(
     `arrays`, the weights are numpy arrays and `build` makes a model that holds them (no torch)."""
     from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
     from kgdb.models.checkpoints import WEIGHTS, read_weights
-    from kgdb.models.weights import read_arrays
 
     fingerprint, info = fingerprint_of(graph)
     ckpt = (

@@ -13,7 +13,7 @@ import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
-from kgdb.cypher.linking import Topics, question_topics
+from kgdb.cypher.linking import Topics, holds_mention, question_topics
 from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_paths, why_empty
 from kgdb.cypher.tables import graph_fingerprint
 from kgdb.cypher.writeback import write_scores
@@ -31,7 +31,8 @@ from kgdb.pipeline.answering_rules import (
     tied_at_best,
     weigh_by_answer_closeness,
 )
-from kgdb.pipeline.path_ranker import load_ranker, shipped_ranker
+from kgdb.pipeline.joint_topics import joint_answer_paths
+from kgdb.pipeline.path_ranker import competing_topics, load_ranker, shipped_ranker
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath
 from kgdb.pipeline.planners import CosinePathPlanner, encode_question, load_planner, walk
 from kgdb.pipeline.retrieve import _ms
@@ -69,6 +70,7 @@ class RelationPathRetriever:
         lambda1: float = 0.5,
         theta: float = 0.0,
         closeness_weight: float = 0.0,
+        joint_paths: int | None = None,
     ):
         if mode not in MODES:
             raise InputError(f"{mode!r} is not one of {', '.join(MODES)}", path="--rrp-mode")
@@ -81,6 +83,8 @@ class RelationPathRetriever:
             theta,
         )
         self.walks = walks  # ground as walks (entities may repeat), the planner's label semantics
+        # several topics: relation paths per topic joined on the answer (`kgdb.pipeline.joint_topics`); 0: off
+        self.joint_paths = settings.rrp_joint_paths if joint_paths is None else joint_paths
         self.closeness_weight = (
             closeness_weight  # `answering_rules.weigh_by_answer_closeness`; 0: the planner's scores as they are
         )
@@ -108,19 +112,42 @@ class RelationPathRetriever:
             "rrp_mode": self.mode,
             "rethinking": rethinking if self.mode != "planner" else None,
             "answer_closeness_weight": self.closeness_weight,
+            "joint_paths": self.joint_paths,
             "k": self.k,
             "notes": list(self.notes),
         }
 
     def gather(self, question: str, topics: list[str] | None = None, q_emb: np.ndarray | None = None) -> Gathered:
         """Link, plan, ground, rethink and (with a structural reasoner) reason over the grounded triples
-        and trace its paths back: every candidate path of both modules with its S1 and S2, unfiltered."""
+        and trace its paths back: every candidate path of both modules with its S1 and S2, unfiltered.
+        A question with several topics is also read from each topic alone and joined on the answer."""
         if not question or not question.strip():
             raise InputError("the question is empty", path="QUESTION")
-        timings: dict[str, float] = {}
         t = time.perf_counter()
         found, names = self._link(question, topics, q_emb)
-        timings["link"] = _ms(t)
+        g = self._gather(question, found, names, {"link": _ms(t)})
+        several = topics_to_join(found, names)
+        if self.joint_paths and len(several) >= 2:
+            t = time.perf_counter()
+            self._join(question, g, several)
+            g.timings["joint"] = _ms(t)
+        return g
+
+    def _join(self, question: str, g: Gathered, topics: dict[str, str]) -> None:
+        """The joint reading of a several-topic question (`topics`: id -> name): each topic's own plan,
+        joined on the answer (`g.joint`, empty when no answer is reached from two topics)."""
+        per_topic = []
+        for topic, name in topics.items():
+            one = Topics([topic], "given", [], [])
+            per_topic.append((topic, self._gather(question, one, {topic: name}, {})))
+        g.joint = joint_answer_paths(self.graph, per_topic, self.joint_paths)
+        unnamed = list(dict.fromkeys(e for c in g.joint for e in c.path.entities if e not in g.names))
+        for i, e in entity_names(self.graph, unnamed).items():
+            g.names[i] = e.name
+            if e.cvt:
+                g.cvt.add(i)
+
+    def _gather(self, question: str, found: Topics, names: dict[str, str], timings: dict[str, float]) -> Gathered:
         t = time.perf_counter()
         plan = self.planner.plan(self.graph, question, found, names)
         timings["plan"] = _ms(t)
@@ -281,7 +308,10 @@ class RelationPathRetriever:
         )
 
     def _answer_paths(self, g: Gathered) -> list[GroundedPath]:
-        """The paths the answers come from: the planner's, or those the mode selects (sourced `mode:module`)."""
+        """The paths the answers come from: the joint reading's (several topics), the planner's, or those
+        the mode selects (sourced `mode:module`)."""
+        if g.joint:
+            return g.joint
         if self.mode == "planner":
             return g.planned
         t = time.perf_counter()
@@ -362,6 +392,21 @@ def _best_triples(candidates: list[GroundedPath]) -> list[tuple[float, tuple]]:
             if triple[0] not in triples or triples[triple[0]][0] < c.path.score:
                 triples[triple[0]] = (c.path.score, triple)
     return sorted(triples.values(), key=lambda st: (-st[0], st[1][0]))
+
+
+def topics_to_join(found: Topics, names: dict[str, str]) -> dict[str, str]:
+    """The topics a question is read from one by one (id -> name): every given topic, or, linked from
+    the text, the mentioned candidates that compete to be its topic (`competing_topics`) whose names
+    hold their mention, one per group of words (two namesakes of "kirk" are one topic read two ways, not
+    two topics). Fewer than two: no joint reading."""
+    if found.source != "linked":
+        return {i: names.get(i, i) for i in found.ids}
+    picked: list = []
+    for e in competing_topics(found):
+        words = set(e.mention.split())
+        if holds_mention(e.name, e.mention) and not any(words & set(p.mention.split()) for p in picked):
+            picked.append(e)
+    return {e.id: e.name for e in picked}
 
 
 def _path(score: float, anchor: str, triples, source: str) -> ScoredPath:

@@ -1,9 +1,9 @@
 """A registered tensor retriever as a `QuestionRetriever`: topics (the one linking policy) ->
 subgraph from Neo4j -> tensors -> scores -> top-K -> write-back.
 
-torch is imported only when a torch module scores: an untrained retriever with a numpy scorer
-(`kgdb.models.numpy_scoring`, e.g. cosine) asked for without a checkpoint runs on numpy, which
-keeps a cold `kgdb ask` free of the torch import (seconds).
+torch is imported only when a torch module scores: a retriever with a numpy twin that applies
+(`kgdb.scoring.twins`: cosine without a checkpoint, cosine-dde with one) runs on numpy, which keeps
+a cold `kgdb ask` free of the torch import (seconds).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from kgdb.errors import InputError, KgdbError
 from kgdb.limits import DEFAULT_CAP
 from kgdb.models.checkpoints import Checkpoint, check_compatible, load_model
 from kgdb.models.default import SHIPPED_FOLDER
-from kgdb.models.numpy_scoring import numpy_scorer
 from kgdb.pipeline.model_choice import GraphFacts, choose_retriever_model
 from kgdb.pipeline.vectors import (
     EntityRowCache,
@@ -36,6 +35,7 @@ from kgdb.pipeline.vectors import (
 )
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
+from kgdb.scoring.twins import numpy_scorer
 from kgdb.subgraph import Subgraph
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class RetrievePipeline:
         # Featurise + score hold this: the entity row cache grows and the model's projections follow
         # it, so threads sharing a pipeline (`eval qa --concurrency`) take turns; fetches stay parallel.
         self._scoring = threading.Lock()
-        # cosine, and cosine-dde with its weights, score one question in numpy: no torch import.
+        # a retriever with a numpy twin scores one question in numpy: no torch import
         self._numpy_score = numpy_scorer(retriever, ckpt.path if ckpt else None)
         self.inference: dict = {}
         if self._numpy_score is not None:

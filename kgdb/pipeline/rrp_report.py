@@ -123,7 +123,7 @@ def rrp_rows(
         if g is None:
             out.append(ScoredQuestion(it.qid, frozenset(it.gold), (), False, secs, True, kind))
             continue
-        ends = {c.path.answer for c in g.planned + g.structural}
+        ends = {c.path.answer for c in g.planned + g.structural + g.joint}
         out.append(
             ScoredQuestion(
                 it.qid,
@@ -136,6 +136,14 @@ def rrp_rows(
             )
         )
     return out
+
+
+def planner_usage(items: Sequence) -> dict[str, int] | None:
+    """LLM calls and tokens summed over the questions' plans; None when no plan used an LLM."""
+    usages = [g.usage for g in (item.gathered for item in items) if g is not None and g.usage]
+    if not usages:
+        return None
+    return {key: sum(u[key] for u in usages) for key in ("calls", "prompt_tokens", "completion_tokens")}
 
 
 def choose_split(qs: QuestionSet, requested: str | None, splits_dir: Path = Path("splits")) -> tuple[str, str | None]:

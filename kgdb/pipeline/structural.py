@@ -21,6 +21,7 @@ from kgdb.pipeline.answer_closeness import answering_config, weight_grid
 from kgdb.pipeline.answering_rules import ABLATIONS, QuestionPaths, answers_of, chosen_mode, score_mode
 from kgdb.pipeline.relation_paths import relation_path_retriever
 from kgdb.pipeline.structural_runner import STRUCTURAL
+from kgdb.scoring.path_tokens import text_features
 
 # imported from here by the CLI, benchmarks and reports: the rules live in `answering_rules`
 __all__ = [
@@ -58,7 +59,6 @@ def structural_examples(
     when the file states it, best-F1 shortest otherwise) and DISTRACTORS near misses, grounded as
     walks from the gold topics; questions whose answers the subgraph misses are counted, not used."""
     from kgdb.data.path_subgraphs import path_subgraph, random_paths
-    from kgdb.models.path_tokens import text_features
     from kgdb.pipeline.train import labelled_questions
     from kgdb.training.structural import StructuralExample
 

@@ -12,6 +12,7 @@ from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.models.checkpoints import Checkpoint
 from kgdb.pipeline.planners import load_relation_model
+from kgdb.scoring.path_tokens import text_features
 
 STRUCTURAL = "rrp-structural"
 
@@ -47,7 +48,6 @@ class StructuralRunner:
         import torch
         from torch_geometric.data import Batch
 
-        from kgdb.models.path_tokens import text_features
         from kgdb.models.structural import trace_paths
         from kgdb.training.structural import StructuralExample, collate, to_data
 

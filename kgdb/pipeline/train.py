@@ -23,6 +23,7 @@ from kgdb.pipeline.planners import PLANNER, save_relation_model
 from kgdb.pipeline.splits import LABEL_SOURCES, SHORTEST, prepare_split
 from kgdb.pipeline.trainable_kinds import PlannerOptions, RetrieverOptions, parse_pairs
 from kgdb.pipeline.vectors import data_fingerprint, entity_vectors, with_local_entities
+from kgdb.scoring.path_tokens import text_features, token_of
 from kgdb.training.events import TrainEvents
 
 
@@ -364,7 +365,6 @@ def planner_examples(
     best_f1: bool = True,
 ):
     """Labelled planner examples of a split (`labelled_questions`), as decoder tokens."""
-    from kgdb.models.path_tokens import text_features, token_of
     from kgdb.training.planner import PlannerExample
 
     out, counts = [], {"no_path": 0, "paths": 0}

@@ -22,9 +22,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from kgdb.bounds import out_of_range
 from kgdb.config import Settings
 from kgdb.errors import InputError
-from kgdb.models.bounds import out_of_range
 from kgdb.training.events import TrainEvents
 
 ENTRY_POINT_GROUP = "kgdb.trainables"

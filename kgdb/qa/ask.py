@@ -94,6 +94,7 @@ class AskResult:
             "usage": {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls}
             if r
             else None,
+            "reading": r.reading() if r else None,
             "planner_usage": self.planner_usage,
             "error": self.error,
             "evidence": self.evidence_lines,

@@ -160,6 +160,7 @@ def question_record(
         usage={"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls}
         if r
         else None,
+        reading=r.reading() if r else None,
         planner_usage=res.planner_usage,
         error=res.error,
         stage="reasoner" if res.error else None,
@@ -273,22 +274,9 @@ def evaluate_qa(
         "matching": asdict(rules),
         "kgdb_version": kgdb_version(),
     }
-    previous = out_dir / "settings.json"
-    if previous.is_file() and results.is_file():
-        old = json.loads(previous.read_text(encoding="utf-8"))
-        # hops and cap change every retrieved subgraph (the default cap moved from 500 to 100)
-        keys = ("retriever", "checkpoint", "k", "hops", "cap", "format", "reasoner", "questions", "split")
-        changed = [k for k in keys if old.get(k) != settings.get(k)]
-        if changed:
-            raise InputError(
-                f"{out_dir} holds results of a different run ({', '.join(changed)} differ); use another --out",
-                path=out_dir,
-            )
-    dump_json(settings, previous)
+    _refuse_other_run(out_dir, settings, resuming=results.is_file())
+    dump_json(settings, out_dir / "settings.json")
     done = read_done(results)
-    todo = [q for q in questions if q.id not in done]
-    lock = threading.Lock()
-    stop = threading.Event()
 
     def work(q: QuestionRecord) -> dict:
         # No retry here: the driver has retried each query with backoff for 10 s (kgdb.cypher.Graph), so
@@ -297,6 +285,48 @@ def evaluate_qa(
             asker, q, rules, (lambda: _answers_in_graph(asker, answer_in_kg, q)) if answer_in_kg else None
         )
 
+    failure = _run_concurrently(work, [q for q in questions if q.id not in done], done, results, concurrency, on_done)
+    if failure is not None:
+        kept = sum(1 for q in questions if q.id in done)
+        raise DatabaseError(
+            f"{' '.join(str(failure).split())}; evaluation stopped: {kept} of {len(questions)} questions are kept in "
+            f"{results}, none recorded from a failed query; run the same command again to resume"
+        ) from failure
+    wanted = {q.id for q in questions}
+    metrics = summarize_records(r for qid, r in done.items() if qid in wanted)
+    metrics["settings"] = settings
+    dump_json(metrics, out_dir / "metrics.json")
+    return metrics
+
+
+def _refuse_other_run(out_dir: Path, settings: dict[str, Any], resuming: bool) -> None:
+    """InputError when `out_dir` holds results recorded with other settings: resuming would mix two runs."""
+    previous = out_dir / "settings.json"
+    if not (previous.is_file() and resuming):
+        return
+    old = json.loads(previous.read_text(encoding="utf-8"))
+    # hops and cap change every retrieved subgraph (the default cap moved from 500 to 100)
+    keys = ("retriever", "checkpoint", "k", "hops", "cap", "format", "reasoner", "questions", "split")
+    changed = [k for k in keys if old.get(k) != settings.get(k)]
+    if changed:
+        raise InputError(
+            f"{out_dir} holds results of a different run ({', '.join(changed)} differ); use another --out",
+            path=out_dir,
+        )
+
+
+def _run_concurrently(
+    work: Callable[[QuestionRecord], dict],
+    todo: list[QuestionRecord],
+    done: dict[str, dict],
+    results: Path,
+    concurrency: int,
+    on_done: Callable[[dict], None] | None,
+) -> DatabaseError | None:
+    """Answer `todo` on `concurrency` threads, appending each record to `results` as it finishes (and
+    to `done`); the first DatabaseError stops the run, keeping what was recorded, and is returned."""
+    lock = threading.Lock()
+    stop = threading.Event()
     with open_results(results) as fh, ThreadPoolExecutor(max_workers=concurrency) as pool:
         pending: set[Future] = set()
         queue = iter(todo)
@@ -327,14 +357,4 @@ def evaluate_qa(
                 if on_done:
                     on_done(rec)
             submit_more()
-        if failure is not None:
-            kept = sum(1 for q in questions if q.id in done)
-            raise DatabaseError(
-                f"{' '.join(str(failure).split())}; evaluation stopped: {kept} of {len(questions)} questions are kept in "
-                f"{results}, none recorded from a failed query; run the same command again to resume"
-            ) from failure
-    wanted = {q.id for q in questions}
-    metrics = summarize_records(r for qid, r in done.items() if qid in wanted)
-    metrics["settings"] = settings
-    dump_json(metrics, out_dir / "metrics.json")
-    return metrics
+    return failure

@@ -230,11 +230,7 @@ def label_questions(
     from kgdb.embeddings import get_embedder
     from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
 
-    if method not in LABEL_METHODS:
-        raise InputError(f"unknown label method {method!r}; choose one of {', '.join(LABEL_METHODS)}", path="--method")
-    if concurrency < 1:
-        raise InputError(f"must be at least 1, got {concurrency}", path="--concurrency")
-    require_llm(settings)
+    _check_run(settings, method, concurrency)
     model = settings.llm_model or ""
     template = load_template(template_format(method), prompt_version).name
     qs = read_questions(questions)
@@ -255,8 +251,58 @@ def label_questions(
     )
     embeddings = embedder.encode([q.text for q in todo])
 
-    def store(lab: Labelling) -> None:
-        report.paths += write_labelling(graph, lab)
+    run = _LabelRun(graph, method, model, template, report, on_done)
+    pending: dict[Future, tuple] = {}
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kgdb-label") as pool_exec:
+        try:
+            for q, emb in zip(todo, embeddings):
+                sg, pool = _stage_one(graph, q, np.asarray(emb), method, hops, cap, settings)
+                if pool is None or not pool.candidates:
+                    raw = 0 if pool is None else pool.raw
+                    run.store(Labelling(q.id, method, model, template, "no_candidates", raw_candidates=raw))
+                    continue
+                report.candidates += len(pool.candidates)
+                pending[pool_exec.submit(_ask, llm, _prepare(method, prompt_version, q, sg, pool))] = (q, sg, pool)
+                while len(pending) >= 2 * concurrency:  # bounded look-ahead: stage 1 stays just ahead of the LLM
+                    run.drain(pending)
+            while pending:
+                run.drain(pending)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _check_run(settings: Settings, method: str, concurrency: int) -> None:
+    if method not in LABEL_METHODS:
+        raise InputError(f"unknown label method {method!r}; choose one of {', '.join(LABEL_METHODS)}", path="--method")
+    if concurrency < 1:
+        raise InputError(f"must be at least 1, got {concurrency}", path="--concurrency")
+    require_llm(settings)
+
+
+@dataclass
+class _LabelRun:
+    """One labelling run's constants and report: turns each finished LLM call into a stored Labelling."""
+
+    graph: Graph
+    method: str
+    model: str
+    template: str
+    report: LabelReport
+    on_done: Callable[[str, LabelReport], None]
+
+    def drain(self, pending: dict[Future, tuple]) -> None:
+        """Store the calls that have finished (waiting for at least one)."""
+        finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+        for fut in finished:
+            self.finish(fut, *pending.pop(fut))
+
+    def store(self, lab: Labelling) -> None:
+        report = self.report
+        report.paths += write_labelling(self.graph, lab)
         report.relations += len(lab.relations)
         report.ignored += lab.ignored
         report.status[lab.status] += 1
@@ -265,15 +311,15 @@ def label_questions(
         report.completion_tokens += lab.completion_tokens
         if lab.status == "failed":
             report.failures.append(f"{lab.qid}: {lab.error}")
-        on_done(lab.status, report)
+        self.on_done(lab.status, report)
 
-    def finish(fut: Future, q: QuestionRecord, sg, pool: CandidatePool | RelationPool) -> None:
+    def finish(self, fut: Future, q: QuestionRecord, sg, pool: CandidatePool | RelationPool) -> None:
         asked: _Asked = fut.result()
         lab = Labelling(
             q.id,
-            method,
-            model,
-            template,
+            self.method,
+            self.model,
+            self.template,
             asked.selection.status if not asked.error else "failed",
             candidates=len(pool.candidates),
             raw_candidates=pool.raw,
@@ -287,7 +333,7 @@ def label_questions(
             if isinstance(pool, RelationPool)
             else [],
         )
-        if asked.error and asked.usage.calls == 0 and report.calls == 0:
+        if asked.error and asked.usage.calls == 0 and self.report.calls == 0:
             # No call has ever succeeded: the endpoint or its settings are wrong (key, URL, model), so
             # stop with the client's clear error instead of recording every question as failed.
             raise LLMError(asked.error)
@@ -295,41 +341,7 @@ def label_questions(
             lab.relations = selected_relations(pool, asked.selection)
         elif lab.status == "ok":
             lab.paths = selected_paths(sg, pool, asked.selection)
-        store(lab)
-
-    pending: dict[Future, tuple] = {}
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kgdb-label") as pool_exec:
-        try:
-            for q, emb in zip(todo, embeddings):
-                sg, pool = _stage_one(graph, q, np.asarray(emb), method, hops, cap, settings)
-                if pool is None or not pool.candidates:
-                    store(
-                        Labelling(
-                            q.id,
-                            method,
-                            model,
-                            template,
-                            "no_candidates",
-                            raw_candidates=0 if pool is None else pool.raw,
-                        )
-                    )
-                    continue
-                report.candidates += len(pool.candidates)
-                pending[pool_exec.submit(_ask, llm, _prepare(method, prompt_version, q, sg, pool))] = (q, sg, pool)
-                while len(pending) >= 2 * concurrency:  # bounded look-ahead: stage 1 stays just ahead of the LLM
-                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        finish(fut, *pending.pop(fut))
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    finish(fut, *pending.pop(fut))
-        except BaseException:
-            for fut in pending:
-                fut.cancel()
-            raise
-    report.seconds = time.perf_counter() - start
-    return report
+        self.store(lab)
 
 
 def _stage_one(

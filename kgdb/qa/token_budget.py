@@ -163,6 +163,20 @@ def _probe(base_url: str | None, model: str, api_key: str | None, timeout: float
     out = Endpoint(base_url, model)
     if not base_url:  # api.openai.com: nothing to probe, contexts are large
         return out
+    get, out._post = _requests(api_key, timeout)
+    _read_models(out, get(out.root + "/v1/models") or {}, model)
+    _read_props(out, get(out.root + "/props"))
+    if out.slots is None and is_local(base_url):
+        out.slots = 1  # a local server without /props (llama-cpp-python) decodes one request at a time
+    _find_tokenizer(out)
+    if out.tokenizer == "/extras/tokenize":  # only llama-cpp-python's server has the /extras routes
+        out.schema_form = "json_object"
+    log.debug("LLM endpoint %s: %s", base_url, out.describe())
+    return out
+
+
+def _requests(api_key: str | None, timeout: float) -> tuple[Callable[[str], Any], Callable[[str, dict], Any]]:
+    """A tolerant GET (None where the route is missing) and a strict POST, both with the key and timeout."""
     headers = {"Authorization": f"Bearer {api_key or 'EMPTY'}", "Content-Type": "application/json"}
 
     def call(url: str, body: dict | None = None) -> Any:
@@ -179,8 +193,11 @@ def _probe(base_url: str | None, model: str, api_key: str | None, timeout: float
     def post(url: str, body: dict) -> Any:
         return call(url, body)
 
-    out._post = post
-    models = get(out.root + "/v1/models") or {}
+    return get, post
+
+
+def _read_models(out: Endpoint, models: dict, model: str) -> None:
+    """The context from /v1/models: vLLM's max_model_len, else llama-cpp-python's meta.n_ctx."""
     for item in models.get("data") or []:
         if not isinstance(item, dict) or (item.get("id") != model and len(models.get("data") or []) > 1):
             continue
@@ -189,15 +206,21 @@ def _probe(base_url: str | None, model: str, api_key: str | None, timeout: float
         meta = item.get("meta") or {}
         if out.context is None and isinstance(meta.get("n_ctx"), int):
             out.context, out.context_source = meta["n_ctx"], "/v1/models meta.n_ctx"
-    props = get(out.root + "/props")
-    if isinstance(props, dict):  # llama.cpp's own server: the context per slot and the number of slots
-        settings = props.get("default_generation_settings") or {}
-        if isinstance(settings.get("n_ctx"), int):
-            out.context, out.context_source = settings["n_ctx"], "/props"
-        if isinstance(props.get("total_slots"), int):
-            out.slots = props["total_slots"]
-    if out.slots is None and is_local(base_url):
-        out.slots = 1  # a local server without /props (llama-cpp-python) decodes one request at a time
+
+
+def _read_props(out: Endpoint, props: Any) -> None:
+    if not isinstance(props, dict):
+        return
+    # llama.cpp's own server: the context per slot and the number of slots
+    settings = props.get("default_generation_settings") or {}
+    if isinstance(settings.get("n_ctx"), int):
+        out.context, out.context_source = settings["n_ctx"], "/props"
+    if isinstance(props.get("total_slots"), int):
+        out.slots = props["total_slots"]
+
+
+def _find_tokenizer(out: Endpoint) -> None:
+    """The first tokenize route and body form the server accepts; none leaves `out.tokenizer` None."""
     for route, name in (("/tokenize", "content"), ("/tokenize", "prompt"), ("/extras/tokenize", "input")):
         out.tokenizer, out.tokenizer_field = route, name
         try:
@@ -205,10 +228,6 @@ def _probe(base_url: str | None, model: str, api_key: str | None, timeout: float
             break
         except (OSError, ValueError, KeyError, TypeError):  # this route or body form is not the server's
             out.tokenizer = None
-    if out.tokenizer == "/extras/tokenize":  # only llama-cpp-python's server has the /extras routes
-        out.schema_form = "json_object"
-    log.debug("LLM endpoint %s: %s", base_url, out.describe())
-    return out
 
 
 @dataclass

@@ -13,16 +13,16 @@ on one graph and used on others: the default retriever a fresh install ships.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.nn import MessagePassing
 
+from kgdb.bounds import bounded
 from kgdb.models.base import Retriever, SubgraphTensors
-from kgdb.models.bounds import bounded
 from kgdb.models.dde import dde, dde_dim, triple_encoding
-from kgdb.models.numpy_scoring import UNREACHED
 from kgdb.models.registry import register
+from kgdb.scoring.retrievers import UNREACHED
 
 SIMILARITIES = 4  # triple, relation, head, tail
 
@@ -54,23 +54,20 @@ def similarity_features(x: SubgraphTensors) -> Tensor:
     return torch.cat([raw, _standardise(raw, group, x.num_questions), flags], dim=1)
 
 
-@lru_cache(maxsize=1)
-def _max_propagation():
-    from torch_geometric.nn import MessagePassing
+class MaxPropagation(MessagePassing):
+    """x'_v = max over edges u -> v of (x_u + w_uv): the best-scoring walk, one hop longer."""
 
-    class MaxPropagation(MessagePassing):
-        """x'_v = max over edges u -> v of (x_u + w_uv): the best-scoring walk, one hop longer."""
+    def __init__(self) -> None:
+        super().__init__(aggr="max", flow="source_to_target")
 
-        def __init__(self) -> None:
-            super().__init__(aggr="max", flow="source_to_target")
+    def forward(self, x: Tensor, edge_index: Tensor, weight: Tensor) -> Tensor:
+        return self.propagate(edge_index, x=x, weight=weight, size=(x.shape[0], x.shape[0]))
 
-        def forward(self, x: Tensor, edge_index: Tensor, weight: Tensor) -> Tensor:
-            return self.propagate(edge_index, x=x, weight=weight, size=(x.shape[0], x.shape[0]))
+    def message(self, x_j: Tensor, weight: Tensor) -> Tensor:
+        return x_j + weight
 
-        def message(self, x_j: Tensor, weight: Tensor) -> Tensor:
-            return x_j + weight
 
-    return MaxPropagation()
+_MAX = MaxPropagation()  # no parameters: one instance serves every device and thread
 
 
 def path_relevance(x: SubgraphTensors, relation_score: Tensor, rounds: int) -> Tensor:
@@ -87,10 +84,9 @@ def path_relevance(x: SubgraphTensors, relation_score: Tensor, rounds: int) -> T
     best = torch.where(reached, 0.0, UNREACHED * (rounds + 1)).unsqueeze(1)
     has_in = torch.zeros(x.num_nodes, dtype=torch.bool, device=best.device)
     has_in[edges[1]] = True  # PyG's max gives 0 to a node without messages: it must not count as reached
-    propagate = _max_propagation()
     for _ in range(rounds):
         source = torch.where(reached.unsqueeze(1), best, float("-inf"))
-        step = propagate(source, edges, weight).squeeze(1)
+        step = _MAX(source, edges, weight).squeeze(1)
         new = ~reached & has_in & torch.isfinite(step)
         best = torch.where(new.unsqueeze(1), step.unsqueeze(1), best)
         reached = reached | new

@@ -49,8 +49,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from kgdb.bounds import bounded
 from kgdb.models.base import PATH_FLOOR, Retriever, SubgraphTensors, Targets
-from kgdb.models.bounds import bounded
 from kgdb.models.line_graph import augment, gcn_aggregate, successors
 from kgdb.models.registry import register
 

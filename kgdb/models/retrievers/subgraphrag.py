@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from kgdb.bounds import bounded
 from kgdb.models.base import Retriever, SubgraphTensors, TensorTables
-from kgdb.models.bounds import bounded
 from kgdb.models.dde import dde, dde_dim, distinct_rows, triple_encoding
 from kgdb.models.gathered_mlp import gathered_mlp, stacked_projections
 from kgdb.models.registry import register

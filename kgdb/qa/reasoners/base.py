@@ -44,6 +44,10 @@ class Reasoning:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def reading(self) -> dict[str, Any] | None:
+        """How an LLM's reply became the answers (modes, dropped names, token budget); None without an LLM."""
+        return None
+
 
 class EvidenceTriple(Protocol):
     """What a reasoner reads of a retrieved triple (`kgdb.protocol.ScoredTriple` fits)."""

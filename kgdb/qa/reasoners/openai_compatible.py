@@ -275,58 +275,10 @@ class OpenAIReasoner:
 
         where = f"LLM endpoint {self.base_url or 'https://api.openai.com/v1'} (model {self.model!r})"
         extra = {"response_format": _schema_form(schema, self.endpoint.schema_form)} if schema else {}
-        gate = self._gate()
-        if gate is not None:
-            gate.acquire()  # waiting here, not on the server, keeps the timeout for the request itself
         try:
-            resp = self.client.chat.completions.create(
-                model=self.model,
-                messages=messages,  # type: ignore[arg-type]
-                temperature=self.temperature,
-                seed=self.seed,
-                max_tokens=max_tokens or self.max_tokens or DEFAULT_MAX_TOKENS,
-                **extra,  # type: ignore[arg-type]
-            )
-        except openai.AuthenticationError as exc:
-            raise LLMError(f"{where} refused the API key (401): set KGDB_LLM_API_KEY") from exc
-        except openai.PermissionDeniedError as exc:
-            raise LLMError(f"{where} denied access (403): {_detail(exc)}") from exc
-        except openai.NotFoundError as exc:
-            raise LLMError(
-                f"{where} answered 404: wrong KGDB_LLM_BASE_URL (it usually ends in /v1) or unknown model"
-            ) from exc
-        except openai.BadRequestError as exc:
-            detail = _detail(exc)
-            if schema and _about_schema(detail):
-                raise _SchemaRefused(detail) from exc
-            if _about_context(detail):
-                raise _ContextExceeded(
-                    f"{where} rejected the request as too long for the model's context (400): {detail}",
-                    context_from_error(detail),
-                ) from exc
-            raise LLMError(f"{where} rejected the request (400): {detail}") from exc
-        except (
-            openai.RateLimitError,
-            openai.InternalServerError,
-            openai.APITimeoutError,
-            openai.APIConnectionError,
-        ) as exc:
-            attempts = self.max_retries + 1
-            raise LLMError(f"{where}: {_describe(exc)}, still failing after {attempts} attempt(s)") from exc
-        except openai.UnprocessableEntityError as exc:
-            if schema:  # a server whose request model has no such response_format (llama-cpp-python: 422)
-                raise _SchemaRefused(_detail(exc)) from exc
-            raise LLMError(f"{where} answered HTTP 422: {_detail(exc)}") from exc
-        except openai.APIStatusError as exc:
-            raise LLMError(f"{where} answered HTTP {exc.status_code}: {_detail(exc)}") from exc
-        except (
-            openai.APIError,
-            ValueError,
-        ) as exc:  # a body that is not a chat completion (JSON errors are ValueErrors)
-            raise LLMError(f"{where} sent a malformed reply: {exc}") from exc
-        finally:
-            if gate is not None:
-                gate.release()
+            resp = self._create(messages, max_tokens or self.max_tokens or DEFAULT_MAX_TOKENS, extra)
+        except (openai.APIError, ValueError) as exc:  # a body that is not a chat completion (JSON errors: ValueErrors)
+            raise _failure(exc, where, schema, attempts=self.max_retries + 1) from exc
         out.calls += 1
         if resp.usage is not None:
             out.prompt_tokens += resp.usage.prompt_tokens or 0
@@ -335,6 +287,58 @@ class OpenAIReasoner:
         if not choices or choices[0].message is None:
             raise LLMError(f"{where} sent a malformed reply: no choices/message in the completion")
         return choices[0].message.content or ""
+
+    def _create(self, messages: list[dict[str, str]], max_tokens: int, extra: dict) -> Any:
+        gate = self._gate()
+        if gate is not None:
+            gate.acquire()  # waiting here, not on the server, keeps the timeout for the request itself
+        try:
+            return self.client.chat.completions.create(
+                model=self.model,
+                messages=messages,  # type: ignore[arg-type]
+                temperature=self.temperature,
+                seed=self.seed,
+                max_tokens=max_tokens,
+                **extra,  # type: ignore[arg-type]
+            )
+        finally:
+            if gate is not None:
+                gate.release()
+
+
+def _failure(exc: Exception, where: str, schema: dict | None, attempts: int) -> Exception:
+    """The one-line error for a failed request; a schema or context refusal gets its own type, as callers retry those."""
+    import openai
+
+    if isinstance(exc, openai.AuthenticationError):
+        return LLMError(f"{where} refused the API key (401): set KGDB_LLM_API_KEY")
+    if isinstance(exc, openai.PermissionDeniedError):
+        return LLMError(f"{where} denied access (403): {_detail(exc)}")
+    if isinstance(exc, openai.NotFoundError):
+        return LLMError(f"{where} answered 404: wrong KGDB_LLM_BASE_URL (it usually ends in /v1) or unknown model")
+    if isinstance(exc, openai.BadRequestError):
+        return _bad_request(_detail(exc), where, schema)
+    transient = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
+    if isinstance(exc, transient):
+        return LLMError(f"{where}: {_describe(exc)}, still failing after {attempts} attempt(s)")
+    if isinstance(exc, openai.UnprocessableEntityError):
+        if schema:  # a server whose request model has no such response_format (llama-cpp-python: 422)
+            return _SchemaRefused(_detail(exc))
+        return LLMError(f"{where} answered HTTP 422: {_detail(exc)}")
+    if isinstance(exc, openai.APIStatusError):
+        return LLMError(f"{where} answered HTTP {exc.status_code}: {_detail(exc)}")
+    return LLMError(f"{where} sent a malformed reply: {exc}")
+
+
+def _bad_request(detail: str, where: str, schema: dict | None) -> Exception:
+    if schema and _about_schema(detail):
+        return _SchemaRefused(detail)
+    if _about_context(detail):
+        return _ContextExceeded(
+            f"{where} rejected the request as too long for the model's context (400): {detail}",
+            context_from_error(detail),
+        )
+    return LLMError(f"{where} rejected the request (400): {detail}")
 
 
 class _ContextExceeded(Exception):

@@ -18,6 +18,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kgdb.ids import is_mid
 from kgdb.qa.answers import parse_answers
@@ -51,6 +52,9 @@ class LLMReasoning(Reasoning):
     dropped: list[str] = field(default_factory=list)  # answers the reply gave that name no evidence entity
     # tokens: the endpoint's context, what was counted and sent, the evidence lines cut to fit, max_tokens
     budget: dict = field(default_factory=dict)
+
+    def reading(self) -> dict[str, Any]:
+        return {"modes": self.modes, "dropped": self.dropped, "budget": self.budget}
 
 
 def evidence_names(evidence: object) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kgdb.qa.prompts import Prompt
@@ -23,6 +24,14 @@ from kgdb.qa.reasoners.replies import (
     read_reply,
 )
 from kgdb.qa.token_budget import ANSWER_TOKENS, Endpoint, PromptTooLong, fit
+
+
+@dataclass
+class _Request:
+    messages: list[dict[str, str]]
+    params: Any  # vllm.SamplingParams
+    known: Names | None  # the evidence's names the reply may give; None: nothing to ground on
+    out: LLMReasoning
 
 
 class VLLMReasoner:
@@ -93,54 +102,55 @@ class VLLMReasoner:
         evidence: Sequence[Any] | None = None,
     ) -> list[Reasoning]:
         start = time.perf_counter()
-        results, messages, params, knowns = [], [], [], []
-        for i, prompt in enumerate(prompts):
-            found = evidence_names(evidence[i]) if evidence and evidence[i] is not None else []
-            structured = self.structured and bool(found)
-            answer = self.max_tokens or ANSWER_TOKENS
-            try:
-                fitted = (
-                    fit(
-                        lambda n, p=prompt, s=structured: p.rebuilt(lines=n, example=p.has_example and not s).messages,
-                        len(prompt.lines),
-                        self.endpoint,
-                        answer,
-                    )
-                    if prompt.lines
-                    else None
-                )
-            except PromptTooLong as exc:
-                raise LLMError(f"vLLM model {self.model!r}: {exc}") from None
-            sent = fitted.messages if fitted else prompt.messages
-            shown = [c for c in found if c in sent[-1]["content"]]
-            extra = self._guided(answer_schema(shown)["json_schema"]["schema"]) if structured else None
-            params.append(
-                self.vllm.SamplingParams(
-                    temperature=0.0, seed=self.seed, max_tokens=fitted.max_tokens if fitted else answer, **(extra or {})
-                )
-            )
-            messages.append(sent)
-            knowns.append(Names(shown, prompt.question) if found else None)
-            out = LLMReasoning(answers=[], reply="", reasoner=self.name, llm_used=True, calls=1)
-            out.budget = {
-                **(fitted.describe() if fitted else {}),
-                **self.endpoint.describe(),
-                "structured_output": structured,
-            }
-            results.append(out)
-        outputs = self.llm.chat(messages, params, use_tqdm=False)
+        requests = [
+            self._request(prompt, evidence_names(evidence[i]) if evidence and evidence[i] is not None else [])
+            for i, prompt in enumerate(prompts)
+        ]
+        outputs = self.llm.chat([r.messages for r in requests], [r.params for r in requests], use_tqdm=False)
         per = (time.perf_counter() - start) / max(1, len(prompts))
-        for i, o in enumerate(outputs):
-            r = results[i]
+        for i, (request, o) in enumerate(zip(requests, outputs)):
+            r = request.out
             r.seconds = per
             r.prompt_tokens = len(o.prompt_token_ids or [])
             r.completion_tokens = sum(len(c.token_ids) for c in o.outputs)
             reply = o.outputs[0].text if o.outputs else ""
             ids = names[i] if names else None
-            if knowns[i] is None:
+            if request.known is None:
                 finish(r, reply, ids)
                 continue
-            read = read_reply(reply, knowns[i], ids, structured=r.budget["structured_output"])
+            read = read_reply(reply, request.known, ids, structured=r.budget["structured_output"])
             finish(r, reply, ids, read)
             r.modes, r.dropped = read.modes, read.dropped
-        return results
+        return [r.out for r in requests]
+
+    def _request(self, prompt: Prompt, found: list[str]) -> _Request:
+        """One prompt fitted to the context, its sampling parameters (answers limited to the evidence's
+        entity names where structured output is on) and the result it will fill."""
+        structured = self.structured and bool(found)
+        answer = self.max_tokens or ANSWER_TOKENS
+        try:
+            fitted = (
+                fit(
+                    lambda n: prompt.rebuilt(lines=n, example=prompt.has_example and not structured).messages,
+                    len(prompt.lines),
+                    self.endpoint,
+                    answer,
+                )
+                if prompt.lines
+                else None
+            )
+        except PromptTooLong as exc:
+            raise LLMError(f"vLLM model {self.model!r}: {exc}") from None
+        sent = fitted.messages if fitted else prompt.messages
+        shown = [c for c in found if c in sent[-1]["content"]]
+        extra = self._guided(answer_schema(shown)["json_schema"]["schema"]) if structured else None
+        params = self.vllm.SamplingParams(
+            temperature=0.0, seed=self.seed, max_tokens=fitted.max_tokens if fitted else answer, **(extra or {})
+        )
+        out = LLMReasoning(answers=[], reply="", reasoner=self.name, llm_used=True, calls=1)
+        out.budget = {
+            **(fitted.describe() if fitted else {}),
+            **self.endpoint.describe(),
+            "structured_output": structured,
+        }
+        return _Request(sent, params, Names(shown, prompt.question) if found else None, out)

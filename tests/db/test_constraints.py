@@ -1,0 +1,116 @@
+"""Constraints on the core answer (kgdb/pipeline/constraints.py) over what a hand-made graph holds about the
+candidates (kgdb/cypher/answer_evidence.py): year bounds, last / first, and answer types learned from relations."""
+
+from __future__ import annotations
+
+from kgdb.cypher.answer_evidence import attached_values, type_features
+from kgdb.loaders.writer import write_graph
+from kgdb.pipeline.constraints import (
+    AnswerTypeModel,
+    YearBound,
+    apply_bounds,
+    apply_extreme,
+    apply_literal,
+    parse_constraints,
+    years_of,
+)
+
+# A team's finals: two won (the date on the final itself, or on a CVT node of the final), one lost; films with
+# release dates; people with birthplaces, and a school.
+GRAPH = [
+    ("Giants", "sports.sports_team.championships", "Final A"),
+    ("Giants", "sports.sports_team.championships", "Final B"),
+    ("Final C", "sports.sports_championship_event.runner_up", "Giants"),
+    ("Final A", "time.event.start_date", "1987-01-25"),
+    ("Final B", "sports.sports_championship_event.result", "m.0result_b"),
+    ("m.0result_b", "sports.result.date", "2012-02-05"),
+    ("Final C", "time.event.start_date", "2001-01-28"),
+    ("Director", "film.director.film", "Film Old"),
+    ("Director", "film.director.film", "Film New"),
+    ("Director", "film.director.film", "Film Mid"),
+    ("Film Old", "film.film.initial_release_date", "1994"),
+    ("Film Mid", "film.film.initial_release_date", "2000"),
+    ("Film New", "film.film.initial_release_date", "2006-07-01"),
+    ("Ann", "people.person.place_of_birth", "Springfield"),
+    ("Bob", "people.person.place_of_birth", "Shelbyville"),
+    ("Cid", "people.person.place_of_birth", "Springfield"),
+    ("Ann", "people.person.spouse_s", "m.0marriage_ab"),
+    ("Bob", "people.person.spouse_s", "m.0marriage_ab"),
+    ("Ann", "people.person.education", "m.0edu_a"),
+    ("m.0edu_a", "education.education.institution", "Springfield College"),
+    ("Springfield College", "location.location.containedby", "Springfield"),
+    ("Shelbyville", "location.location.containedby", "State"),
+    ("Springfield", "location.location.containedby", "State"),
+]
+
+
+def test_years_come_from_the_name_and_from_values_attached_directly_or_through_a_cvt(graph):
+    write_graph(graph, GRAPH, embedder=None)
+    values = attached_values(graph, ["Final A", "Final B", "Final C", "Giants", "no such entity"])
+    assert [v.value for v in values["Final A"]] == ["1987-01-25"]
+    assert [(v.value, v.via) for v in values["Final B"]] == [("2012-02-05", "m.0result_b")]
+    assert values["Giants"] == [] and "no such entity" not in values
+    assert years_of("Final B", "Final B", values["Final B"]) == [2012]
+    assert years_of("2011 Stanley Cup Finals", None, []) == [2011]
+
+
+def test_last_puts_the_latest_won_final_first_and_first_the_earliest(graph):
+    write_graph(graph, GRAPH, embedder=None)
+    won = ["Final A", "Final B"]  # the ranker's order, the runner-up final already excluded by the path
+    values = attached_values(graph, won)
+    years = {c: years_of(c, c, values.get(c, [])) for c in won}
+    assert apply_literal(won, years, parse_constraints("when did the giants last win the final?")) == [
+        "Final B",
+        "Final A",
+    ]
+    assert apply_literal(won[::-1], years, parse_constraints("when did the giants first win the final?")) == [
+        "Final A",
+        "Final B",
+    ]
+    assert apply_extreme(["Undated"] + won, years, "latest") == ["Final B", "Undated", "Final A"]
+
+
+def test_year_bounds_put_films_released_after_before_or_in_a_year_first(graph):
+    write_graph(graph, GRAPH, embedder=None)
+    films = ["Film Old", "Film Mid", "Film New"]
+    values = attached_values(graph, films)
+    years = {c: years_of(c, c, values.get(c, [])) for c in films}
+    assert years == {"Film Old": [1994], "Film Mid": [2000], "Film New": [2006]}
+    assert apply_literal(films, years, parse_constraints("which film did he release after 2000?")) == [
+        "Film New",
+        "Film Old",
+        "Film Mid",
+    ]
+    assert apply_bounds(films, years, [YearBound("before", 2000)]) == ["Film Old", "Film Mid", "Film New"]
+    assert apply_bounds(films, years, [YearBound("in", 2000)]) == ["Film Mid", "Film Old", "Film New"]
+    # a bound no candidate meets changes nothing, and the list is never emptied
+    assert apply_literal(films, years, parse_constraints("a film released in 1950?")) == films
+    # the latest among those released before 2001
+    assert apply_literal(films, years, parse_constraints("his latest film released before 2001?"))[0] == "Film Mid"
+
+
+def test_answer_types_learned_from_the_graph_put_a_place_first_for_where_and_a_person_for_who(graph):
+    write_graph(graph, GRAPH, embedder=None)
+    people, places = ["Ann", "Bob", "Cid"], ["Springfield", "Shelbyville"]
+    feats = type_features(graph, people + places + ["Springfield College", "m.0marriage_ab", "1987-01-25"])
+    assert (
+        "out:people.person.place_of_birth" in feats["Ann"] and "in:people.person.place_of_birth" in feats["Springfield"]
+    )
+    assert "cvt" in feats["m.0marriage_ab"] and "literal" in feats["1987-01-25"]
+    # training questions: a where-question's gold is the place, a who-question's the person, each against the other
+    examples = []
+    for person, place in zip(people, ["Springfield", "Shelbyville", "Springfield"]):
+        examples.append(("where", [feats[person], feats[place]], [False, True]))
+        examples.append(("who", [feats[place], feats[person]], [False, True]))
+    model = AnswerTypeModel.fit(examples, min_questions=2, min_count=2)
+    # the spouse's birthplace question answered with the spouse (a person) first: the place goes first
+    assert model.rerank("where", ["Bob", "Shelbyville"], feats) == ["Shelbyville", "Bob"]
+    assert model.rerank("who", ["Shelbyville", "Bob"], feats) == ["Bob", "Shelbyville"]
+    # a cue never seen falls back to its wh-word; a list whose first already fits is kept
+    assert model.rerank("where exactly", ["Bob", "Shelbyville"], feats) == ["Shelbyville", "Bob"]
+    assert model.rerank("where", ["Springfield", "Shelbyville", "Bob"], feats) == ["Springfield", "Shelbyville", "Bob"]
+    # too few training questions for a cue: no weights, the order stays
+    assert AnswerTypeModel.fit(examples, min_questions=10).rerank("where", ["Bob", "Shelbyville"], feats) == [
+        "Bob",
+        "Shelbyville",
+    ]

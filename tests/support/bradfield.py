@@ -1,0 +1,20 @@
+"""Capitals, languages and birthplaces in Jamaica and France, and the awards of John Bradfield (designer
+of the Sydney Harbour Bridge) reached through CVT award records: the graph `kgdb ask` and the
+extractive reasoner are tested on."""
+
+TRIPLES = [
+    ("Jamaica", "location.country.capital", "Kingston"),
+    ("Jamaica", "location.country.official_language", "Jamaican English"),
+    ("Jamaica", "location.location.containedby", "Caribbean"),
+    ("Kingston", "location.location.containedby", "Jamaica"),
+    ("Usain Bolt", "people.person.nationality", "Jamaica"),
+    ("Usain Bolt", "people.person.place_of_birth", "Sherwood Content"),
+    ("France", "location.country.capital", "Paris"),
+    ("France", "location.country.official_language", "French"),
+    ("Sydney Harbour Bridge", "architecture.structure.designer", "John Bradfield"),
+    ("John Bradfield", "award.award_winner.awards_won", "m.0aw1"),
+    ("m.0aw1", "award.award_honor.award", "Telford Medal"),
+    ("John Bradfield", "award.award_winner.awards_won", "m.0aw2"),
+    ("m.0aw2", "award.award_honor.award", "Peter Nicol Russell Medal"),
+    ("John Bradfield", "people.person.place_of_birth", "Sandgate"),
+]

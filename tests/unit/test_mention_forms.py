@@ -1,0 +1,42 @@
+"""The word forms entity linking reads a question by: mentions that skip stopwords at their edges,
+base forms of demonyms, abbreviations spelt out, and the initials of names."""
+
+from kgdb.cypher.linking import base_forms, initials, mentions, readings, spelt_out
+
+
+def test_mentions_skip_stopword_edges():
+    assert mentions("where was barack obama born?")[:3] == ["barack obama", "barack", "obama"]
+    assert "where" not in mentions("where was barack obama born?")
+    # a possessive is also read without its 's (the name index holds "gretzky"), and kept as written
+    found = set(mentions("was wayne gretzky's first team mcdonald’s?"))
+    assert {"wayne gretzky", "wayne gretzky's", "mcdonald’s", "mcdonald"} <= found
+    # "city" ends a name of several words, but is no mention alone and starts none
+    found = mentions("who played berger in sex and the city? what city is kansas city in?")
+    assert {"sex and the city", "kansas city"} <= set(found) and "city" not in found
+    assert not any(m.startswith("city") for m in found)
+
+
+def test_base_forms_of_demonyms():
+    assert (
+        "egypt" in base_forms("egyptians") and "italy" in base_forms("italian") and "ukraine" in base_forms("ukrainian")
+    )
+    assert "mexico" in base_forms("mexican") and "germany" in base_forms("german") and "china" in base_forms("chinese")
+    assert base_forms("islamic") == ["islam"] and base_forms("pakistani") == ["pakistan"]
+    assert base_forms("obama") == [] and base_forms("barack obama") == [] and base_forms("2011") == []
+    assert all(len(f) >= 4 for f in base_forms("asian"))
+
+
+def test_abbreviations_are_spelt_out():
+    assert (
+        spelt_out("st nicholas") == ["saint nicholas"]
+        and spelt_out("mt lassen") == ["mount lassen"]
+        and spelt_out("ft worth") == ["fort worth"]
+    )
+    assert spelt_out("st") == [] and spelt_out("west st paul") == [] and spelt_out("stone") == []
+    assert readings("egyptians") == base_forms("egyptians") and readings("st peter") == ["saint peter"]
+
+
+def test_initials_of_names():
+    assert initials("National Rifle Association") == {"nra"}
+    assert initials("United States of America") == {"usa", "usoa"} and "fdr" in initials("Franklin D. Roosevelt")
+    assert initials("Obama") == set()

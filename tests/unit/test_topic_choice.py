@@ -1,0 +1,140 @@
+"""Linking by answerability (`RankedPathPlanner.choose_topic`): which linked candidate becomes the
+topic, with the ranker's raw path scores given by hand (the database and the model are tested
+elsewhere; here only the rule)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kgdb.cypher.linking import LinkedEntity, Topics
+from kgdb.cypher.path_candidates import RelationPathCandidate
+from kgdb.pipeline.path_ranker import TOPIC_PATH_WEIGHT, RankedPathPlanner, relation_wording
+
+
+class _Model:
+    def eval(self):
+        return self
+
+
+class _Embedder:
+    def encode(self, texts):
+        return np.zeros((len(texts), 4), np.float32)
+
+
+def _planner(best_logit: dict[str, float | None], best_path: dict[str, str] | None = None):
+    """A planner whose ranker gives each topic's paths by hand: the best (raw score `best_logit[topic]`)
+    follows the relation `best_path[topic]` (default: one named after the topic), another scores 1 less."""
+    planner = RankedPathPlanner(_Model(), relations=None, embedder=_Embedder())
+    best_path = best_path or {}
+    calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def raw(graph, text, q_emb, topics, *, reuse=False, work=None):
+        memo = work.raw if work is not None else None
+        if memo is not None and memo[0] == (text, tuple(topics)):
+            return memo[1], memo[2]
+        calls.append((text, tuple(topics)))
+        logit = best_logit[topics[0]]
+        if logit is None:
+            return [], np.zeros(0, np.float32)
+        relation = best_path.get(topics[0], f"test.topic.{topics[0].replace(' ', '_')}")
+        return [RelationPathCandidate((("test.other.path", 1),)), RelationPathCandidate(((relation, 1),))], np.array(
+            [logit - 1.0, logit], np.float32
+        )
+
+    planner._raw_scores = raw
+    return planner, calls
+
+
+def _linked(*cands: tuple[str, float, str | None]) -> Topics:
+    linked = [LinkedEntity(i, i.title(), score, mention) for i, score, mention in cands]
+    return Topics([linked[0].id], "linked", linked, [])
+
+
+def test_a_candidate_the_question_can_be_answered_from_beats_a_slightly_better_link():
+    planner, calls = _planner({"time": 0.0, "new york knicks": 30.0, "knicks fan": 100.0})
+    question = "when was the last time the knicks won the championship?"
+    found = _linked(("time", 1.46, "time"), ("new york knicks", 1.2, "knicks"), ("knicks fan", 0.5, "knicks fan"))
+    chosen = planner.choose_topic(None, question, found)
+    # 1.2 + 0.05 * 30 beats 1.46 + 0; "knicks fan" is more than the margin below the best link score
+    assert chosen.ids == ["new york knicks"] and chosen.linked == found.linked and chosen.source == "linked"
+    assert [t for _, t in calls] == [("time",), ("new york knicks",)]
+    # a plan starts from the chosen topic, and its ranking is kept for the paths: nothing is ranked twice
+    calls.clear()
+    kept = dict(vars(planner))
+    plan = planner.plan(None, question, found, {})
+    assert vars(planner) == kept  # nothing of the question stays on the planner: its plan carries it
+    assert plan.topics.ids == ["new york knicks"] and plan.topic_names == ("New York Knicks",)
+    assert [t for _, t in calls] == [("time",), ("new york knicks",)]
+    assert [p.relations for p in plan.paths] == [("test.topic.new_york_knicks",), ("test.other.path",)]
+
+
+def test_a_small_path_score_difference_leaves_the_linkers_order():
+    planner, _ = _planner({"a": 10.0, "b": 10.0 + 0.1 / TOPIC_PATH_WEIGHT - 0.5})
+    assert planner.choose_topic(None, "q", _linked(("a", 1.5, "a"), ("b", 1.4, "b"))).ids == ["a"]
+
+
+def test_candidates_without_a_path_lose_and_given_or_single_topics_are_kept():
+    planner, calls = _planner({"a": None, "b": -5.0})
+    assert planner.choose_topic(None, "q", _linked(("a", 1.5, "a"), ("b", 1.3, "b"))).ids == ["b"]
+    calls.clear()
+    given = Topics(["a"], "given", [], [])
+    assert planner.choose_topic(None, "q", given) is given
+    single = _linked(("a", 1.5, "a"), ("z", 1.4, None))  # a vector-only neighbour is not a mention
+    assert planner.choose_topic(None, "q", single) is single and not calls
+
+
+def test_a_word_inside_a_longer_mention_does_not_compete():
+    # the linker ranks "stone" just below the full name "philip stone"; its paths must not lift it over
+    planner, calls = _planner({"philip stone": 1.0, "stone": 90.0, "the baby": 2.0})
+    found = _linked(("philip stone", 1.8, "philip stone"), ("stone", 1.8 - 1e-6, "stone"), ("the baby", 1.6, "baby"))
+    assert planner.choose_topic(None, "what does philip stone star in", found).ids == ["philip stone"]
+    assert ("the baby",) in [t for _, t in calls]  # another word still competes
+    assert ("stone",) not in [t for _, t in calls]
+
+
+def test_a_candidate_linked_from_the_wording_of_anothers_best_path_does_not_compete():
+    paths = {"bruce lee": "people.deceased_person.cause_of_death", "cause of death": "medicine.disease.causes"}
+    planner, _ = _planner({"cause of death": 5.0, "bruce lee": 5.0}, paths)
+    found = _linked(("cause of death", 3.37, "cause of death"), ("bruce lee", 3.22, "bruce lee"))
+    # without the rule the better link wins on equal path scores; Bruce Lee's best path reads "cause of death"
+    assert planner.choose_topic(None, "what was the cause of death for bruce lee?", found).ids == ["bruce lee"]
+    steps = {"serena williams": (("people.person.parents", 1),), "parents": (("film.film.starring", 1),)}
+    linked = [LinkedEntity(i, i.title(), 1.0, i) for i in steps]
+    assert relation_wording(linked, steps) == {"parents"}  # compared without the plural s
+    # a word the two mentions share is no wording; a mention with a word the path lacks is not either
+    overlap = [LinkedEntity("lee", "Lee", 1.0, "lee"), LinkedEntity("bruce lee", "Bruce Lee", 1.0, "bruce lee")]
+    assert (
+        relation_wording(overlap, {"lee": (("people.person.lee_name", 1),), "bruce lee": (("people.person.lee", 1),)})
+        == set()
+    )
+    assert relation_wording(linked, {"serena williams": (("people.person.children", 1),)}) == set()
+
+
+def test_when_every_candidate_is_worded_by_another_they_all_compete():
+    paths = {"parents": "people.person.children", "children": "people.person.parents"}
+    planner, _ = _planner({"parents": 1.0, "children": 1.0}, paths)
+    assert planner.choose_topic(None, "q", _linked(("parents", 1.5, "parents"), ("children", 1.4, "children"))).ids == [
+        "parents"
+    ]
+
+
+def test_a_linked_question_is_read_from_each_distinct_mention_that_competes():
+    from kgdb.pipeline.relation_paths import topics_to_join
+
+    def linked(*candidates):
+        return Topics([candidates[0].id], "linked", list(candidates), [])
+
+    both = linked(
+        LinkedEntity("m.franc", "Swiss franc", 3.21, "swiss franc"),
+        LinkedEntity("m.de", "Germany", 3.05, "germany"),
+        LinkedEntity("m.cur", "Southern States Confederate Currency", 2.25, "currency"),  # far below the best
+    )
+    assert topics_to_join(both, {}) == {"m.franc": "Swiss franc", "m.de": "Germany"}
+    namesakes = linked(
+        LinkedEntity("m.kirk", "James T. Kirk", 3.0, "kirk"), LinkedEntity("m.ron", "Ron Kirk", 2.9, "kirk")
+    )
+    assert list(topics_to_join(namesakes, {})) == ["m.kirk"]  # one mention, two readings of it: one topic
+    fuzzy = linked(LinkedEntity("m.a", "Ada", 3.0, "ada"), LinkedEntity("m.b", "Ernie Sabella", 2.9, "isabella"))
+    assert list(topics_to_join(fuzzy, {})) == ["m.a"]  # a name that does not hold its mention is no topic
+    given = Topics(["m.a", "m.b"], "given", [], [])
+    assert topics_to_join(given, {"m.a": "Ada"}) == {"m.a": "Ada", "m.b": "m.b"}
