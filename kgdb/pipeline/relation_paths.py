@@ -139,7 +139,8 @@ class RelationPathRetriever:
         per_topic = []
         for topic, name in topics.items():
             one = Topics([topic], "given", [], [])
-            per_topic.append((topic, self._gather(question, one, {topic: name}, {})))
+            # the joint reading reads each topic's planned paths only: no structural pass per topic
+            per_topic.append((topic, self._gather(question, one, {topic: name}, {}, with_structural=False)))
         g.joint = joint_answer_paths(self.graph, per_topic, self.joint_paths)
         unnamed = list(dict.fromkeys(e for c in g.joint for e in c.path.entities if e not in g.names))
         for i, e in entity_names(self.graph, unnamed).items():
@@ -147,7 +148,14 @@ class RelationPathRetriever:
             if e.cvt:
                 g.cvt.add(i)
 
-    def _gather(self, question: str, found: Topics, names: dict[str, str], timings: dict[str, float]) -> Gathered:
+    def _gather(
+        self,
+        question: str,
+        found: Topics,
+        names: dict[str, str],
+        timings: dict[str, float],
+        with_structural: bool = True,
+    ) -> Gathered:
         t = time.perf_counter()
         plan = self.planner.plan(self.graph, question, found, names)
         timings["plan"] = _ms(t)
@@ -175,7 +183,7 @@ class RelationPathRetriever:
             timings["rethink"] = _ms(t)
         structural: list[GroundedPath] = []
         s2: dict[str, float] = {}
-        if self.structural is not None and self.mode != "planner":
+        if with_structural and self.structural is not None and self.mode != "planner":
             t = time.perf_counter()
             structural, s2 = self._structural(plan, planned, cvt)
             timings["structural"] = _ms(t)
