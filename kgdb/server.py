@@ -140,7 +140,9 @@ def check_home(home: Path | str) -> None:
         raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} is not a folder")
     if path.stat().st_uid != os.getuid():
         raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} belongs to another user: name a folder of your own")
-    if not is_kgdb_home(path) and any(path.iterdir()):
+    # Contents first, then the marker: a concurrent `make_home` writes the marker before anything else,
+    # so a home seen non-empty already shows its marker (the other order refused a home being made).
+    if any(path.iterdir()) and not is_kgdb_home(path):
         raise KgdbError(
             f"KGDB_NEO4J_HOME / --home {path} is a non-empty folder that is not a kgdb Neo4j home: "
             "name a new or empty folder (kgdb makes it private and puts the database in it)"
