@@ -49,7 +49,6 @@ def test_ask_answers_a_compositional_question_with_the_shipped_ranker(graph, tmp
     result = json.loads(out.output)
     assert [a["answer"] for a in result["answers"]][:1] == ["Kapuskasing"]
     assert "(James Cameron,people.person.place_of_birth,Kapuskasing)" in result["answers"][0]["evidence"]
-    assert "read as a composition: 'the director of avatar' is James Cameron" in result["retriever_note"]
 
 
 def test_the_readings_of_one_question_enumerate_each_topic_once(graph, monkeypatch):
@@ -64,15 +63,18 @@ def test_the_readings_of_one_question_enumerate_each_topic_once(graph, monkeypat
     )
     ranker = path_ranker.shipped_ranker(graph, graph.settings)
     plan = ranker.plan(
-        graph, "where was the director of avatar born?", Topics(["Avatar"], "given", [], []), {"Avatar": "Avatar"}
+        graph, "what nationality is the director of avatar?", Topics(["Avatar"], "given", [], []), {"Avatar": "Avatar"}
     )
-    assert plan.paths[0].relations == ("film.film.directed_by", "people.person.place_of_birth")
+    assert plan.paths[0].relations == ("film.film.directed_by", "people.person.nationality")
     # the whole question, the description and the outer words asked of Avatar read one enumeration;
     # the outer question is read around James Cameron
     assert enumerated == [["Avatar"], ["James Cameron"]]
     enumerated.clear()
     ranker.plan(
-        graph, "where was the director of titanic born?", Topics(["Titanic"], "given", [], []), {"Titanic": "Titanic"}
+        graph,
+        "what nationality is the director of titanic?",
+        Topics(["Titanic"], "given", [], []),
+        {"Titanic": "Titanic"},
     )
     assert enumerated == [["Titanic"], ["James Cameron"]]  # nothing carried over from the last question
 
@@ -86,9 +88,9 @@ def test_the_benchmark_answers_each_question_both_ways(graph, tmp_path):
             for q in [
                 {
                     "id": "a",
-                    "question": "where was the director of avatar born?",
+                    "question": "what nationality is the director of avatar?",
                     "q_entity": ["Avatar"],
-                    "answer": ["Kapuskasing"],
+                    "answer": ["Canada"],
                 },
                 {"id": "b", "question": "who directed titanic?", "q_entity": ["Titanic"], "answer": ["James Cameron"]},
             ]
@@ -112,7 +114,7 @@ def test_the_benchmark_answers_each_question_both_ways(graph, tmp_path):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert lines[0].startswith(
-        "+ a 'where was the director of avatar born?': James Cameron -> Kapuskasing (read as a composition"
+        "+ a 'what nationality is the director of avatar?': James Cameron -> Canada (read as a composition"
     )
     assert lines[-1].endswith(
         "(2 questions, topics gold): Hit@1 without the composed reading 50.00, with it 100.00; composed reading taken for 1"

@@ -27,7 +27,7 @@ PASSWORD = "kgdb-fault-password"
 
 
 @pytest.fixture(scope="module")
-def local_server(tmp_path_factory):
+def fault_server(tmp_path_factory):
     from kgdb.server import LocalServer, free_port, server_from_settings
 
     shared = server_from_settings(Settings())
@@ -49,8 +49,8 @@ def local_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def loaded(local_server, tmp_path_factory):
-    settings = Settings().with_overrides(neo4j_uri=local_server.bolt_uri, neo4j_password=PASSWORD)
+def loaded(fault_server, tmp_path_factory):
+    settings = Settings().with_overrides(neo4j_uri=fault_server.bolt_uri, neo4j_password=PASSWORD)
     with Graph.connect(settings) as graph:
         load(graph, TRIPLES)
     folder = tmp_path_factory.mktemp("eval-faults")
@@ -58,7 +58,7 @@ def loaded(local_server, tmp_path_factory):
     rows = [{**q, "id": f"{q['id']}-{copy}"} for copy in range(8) for q in QUESTIONS]
     questions = folder / "many.jsonl"
     questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return local_server, settings, questions, len(rows)
+    return fault_server, settings, questions, len(rows)
 
 
 def _env(settings: Settings, tmp: Path) -> dict[str, str]:

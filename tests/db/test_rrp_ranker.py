@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -466,20 +467,32 @@ def test_device_bench_exports_the_portable_rankers_examples_and_times_them_per_d
 
 
 def test_subnormal_benchmark_counts_the_shipped_rankers_and_finds_its_scores_unchanged(movie_files, tmp_path):
-    """benchmarks/subnormals.py: the shipped portable ranker's subnormal weights (read as zero by kgdb)
-    change no score, here on a tiny movie graph; a missing question file is one line."""
+    """benchmarks/subnormals.py: subnormal weights counted per checkpoint folder; reading them as zero
+    changes no score of the shipped portable ranker, here on a tiny movie graph; a missing question file
+    is one line."""
+    from safetensors.numpy import load_file, save_file
+
+    from kgdb.models.default import shipped_checkpoint
+
     graph, settings, files, env, base = movie_files
     script = BENCH / "subnormals.py"
     env = _bench_env(settings, env)
+    # a copy of the shipped ranker (trained with subnormals flushed to zero) holding five of them
+    tiny = tmp_path / "with-subnormals"
+    shutil.copytree(shipped_checkpoint("rrp-ranker"), tiny)
+    weights = load_file(tiny / "model.safetensors")
+    weights["words.weight"][0, :5] = np.float32(1e-40)
+    save_file(weights, tiny / "model.safetensors")
     out = subprocess.run(
-        [sys.executable, str(script), "--questions", str(files[1]), "--split", "all"],
+        [sys.executable, str(script), "--questions", str(files[1]), "--split", "all", "--checkpoint", str(tiny)],
         capture_output=True,
         text=True,
         env=env,
         timeout=600,
     )
     assert out.returncode == 0, out.stderr
-    assert "rrp-ranker-portable: 83,065 subnormal weights; mlp.0.weight 1,305; words.weight 81,760" in out.stdout
+    assert "rrp-ranker-portable: 0 subnormal weights" in out.stdout
+    assert "with-subnormals: 5 subnormal weights; words.weight 5" in out.stdout
     found = re.search(
         r"^(\d+) all questions with candidates .*: scores bitwise equal (\d+), same top path (\d+); "
         r"numpy as served against torch: same top path (\d+), largest score difference ([\d.e+-]+)$",

@@ -22,7 +22,7 @@ from support.server import PASSWORD, shared_lib
 
 
 @pytest.fixture(scope="module")
-def local_server(tmp_path_factory):
+def loopback_server(tmp_path_factory):
     """A server on 127.0.0.2 (loopback, but not 127.0.0.1), started by two concurrent `start()`s
     while a watcher looks for the password on any process's command line."""
     home = tmp_path_factory.mktemp("trust") / "home"
@@ -78,8 +78,8 @@ def local_server(tmp_path_factory):
         server.stop(log=lambda *_: None)
 
 
-def test_readiness_polls_the_listen_address_and_concurrent_starts_are_one(local_server):
-    server, results, logs, _ = local_server
+def test_readiness_polls_the_listen_address_and_concurrent_starts_are_one(loopback_server):
+    server, results, logs, _ = loopback_server
     # before: start polled 127.0.0.1 and "failed" after 180 s; two starts both reported success
     assert sorted(r for r in results if isinstance(r, bool)) == [False, True], results
     assert any("already running" in line for line in logs)
@@ -89,29 +89,29 @@ def test_readiness_polls_the_listen_address_and_concurrent_starts_are_one(local_
     )
 
 
-def test_password_is_never_on_a_command_line_nor_in_the_jvm_environment(local_server):
-    server, _, _, seen = local_server
+def test_password_is_never_on_a_command_line_nor_in_the_jvm_environment(loopback_server):
+    server, _, _, seen = loopback_server
     assert seen == []
     environ = psutil.Process(server.pid()).environ()
     assert "KGDB_NEO4J_PASSWORD" not in environ
     assert server.password_works() is True  # the quoted argument file carried it intact
 
 
-def test_home_is_owner_only(local_server):
-    server, *_ = local_server
+def test_home_is_owner_only(loopback_server):
+    server, *_ = loopback_server
     assert stat.S_IMODE(server.home.stat().st_mode) == 0o700
 
 
-def test_browser_discovery_advertises_this_servers_bolt_port(local_server):
-    server, *_ = local_server
+def test_browser_discovery_advertises_this_servers_bolt_port(loopback_server):
+    server, *_ = loopback_server
     with urllib.request.urlopen(f"http://127.0.0.2:{server.http_port}/", timeout=5) as resp:
         discovery = json.load(resp)
     assert discovery["bolt_direct"] == f"bolt://127.0.0.2:{server.bolt_port}"
     assert f"connectURL=bolt%3A%2F%2F127.0.0.2%3A{server.bolt_port}" in server.browser_link
 
 
-def test_a_different_password_at_a_later_start_is_not_ignored_silently(local_server):
-    server, *_ = local_server
+def test_a_different_password_at_a_later_start_is_not_ignored_silently(loopback_server):
+    server, *_ = loopback_server
     other = LocalServer(
         home=server.home,
         password="another-password",
@@ -125,8 +125,8 @@ def test_a_different_password_at_a_later_start_is_not_ignored_silently(local_ser
     assert any("set only at the first" in line and "ALTER CURRENT USER" in line for line in logs), logs
 
 
-def test_a_copied_pid_file_does_not_make_another_home_stop_this_server(local_server, tmp_path):
-    server, *_ = local_server
+def test_a_copied_pid_file_does_not_make_another_home_stop_this_server(loopback_server, tmp_path):
+    server, *_ = loopback_server
     copy = LocalServer(home=tmp_path / "copy", password=PASSWORD, lib_dir=server.lib)
     copy.pid_file.parent.mkdir(parents=True)
     shutil.copy(server.pid_file, copy.pid_file)
@@ -135,8 +135,8 @@ def test_a_copied_pid_file_does_not_make_another_home_stop_this_server(local_ser
     assert server.running()
 
 
-def test_neo4j_status_exits_non_zero_when_the_server_is_down(local_server, tmp_path):
-    server, *_ = local_server
+def test_neo4j_status_exits_non_zero_when_the_server_is_down(loopback_server, tmp_path):
+    server, *_ = loopback_server
     up = run_kgdb(
         "neo4j",
         "status",
@@ -149,8 +149,8 @@ def test_neo4j_status_exits_non_zero_when_the_server_is_down(local_server, tmp_p
     assert down.returncode == 3 and "not installed" in down.stdout
 
 
-def test_install_leaves_a_running_servers_conf_alone(local_server):
-    server, *_ = local_server
+def test_install_leaves_a_running_servers_conf_alone(loopback_server):
+    server, *_ = loopback_server
     conf = server.conf_dir / "neo4j.conf"
     before = conf.read_text()
     mtime = conf.stat().st_mtime_ns

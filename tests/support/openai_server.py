@@ -256,11 +256,14 @@ def _as_json(content: str, response_format: dict[str, Any]) -> str:
     """A prose reply as the JSON object a schema-constrained server would give: the `ans:` answers
     that are among the schema's enum names (a grammar admits nothing else)."""
     schema = response_format.get("json_schema", {}).get("schema") or response_format.get("schema") or {}
-    allowed = schema.get("properties", {}).get("answers", {}).get("items", {}).get("enum")
+    listed = schema.get("properties", {}).get("answers", {})
+    allowed = listed.get("items", {}).get("enum")
     answers = [
         line.split(":", 1)[1].strip() for line in content.splitlines() if line.strip().lower().startswith("ans:")
     ]
     answers = [a for a in answers if allowed is None or a in allowed]
+    if len(answers) < listed.get("minItems", 0) and allowed:  # a grammar must emit some enum name
+        answers += [a for a in allowed if a not in answers][: listed["minItems"] - len(answers)]
     return json.dumps({"answers": answers})
 
 

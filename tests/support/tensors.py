@@ -9,6 +9,7 @@ import numpy as np
 from kgdb.models.base import TensorTables
 from kgdb.models.features import build_tensors
 from kgdb.scoring.path_tokens import text_features, token_of
+from kgdb.subgraph import Subgraph
 from kgdb.training.planner import PlannerExample
 from kgdb.training.structural import StructuralExample
 
@@ -125,3 +126,38 @@ def chain_example(answer: int = 2, seed: int = 0) -> StructuralExample:
         topic=np.array([True, False, False, False]),
         answer=np.arange(4) == answer,
     )
+
+
+def numpy_subgraph(
+    seed: int = 0, n: int = 30, m: int = 90, d: int = 16
+) -> tuple[np.ndarray, np.ndarray, Subgraph, np.ndarray]:
+    """Tables and one question's subgraph with what real ones hold: CVT nodes (zero rows), parallel
+    edges, a duplicated triple, a node without edges, two topics."""
+    rng = np.random.default_rng(seed)
+    entity = rng.normal(size=(n + 5, d)).astype(np.float32)
+    relation = rng.normal(size=(7, d)).astype(np.float32)
+    entity_idx = np.sort(rng.permutation(n + 5)[:n])
+    is_cvt = rng.random(n) < 0.2
+    is_cvt[:2] = False  # the topics are named entities
+    entity[entity_idx[is_cvt]] = 0.0
+    head, tail = rng.integers(0, n - 1, m), rng.integers(0, n - 1, m)  # node n-1 has no edge
+    rel = rng.integers(0, 7, m)
+    if m > 4:
+        head[-2:], tail[-2:] = head[0], tail[0]  # parallel edges
+        rel[-1] = rel[0]  # and one triple twice
+    q = rng.normal(size=d).astype(np.float32)
+    q /= np.linalg.norm(q)
+    sg = Subgraph(
+        entity_ids=[f"e{i}" for i in range(n)],
+        entity_names=[f"e{i}" for i in range(n)],
+        entity_idx=entity_idx,
+        is_cvt=is_cvt,
+        head=head,
+        relation=rel,
+        tail=tail,
+        relation_names=[f"r{r}" for r in rel],
+        edge_ids=[str(i) for i in range(m)],
+        topic=np.array([0, 1]),
+        question_embedding=q,
+    )
+    return entity, relation, sg, q

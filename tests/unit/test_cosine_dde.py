@@ -16,41 +16,13 @@ from kgdb.models.features import build_tensors
 from kgdb.models.retrievers.cosine_dde import CosineDDE, path_relevance
 from kgdb.scoring.retrievers import UNREACHED, cosine_dde_scores, path_relevance_numpy
 from kgdb.scoring.twins import numpy_scorer
-from kgdb.subgraph import Subgraph
+from support.tensors import numpy_subgraph
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def random_subgraph(seed: int = 0, n: int = 30, m: int = 90, d: int = 16):
-    rng = np.random.default_rng(seed)
-    entity = rng.normal(size=(n + 5, d)).astype(np.float32)
-    is_cvt = rng.random(n) < 0.2
-    entity_idx = rng.permutation(n + 5)[:n]
-    entity[entity_idx[is_cvt]] = 0  # CVT rows are zeros in the tables
-    relation = rng.normal(size=(7, d)).astype(np.float32)
-    head, tail = rng.integers(0, n, m), rng.integers(0, n, m)
-    head[-5:], tail[-5:] = head[0], tail[0]  # parallel edges
-    rel = rng.integers(0, 7, m)
-    q = rng.normal(size=d).astype(np.float32)
-    q /= np.linalg.norm(q)
-    sg = Subgraph(
-        entity_ids=[f"e{i}" for i in range(n)],
-        entity_names=[f"e{i}" for i in range(n)],
-        entity_idx=entity_idx,
-        is_cvt=is_cvt,
-        head=head,
-        relation=rel,
-        tail=tail,
-        relation_names=[f"r{r}" for r in rel],
-        edge_ids=[str(i) for i in range(m)],
-        topic=np.array([0, 3]),
-        question_embedding=q,
-    )
-    return entity, relation, sg, q
-
-
 def test_numpy_twin_equals_the_torch_module():
-    entity, relation, sg, q = random_subgraph()
+    entity, relation, sg, q = numpy_subgraph()
     torch.manual_seed(0)
     model = CosineDDE(embedding_dim=entity.shape[1]).eval()
     tables = TensorTables.from_numpy(entity, relation)
@@ -82,7 +54,7 @@ def test_walk_feature_is_the_best_relation_score_sum_from_a_topic():
     # 1: 0->1 = 1; 2: 0->1->2 = 1.5; 3 is three hops away: unreached; 4: 0<-4 walked backwards = 2.
     # The topic keeps 0: walking 0->4->0 (2 + 2) is not a shortest walk.
     assert got.tolist() == pytest.approx([0.0, 1.0, 1.5, floor, 2.0])
-    entity, relation, sg, q = random_subgraph(seed=1)
+    entity, relation, sg, q = numpy_subgraph(seed=1)
     x = build_tensors(
         TensorTables.from_numpy(entity, relation),
         head=head,
@@ -103,6 +75,6 @@ def test_the_shipped_default_is_small_and_graph_independent():
     assert cfg["retriever"] == "cosine-dde" and cfg["dataset"] == "webqsp"
     assert (folder / "model.safetensors").stat().st_size < 100_000
     # scores any graph of the same embedding model: random tables of dimension 384
-    entity, relation, sg, q = random_subgraph(d=384)
+    entity, relation, sg, q = numpy_subgraph(d=384)
     scores = numpy_scorer("cosine-dde", folder)(entity, relation, sg, q)
     assert scores.shape == (sg.num_triples,) and np.isfinite(scores).all()

@@ -13,7 +13,7 @@ from kgdb.qa.prompts import build_prompt, load_template
 from kgdb.qa.reasoners import LLMError
 from kgdb.qa.reasoners.candidates import CandidatesReasoner
 from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
-from kgdb.qa.reasoners.replies import ANS_LINE, FREE_TEXT, SCHEMA, Names, read_reply
+from kgdb.qa.reasoners.replies import ANS_LINE, FREE_TEXT, SCHEMA, SCHEMA_AFTER_PROSE, Names, read_reply
 from kgdb.qa.token_budget import context_from_error, forget_endpoints
 from support.openai_server import OpenAIServer, echo_first_evidence
 
@@ -238,3 +238,23 @@ def test_the_llm_chooses_among_the_no_llm_answerers_candidates():
     assert "1. Lyon (via France → location.location.contains → Lyon)" in user and "2. Paris" in user
     enum = server.requests[0]["response_format"]["json_schema"]["schema"]["properties"]["answers"]["items"]["enum"]
     assert enum == ["Lyon", "Paris"] and out.answers == ["Paris"] and out.modes == {"Paris": SCHEMA}
+
+
+def test_a_prose_reply_with_nothing_readable_is_asked_again_held_to_a_schema_that_requires_an_answer():
+    with OpenAIServer(responder=lambda m: "I think the question asks about a city.", structured="json") as server:
+        out = _reasoner(server, structured=False).reason(build_prompt("triples", QUESTION, LINES), EVIDENCE)
+    first, again, held = server.requests
+    assert "response_format" not in first and "response_format" not in again  # prose, then the follow-up turn
+    listed = held["response_format"]["json_schema"]["schema"]["properties"]["answers"]
+    assert listed["minItems"] == 1 and set(listed["items"]["enum"]) == {"France", "Paris", "Lyon", "Île-de-France"}
+    assert len(out.answers) == 1 and out.answers[0] in listed["items"]["enum"]
+    assert out.modes == {out.answers[0]: SCHEMA_AFTER_PROSE} and not out.malformed
+
+
+def test_without_structured_output_an_unreadable_reply_stays_unanswered_and_the_schema_is_not_tried_twice():
+    with OpenAIServer(responder=lambda m: "I think the question asks about a city.", structured="reject") as server:
+        r = _reasoner(server, structured=False)
+        first = r.reason(build_prompt("triples", QUESTION, LINES), EVIDENCE)
+        r.reason(build_prompt("triples", QUESTION, LINES), EVIDENCE)
+    assert first.answers == [] and first.malformed
+    assert len(server.rejected) == 1 and server.calls == 4  # two prose turns per question, one refused schema

@@ -17,7 +17,7 @@ from kgdb.models.features import build_tensors
 from kgdb.models.path_ranker import PathRanker
 from kgdb.scoring.path_ranker import NumpyPathRanker, RankerConfig
 from kgdb.scoring.twins import RETRIEVER_TWINS, numpy_scorer
-from kgdb.subgraph import Subgraph
+from support.tensors import numpy_subgraph
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -30,44 +30,11 @@ def test_every_twin_is_declared_for_a_registered_retriever():
     assert {"cosine", "cosine-dde"} <= set(TWINNED)  # the two a cold `kgdb ask` relies on
 
 
-def random_subgraph(seed: int, n: int, m: int, d: int) -> tuple[np.ndarray, np.ndarray, Subgraph, np.ndarray]:
-    """Tables and one question's subgraph with what real ones hold: CVT nodes (zero rows), parallel
-    edges, a duplicated triple, a node without edges, two topics."""
-    rng = np.random.default_rng(seed)
-    entity = rng.normal(size=(n + 5, d)).astype(np.float32)
-    relation = rng.normal(size=(7, d)).astype(np.float32)
-    entity_idx = np.sort(rng.permutation(n + 5)[:n])
-    is_cvt = rng.random(n) < 0.2
-    is_cvt[:2] = False  # the topics are named entities
-    entity[entity_idx[is_cvt]] = 0.0
-    head, tail = rng.integers(0, n - 1, m), rng.integers(0, n - 1, m)  # node n-1 has no edge
-    rel = rng.integers(0, 7, m)
-    if m > 4:
-        head[-2:], tail[-2:] = head[0], tail[0]  # parallel edges
-        rel[-1] = rel[0]  # and one triple twice
-    q = rng.normal(size=d).astype(np.float32)
-    q /= np.linalg.norm(q)
-    sg = Subgraph(
-        entity_ids=[f"e{i}" for i in range(n)],
-        entity_names=[f"e{i}" for i in range(n)],
-        entity_idx=entity_idx,
-        is_cvt=is_cvt,
-        head=head,
-        relation=rel,
-        tail=tail,
-        relation_names=[f"r{r}" for r in rel],
-        edge_ids=[str(i) for i in range(m)],
-        topic=np.array([0, 1]),
-        question_embedding=q,
-    )
-    return entity, relation, sg, q
-
-
 @pytest.mark.parametrize("name", TWINNED)
 @pytest.mark.parametrize(("seed", "n", "m"), [(0, 30, 90), (1, 60, 400), (2, 3, 1)])
 def test_the_twin_scores_like_the_torch_module(name, seed, n, m, tmp_path):
     d = 16
-    entity, relation, sg, q = random_subgraph(seed, n, m, d)
+    entity, relation, sg, q = numpy_subgraph(seed, n, m, d)
     torch.manual_seed(seed)
     model = registry.build(name, {}, embedding_dim=d).eval()
     tables = TensorTables.from_numpy(entity, relation)

@@ -4,8 +4,9 @@ The answerer without an LLM (the relation paths the retriever grounded, else the
 reasoner's ranked relation paths through the triples) proposes its best candidates, each with the
 path that reaches it; the LLM reads those few lines instead of 100 triples and picks the ones that
 answer the question, as JSON constrained to the candidates' names where the endpoint supports it.
-A small model adds judgement at a fraction of the prompt; a reply that chooses nothing readable
-falls back to the no-LLM answer, and the record says so.
+A small model adds judgement at a fraction of the prompt. A prose reply that chooses nothing readable
+is asked again held to a schema that requires a candidate (`OpenAIReasoner`); where the endpoint has no
+structured output, the no-LLM first answer stands, and the record says so.
 """
 
 from __future__ import annotations

@@ -32,8 +32,10 @@ from kgdb.qa.reasoners.base import (
     finish,
 )
 from kgdb.qa.reasoners.replies import (
+    SCHEMA_AFTER_PROSE,
     LLMReasoning,
     Names,
+    ReadReply,
     answer_schema,
     evidence_names,
     read_reply,
@@ -62,7 +64,8 @@ class _SchemaRefused(Exception):
 
 
 class OpenAIReasoner:
-    """Chat completions over HTTP; one call per question, plus one follow-up when the reply held no answer."""
+    """Chat completions over HTTP; one call per question. A reply with nothing readable gets a follow-up
+    turn and then, where the endpoint honours a schema, one request held to it that must name an answer."""
 
     uses_llm = True
 
@@ -84,7 +87,8 @@ class OpenAIReasoner:
     ):
         """`timeout` None: 600 s for a server on this machine, 60 s otherwise. `max_tokens` None: what
         the answer needs. `context` / `concurrency` None: learnt from the endpoint. `structured` None:
-        JSON answers where the endpoint honours `response_format` (found out on the first call)."""
+        JSON answers where the endpoint honours `response_format` (found out on the first call); False:
+        replies in prose (a schema only when a prose reply held nothing readable); True: JSON."""
         import openai
 
         if not model:
@@ -134,8 +138,8 @@ class OpenAIReasoner:
                 api_key=self.api_key,
                 timeout=min(self.timeout, 10.0),
             )
-            if self.structured is not None:
-                self._endpoint.structured = self.structured
+            if self.structured:  # asked for JSON replies: assumed supported until the endpoint refuses
+                self._endpoint.structured = True
         return self._endpoint
 
     def settings(self) -> dict[str, Any]:
@@ -158,7 +162,7 @@ class OpenAIReasoner:
         ep = self.endpoint
         candidates = evidence_names(evidence) if evidence is not None else []
         question = prompt.question or getattr(evidence, "question", "")
-        structured = bool(candidates) and ep.structured is not False
+        structured = bool(candidates) and self.structured is not False and ep.structured is not False
         try:
             reply, sent = self._ask(prompt, candidates, structured, out)
         except _SchemaRefused:
@@ -166,6 +170,9 @@ class OpenAIReasoner:
             reply, sent = self._ask(prompt, candidates, False, out)
         if not candidates:  # no evidence object (a bare prompt): the `ans:` lines as written
             finish(out, reply, names)
+            if self.follow_up and out.malformed:
+                second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out)
+                finish(out, reply + "\n\n" + second, names)
         else:
             known = Names(_shown(candidates, sent), question)
             read = read_reply(reply, known, names, structured=structured)
@@ -173,21 +180,44 @@ class OpenAIReasoner:
                 # a server that ignores response_format answers in prose: ask it in prose from now on
                 ep.structured = structured = bool(reply.lstrip().startswith("{"))
             if self.follow_up and read.malformed and not structured:
-                # SubgraphRAG asks once more when the first reply has no `ans:` line.
-                second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out)
-                reply = reply + "\n\n" + second
-                read = read_reply(reply, known, names)
+                reply, read = self._read_again(prompt, candidates, sent, reply, known, names, out)
             finish(out, reply, names, read)
             out.modes, out.dropped = read.modes, read.dropped
-        if self.follow_up and not candidates and out.malformed:
-            second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out)
-            finish(out, reply + "\n\n" + second, names)
         out.budget["structured_output"] = structured
         out.seconds = time.perf_counter() - start
         return out
 
+    def _read_again(
+        self,
+        prompt: Prompt,
+        candidates: list[str],
+        sent: list[dict[str, str]],
+        reply: str,
+        known: Names,
+        names: dict[str, str] | None,
+        out: LLMReasoning,
+    ) -> tuple[str, ReadReply]:
+        """A prose reply with nothing readable: SubgraphRAG's follow-up turn, then, where the endpoint
+        may hold a reply to a schema, the question once more with at least one evidence name required."""
+        second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out)
+        reply = reply + "\n\n" + second
+        read = read_reply(reply, known, names)
+        if not read.malformed or self.endpoint.structured is False:
+            return reply, read
+        try:
+            third, _ = self._ask(prompt, candidates, True, out, at_least=1)
+        except _SchemaRefused:
+            self.endpoint.structured = False
+            return reply, read
+        self.endpoint.structured = third.lstrip().startswith("{")
+        held = read_reply(third, known, names, structured=True)
+        if not held.answers:
+            return reply, read
+        held.modes = dict.fromkeys(held.answers, SCHEMA_AFTER_PROSE)
+        return reply + "\n\n" + third, held
+
     def _ask(
-        self, prompt: Prompt, candidates: list[str], structured: bool, out: LLMReasoning
+        self, prompt: Prompt, candidates: list[str], structured: bool, out: LLMReasoning, at_least: int = 0
     ) -> tuple[str, list[dict[str, str]]]:
         """One fitted request; a server whose 400 states a smaller context than assumed gets one refitted retry."""
         ep = self.endpoint
@@ -196,7 +226,10 @@ class OpenAIReasoner:
             shown = _shown(candidates, sent) if structured else []
             try:
                 return self._complete(
-                    sent, out, max_tokens=max_tokens, schema=answer_schema(shown) if structured else None
+                    sent,
+                    out,
+                    max_tokens=max_tokens,
+                    schema=answer_schema(shown, at_least=at_least) if structured else None,
                 ), sent
             except _ContextExceeded as exc:
                 if attempt == 2 or exc.context is None or (ep.context is not None and exc.context >= ep.context):

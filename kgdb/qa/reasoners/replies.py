@@ -1,6 +1,7 @@
 """Answers from whatever an LLM wrote, each one an entity of the evidence, with how it was read.
 
-Three readings, tried in order, and recorded per answer:
+Three readings, tried in order, and recorded per answer (a fourth, `schema-after-prose`, marks answers
+from the schema-held request an OpenAI reasoner sends when a prose reply held nothing readable):
 - `schema`: the JSON object `{"answers": [...]}` that `response_format` asked for (a cut-off reply
   still yields the names it completed);
 - `ans-line`: SubgraphRAG's `ans:` lines (kgdb.qa.answers), each mapped onto an evidence entity: the
@@ -26,6 +27,8 @@ from kgdb.qa.metrics import normalize
 from kgdb.qa.reasoners.base import Reasoning
 
 SCHEMA, ANS_LINE, FREE_TEXT = "schema", "ans-line", "free-text"
+# a prose reply held nothing readable; the question asked again with a schema that requires an answer
+SCHEMA_AFTER_PROSE = "schema-after-prose"
 MAX_ANSWERS = 10
 _JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
@@ -48,7 +51,7 @@ class ReadReply:
 class LLMReasoning(Reasoning):
     """An LLM reasoner's result: besides the answers, how each was read and what the prompt cost."""
 
-    modes: dict[str, str] = field(default_factory=dict)  # answer -> "schema", "ans-line" or "free-text"
+    modes: dict[str, str] = field(default_factory=dict)  # answer -> "schema", "ans-line", "free-text", ...
     dropped: list[str] = field(default_factory=list)  # answers the reply gave that name no evidence entity
     # tokens: the endpoint's context, what was counted and sent, the evidence lines cut to fit, max_tokens
     budget: dict = field(default_factory=dict)
@@ -69,13 +72,17 @@ def evidence_names(evidence: object) -> list[str]:
     return [n for n in found if n and not is_mid(n)]
 
 
-def answer_schema(candidates: list[str], max_answers: int = MAX_ANSWERS) -> dict:
+def answer_schema(candidates: list[str], max_answers: int = MAX_ANSWERS, at_least: int = 0) -> dict:
     """`response_format` for an answer list drawn from `candidates` (llama.cpp compiles it to a grammar,
-    vLLM to guided decoding, OpenAI to structured outputs). An empty list is the refusal."""
+    vLLM to guided decoding, OpenAI to structured outputs). An empty list is the refusal, unless
+    `at_least` answers are required."""
     items: dict = {"type": "string", "enum": list(candidates)} if candidates else {"type": "string"}
+    answers: dict = {"type": "array", "items": items, "maxItems": max_answers}
+    if at_least:
+        answers["minItems"] = at_least
     schema = {
         "type": "object",
-        "properties": {"answers": {"type": "array", "items": items, "maxItems": max_answers}},
+        "properties": {"answers": answers},
         "required": ["answers"],
         "additionalProperties": False,
     }
