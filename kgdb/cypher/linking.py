@@ -212,6 +212,7 @@ INITIALS_K = 20
 INITIALS_WEIGHT = 1.0  # chosen on the training questions (0.5 and 0.7 within 0.2)
 SMALL_WORDS = frozenset({"of", "the", "and", "for", "de", "&"})
 _TOKEN = re.compile(r"[\w'’.&-]+", re.UNICODE)
+_QUOTED = re.compile(r'["“]([^"“”]+)["”]')
 _POSSESSIVE = re.compile(r"['’]s$")
 _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 
@@ -323,12 +324,14 @@ def _words(text: str) -> list[str]:
 
 
 def mentions(question: str, max_ngram: int = MAX_NGRAM) -> list[str]:
-    """Candidate mentions: word n-grams that neither start nor end with a stopword (but may end with
-    one of NAME_ENDS after another word), longest first.
+    """Candidate mentions: each quoted span whole, then word n-grams that neither start nor end with a
+    stopword (but may end with one of NAME_ENDS after another word), longest first.
+    A quoted span is a title as the asker wrote it ("the composer of "thought of you"", "speak now"),
+    whatever words it starts or ends with.
     A gram with a possessive is also taken without it: the name index holds "gretzky", not
     "gretzky's", and a name such as "McDonald's" keeps the form as written."""
     words = _words(question)
-    found: dict[str, None] = {}
+    found: dict[str, None] = {q: None for q in (" ".join(_words(span)) for span in _QUOTED.findall(question)) if q}
     for n in range(min(max_ngram, len(words)), 0, -1):
         for i in range(len(words) - n + 1):
             for gram in (words[i : i + n], [_POSSESSIVE.sub("", w) for w in words[i : i + n]]):

@@ -53,6 +53,9 @@ class Gathered:
     # several topics: the paths of the answers reached from the most of them (`kgdb.pipeline.joint_topics`);
     # when there are any, they are the answer paths of every mode
     joint: list[GroundedPath] = field(default_factory=list)
+    # answers tied at the best score, in order -> those that meet the question's literal constraint ("the
+    # last time", "after 2000") first (`kgdb.pipeline.relation_paths.literal_constraint`); as given without one
+    constrain: Callable[[list[str]], list[str]] = list
 
 
 @dataclass
@@ -143,9 +146,16 @@ def answers_of(mode: str, g: Gathered, lambda1: float, theta: float) -> list[str
     if mode == "planner" or g.joint:
         return _planner_answers(g, topics | cvt)
     kept = select(mode, g.planned, g.structural, g.s2, g.found.ids, cvt, lambda1, theta)
-    best_of = best_per_answer((c.path for c in kept), topics | cvt)
-    close = g.closeness(tied_at_best(best_of))
-    return sorted(best_of, key=lambda e: (-best_of[e], -close.get(e, 0.0), g.names.get(e, e)))
+    return ranked_answers(best_per_answer((c.path for c in kept), topics | cvt), g)
+
+
+def ranked_answers(best: dict[str, float], g: Gathered) -> list[str]:
+    """Answer ids by their best path score (`best`); those tied at the best closest to the question first,
+    then by name, then those meeting the question's literal constraint moved ahead (`Gathered.constrain`)."""
+    tied = set(tied_at_best(best))
+    close = g.closeness(sorted(tied))
+    order = sorted(best, key=lambda e: (-best[e], -close.get(e, 0.0), g.names.get(e, e)))
+    return g.constrain(order[: len(tied)]) + order[len(tied) :]
 
 
 def _planner_answers(g: Gathered, excluded: set[str]) -> list[str]:
@@ -159,7 +169,7 @@ def _planner_answers(g: Gathered, excluded: set[str]) -> list[str]:
         if c.path.score == best:
             counts[c.path.answer] = counts.get(c.path.answer, 0) + 1
     close = g.closeness(sorted(counts))  # every one of them ends a best-scored path
-    return sorted(counts, key=lambda e: (-counts[e], -close.get(e, 0.0), g.names.get(e, e)))
+    return g.constrain(sorted(counts, key=lambda e: (-counts[e], -close.get(e, 0.0), g.names.get(e, e))))
 
 
 def score_mode(items: list[QuestionPaths], mode: str, lambda1: float, theta: float) -> dict[str, float]:

@@ -239,19 +239,18 @@ def _path_text(candidate: RelationPathCandidate) -> str:
     return relation_path_text(*relations_directions(candidate.steps))
 
 
-def competing_topics(found: Topics) -> list[LinkedEntity]:
-    """The linked candidates that compete to be the topic (`RankedPathPlanner.choose_topic`), and the topics a
-    several-topic question is read from when it was linked (`kgdb.pipeline.joint_topics`)."""
+def competing_topics(
+    found: Topics, first: int = TOPIC_CANDIDATES, margin: float = TOPIC_LINK_MARGIN
+) -> list[LinkedEntity]:
+    """The linked candidates that compete to be the topic (`RankedPathPlanner.choose_topic`): the `first`
+    mentioned candidates within `margin` of the best link score; with a wider count and margin, those a
+    several-topic question is read from when it was linked (`kgdb.pipeline.relation_paths.topics_to_join`)."""
     candidates: list[LinkedEntity] = []
     for e in (e for e in found.linked if e.mention):
         # a word inside a longer mention ("stone" in "philip stone") stays below it, as the linker ranks it
         if not any(len(c.mention) > len(e.mention) and f" {e.mention} " in f" {c.mention} " for c in candidates):
             candidates.append(e)
-    return (
-        [e for e in candidates[:TOPIC_CANDIDATES] if e.score >= candidates[0].score - TOPIC_LINK_MARGIN]
-        if candidates
-        else []
-    )
+    return [e for e in candidates[:first] if e.score >= candidates[0].score - margin] if candidates else []
 
 
 def _inner_answers(graph: Graph, inner: RelationPathCandidate, topics: list[str]) -> tuple[list[str], dict[str, str]]:

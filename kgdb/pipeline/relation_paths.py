@@ -13,6 +13,7 @@ import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
+from kgdb.cypher.answer_evidence import attached_values
 from kgdb.cypher.linking import Topics, holds_mention, question_topics
 from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_paths, why_empty
 from kgdb.cypher.tables import graph_fingerprint
@@ -27,10 +28,12 @@ from kgdb.pipeline.answering_rules import (
     best_per_answer,
     chosen_mode,
     first_path,
+    ranked_answers,
     select,
     tied_at_best,
     weigh_by_answer_closeness,
 )
+from kgdb.pipeline.constraints import apply_literal, parse_constraints, years_of
 from kgdb.pipeline.joint_topics import joint_answer_paths
 from kgdb.pipeline.path_ranker import competing_topics, load_ranker, shipped_ranker
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath
@@ -42,6 +45,18 @@ from kgdb.protocol import Retrieval, ScoredEntity, ScoredPath, ScoredTriple, rel
 from kgdb.subgraph import Subgraph
 
 STRUCTURAL_SOURCE = "rrp-structural"
+# A question linked from its text is read from each of its first JOIN_CANDIDATES mentioned candidates
+# within JOIN_MARGIN of the best link score (`topics_to_join`): wider than the namesakes that compete to
+# be its one topic, since a second name ("what david slade film starred taylor lautner?") links lower than
+# the first and still has to be reached. Beyond the namesakes' margin only a mention of JOIN_WIDE_WORDS
+# words or more joins: a one-word mention that far below is most often the question's wording ("what
+# kind of monarchy does japan have?"). Chosen on the CWQ and WebQSP training splits, topics linked
+# (docs/experiments/2026-11-28-linked-second-topics.md).
+JOIN_CANDIDATES = 3
+JOIN_MARGIN = 0.8
+JOIN_WIDE_WORDS = 2
+# Answers tied on the best path whose attached years a literal constraint reads (the first, by id).
+LITERAL_READ = 200
 Grounding = tuple[PlannedPath, str, list[tuple]]  # a planned path, the topic it left, the triples of one walk
 
 
@@ -131,6 +146,7 @@ class RelationPathRetriever:
             t = time.perf_counter()
             self._join(question, g, several)
             g.timings["joint"] = _ms(t)
+        g.constrain = literal_constraint(self.graph, question, g)
         return g
 
     def _join(self, question: str, g: Gathered, topics: dict[str, str]) -> None:
@@ -264,27 +280,16 @@ class RelationPathRetriever:
         candidates = self._answer_paths(g)
         paths = [replace(c.path, names=tuple(names.get(e, e) for e in c.path.entities)) for c in candidates]
         best = best_per_answer(paths, set(found.ids) | cvt)
-        close = g.closeness(tied_at_best(best))
-        # ties: the answers tied at the best score closest to the question first, then by name (`PathReasoner`
-        # keeps this order)
-        paths.sort(
-            key=lambda p: (
-                -p.score,
-                -close.get(p.answer, 0.0),
-                names.get(p.answer, p.answer),
-                len(p.relations),
-                p.entities,
-            )
-        )
+        # ties: the answers tied at the best score that meet a literal constraint, then those closest to the
+        # question, then by name (`ranked_answers`; `PathReasoner` keeps this order)
+        place = {e: i for i, e in enumerate(ranked_answers(best, g))}
+        paths.sort(key=lambda p: (-p.score, place.get(p.answer, len(place)), len(p.relations), p.entities))
         ordered = _best_triples(candidates)[: self.k]
         top = [
             ScoredTriple(rank, names.get(h, h), r, names.get(tl, tl), score, h, tl, -1)
             for rank, (score, (_, h, r, tl)) in enumerate(ordered, start=1)
         ]
-        entities = [
-            ScoredEntity(e, names.get(e, e), sc)
-            for e, sc in sorted(best.items(), key=lambda kv: (-kv[1], -close.get(kv[0], 0.0), names.get(kv[0], kv[0])))
-        ]
+        entities = [ScoredEntity(e, names.get(e, e), best[e]) for e in place]
         run = None
         t = time.perf_counter()
         if self.write and ordered:
@@ -392,6 +397,25 @@ class RelationPathRetriever:
         return structural, out.probability
 
 
+def literal_constraint(graph: Graph, question: str, g: Gathered) -> Callable[[list[str]], list[str]]:
+    """`Gathered.constrain` for the question's literal constraint (`kgdb.pipeline.constraints`: a year bound,
+    "last" / "first"), read over the years each answer tied on the best path carries in its name or in the
+    values attached to it or its CVT node; no constraint, or one answer: the order as given. Moves answers
+    only among those tied, so the ranker's choice of path stands. Measured on the training and val splits:
+    ComplexWebQuestions val Hit@1 +0.71, WebQSP and MetaQA val unchanged
+    (docs/experiments/2026-11-28-literal-constraints.md)."""
+    c = parse_constraints(question)
+    if not c.literal:
+        return list
+    best = best_per_answer((p.path for p in g.joint or g.planned), set(g.found.ids) | g.cvt)
+    tied = tied_at_best(best)
+    if len(tied) < 2:
+        return list
+    values = attached_values(graph, tied[:LITERAL_READ])
+    years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in tied}
+    return lambda ordered: apply_literal(ordered, years, c)
+
+
 def _best_triples(candidates: list[GroundedPath]) -> list[tuple[float, tuple]]:
     """Every triple of the candidates with the best score of a path through it, best first (then by elementId)."""
     triples: dict[str, tuple[float, tuple]] = {}  # elementId -> (best path score, triple)
@@ -404,14 +428,18 @@ def _best_triples(candidates: list[GroundedPath]) -> list[tuple[float, tuple]]:
 
 def topics_to_join(found: Topics, names: dict[str, str]) -> dict[str, str]:
     """The topics a question is read from one by one (id -> name): every given topic, or, linked from
-    the text, the mentioned candidates that compete to be its topic (`competing_topics`) whose names
-    hold their mention, one per group of words (two namesakes of "kirk" are one topic read two ways, not
-    two topics). Fewer than two: no joint reading."""
+    the text, the mentioned candidates that compete to be its topic (`competing_topics`) and the names of
+    several words linked up to JOIN_MARGIN below the best, whose names hold their mention, one per group
+    of words (two namesakes of "kirk" are one topic read two ways, not two topics). Fewer than two: no
+    joint reading."""
     if found.source != "linked":
         return {i: names.get(i, i) for i in found.ids}
     picked: list = []
-    for e in competing_topics(found):
+    near = {e.id for e in competing_topics(found)}
+    for e in competing_topics(found, JOIN_CANDIDATES, JOIN_MARGIN):
         words = set(e.mention.split())
+        if e.id not in near and len(e.mention.split()) < JOIN_WIDE_WORDS:
+            continue
         if holds_mention(e.name, e.mention) and not any(words & set(p.mention.split()) for p in picked):
             picked.append(e)
     return {e.id: e.name for e in picked}

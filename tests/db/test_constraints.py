@@ -114,3 +114,38 @@ def test_answer_types_learned_from_the_graph_put_a_place_first_for_where_and_a_p
         "Bob",
         "Shelbyville",
     ]
+
+
+def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_best_path(graph):
+    from types import SimpleNamespace
+
+    from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of, ranked_answers
+    from kgdb.pipeline.relation_paths import literal_constraint
+    from kgdb.protocol import ScoredPath
+
+    write_graph(graph, GRAPH, embedder=None)
+
+    def won(final: str, score: float) -> GroundedPath:
+        path = ScoredPath(score, ("Giants", final), ("sports.sports_team.championships",), (1,), source="rrp-ranker")
+        return GroundedPath(path, [(f"e-{final}", "Giants", "sports.sports_team.championships", final)], score)
+
+    # the ranker's tie: both finals won on one path, the name orders them; a weaker path reaches the lost final
+    planned = [won("Final A", 0.8), won("Final B", 0.8), won("Final C", 0.1)]
+
+    def gathered(question: str) -> Gathered:
+        g = Gathered(SimpleNamespace(ids=["Giants"]), {}, set(), planned, [], {}, {}, [], lambda ids: {}, None)
+        g.constrain = literal_constraint(graph, question, g)
+        return g
+
+    plain = gathered("when did the giants win the final?")
+    assert answers_of("planner", plain, 0.5, 0.0) == ["Final A", "Final B"]
+    last = gathered("when was the last time the giants won the final?")
+    assert answers_of("planner", last, 0.5, 0.0) == ["Final B", "Final A"]
+    assert answers_of("planner", gathered("when did the giants first win the final?"), 0.5, 0.0) == [
+        "Final A",
+        "Final B",
+    ]
+    # the order `kgdb ask` keeps (`ranked_answers`) agrees, and an answer off the best path never moves up
+    best = {"Final A": 0.8, "Final B": 0.8, "Final C": 0.1}
+    assert ranked_answers(best, last) == ["Final B", "Final A", "Final C"]
+    assert ranked_answers(best, gathered("what did the giants win in 2001?")) == ["Final A", "Final B", "Final C"]

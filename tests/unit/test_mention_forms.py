@@ -16,6 +16,13 @@ def test_mentions_skip_stopword_edges():
     assert not any(m.startswith("city") for m in found)
 
 
+def test_a_quoted_title_is_a_mention_whatever_words_edge_it():
+    # "you" and "speak" are stopwords: unquoted, neither title is a mention
+    assert mentions('where was the composer of "Thought of You" raised?')[0] == "thought of you"
+    assert mentions("movies the composer of “Speak Now” was in")[0] == "speak now"
+    assert "thought of you" not in mentions("where was the composer of thought of you raised?")
+
+
 def test_base_forms_of_demonyms():
     assert (
         "egypt" in base_forms("egyptians") and "italy" in base_forms("italian") and "ukraine" in base_forms("ukrainian")

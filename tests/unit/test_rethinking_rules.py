@@ -156,6 +156,7 @@ def test_evaluation_breaks_ties_as_the_reasoner_does():
         names={},
         closeness=closeness,
         joint=[],
+        constrain=list,
     )
     assert answers_of("planner", g, 0.0, 0.0) == ["Zurich", "Bern", "Basel"]
     # rethinking with λ1 = 1 scores the planner's paths alone: the same tie, Aarau below it

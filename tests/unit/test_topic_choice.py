@@ -45,9 +45,12 @@ def _planner(best_logit: dict[str, float | None], best_path: dict[str, str] | No
     return planner, calls
 
 
+def _of(*candidates: LinkedEntity) -> Topics:
+    return Topics([candidates[0].id], "linked", list(candidates), [])
+
+
 def _linked(*cands: tuple[str, float, str | None]) -> Topics:
-    linked = [LinkedEntity(i, i.title(), score, mention) for i, score, mention in cands]
-    return Topics([linked[0].id], "linked", linked, [])
+    return _of(*(LinkedEntity(i, i.title(), score, mention) for i, score, mention in cands))
 
 
 def test_a_candidate_the_question_can_be_answered_from_beats_a_slightly_better_link():
@@ -121,20 +124,35 @@ def test_when_every_candidate_is_worded_by_another_they_all_compete():
 def test_a_linked_question_is_read_from_each_distinct_mention_that_competes():
     from kgdb.pipeline.relation_paths import topics_to_join
 
-    def linked(*candidates):
-        return Topics([candidates[0].id], "linked", list(candidates), [])
-
-    both = linked(
+    both = _of(
         LinkedEntity("m.franc", "Swiss franc", 3.21, "swiss franc"),
         LinkedEntity("m.de", "Germany", 3.05, "germany"),
         LinkedEntity("m.cur", "Southern States Confederate Currency", 2.25, "currency"),  # far below the best
     )
     assert topics_to_join(both, {}) == {"m.franc": "Swiss franc", "m.de": "Germany"}
-    namesakes = linked(
+    namesakes = _of(
         LinkedEntity("m.kirk", "James T. Kirk", 3.0, "kirk"), LinkedEntity("m.ron", "Ron Kirk", 2.9, "kirk")
     )
     assert list(topics_to_join(namesakes, {})) == ["m.kirk"]  # one mention, two readings of it: one topic
-    fuzzy = linked(LinkedEntity("m.a", "Ada", 3.0, "ada"), LinkedEntity("m.b", "Ernie Sabella", 2.9, "isabella"))
+    fuzzy = _of(LinkedEntity("m.a", "Ada", 3.0, "ada"), LinkedEntity("m.b", "Ernie Sabella", 2.9, "isabella"))
     assert list(topics_to_join(fuzzy, {})) == ["m.a"]  # a name that does not hold its mention is no topic
     given = Topics(["m.a", "m.b"], "given", [], [])
     assert topics_to_join(given, {"m.a": "Ada"}) == {"m.a": "Ada", "m.b": "m.b"}
+
+
+def test_a_second_name_linked_well_below_the_first_is_read_when_its_mention_has_several_words():
+    from kgdb.pipeline.relation_paths import topics_to_join
+
+    # further below the best than the namesakes that compete to be the one topic
+    films = _of(
+        LinkedEntity("m.tl", "Taylor Lautner", 3.45, "taylor lautner"),
+        LinkedEntity("m.ds", "David Slade", 3.08, "david slade"),
+        LinkedEntity("m.sp", "David Spade", 2.69, "david slade"),  # the same words: not another topic
+    )
+    assert topics_to_join(films, {}) == {"m.tl": "Taylor Lautner", "m.ds": "David Slade"}
+    # as far below, a one-word mention is most often the question's wording ("what kind of monarchy ...")
+    kind = _of(LinkedEntity("m.jp", "Japan", 3.3, "japan"), LinkedEntity("m.mon", "Monarchy", 2.9, "monarchy"))
+    assert list(topics_to_join(kind, {})) == ["m.jp"]
+    # within the namesakes' margin it is read
+    near = _of(LinkedEntity("m.jp", "Japan", 3.3, "japan"), LinkedEntity("m.mon", "Monarchy", 3.1, "monarchy"))
+    assert list(topics_to_join(near, {})) == ["m.jp", "m.mon"]

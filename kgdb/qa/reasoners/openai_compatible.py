@@ -171,8 +171,7 @@ class OpenAIReasoner:
         if not candidates:  # no evidence object (a bare prompt): the `ans:` lines as written
             finish(out, reply, names)
             if self.follow_up and out.malformed:
-                second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out)
-                finish(out, reply + "\n\n" + second, names)
+                finish(out, self._followed_up(prompt, sent, reply, out), names)
         else:
             known = Names(_shown(candidates, sent), question)
             read = read_reply(reply, known, names, structured=structured)
@@ -199,8 +198,7 @@ class OpenAIReasoner:
     ) -> tuple[str, ReadReply]:
         """A prose reply with nothing readable: SubgraphRAG's follow-up turn, then, where the endpoint
         may hold a reply to a schema, the question once more with at least one evidence name required."""
-        second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out)
-        reply = reply + "\n\n" + second
+        reply = self._followed_up(prompt, sent, reply, out)
         read = read_reply(reply, known, names)
         if not read.malformed or self.endpoint.structured is False:
             return reply, read
@@ -215,6 +213,11 @@ class OpenAIReasoner:
             return reply, read
         held.modes = dict.fromkeys(held.answers, SCHEMA_AFTER_PROSE)
         return reply + "\n\n" + third, held
+
+    def _followed_up(self, prompt: Prompt, sent: list[dict[str, str]], reply: str, out: LLMReasoning) -> str:
+        """The reply with SubgraphRAG's follow-up turn's answer after it (the conversation as sent, then the reply)."""
+        second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out)
+        return reply + "\n\n" + second
 
     def _ask(
         self, prompt: Prompt, candidates: list[str], structured: bool, out: LLMReasoning, at_least: int = 0
