@@ -168,10 +168,8 @@ def _planner_answers(g: Gathered, excluded: set[str]) -> list[str]:
     for c in usable:
         if c.path.score == best:
             counts[c.path.answer] = counts.get(c.path.answer, 0) + 1
-    close = g.closeness(sorted(counts))  # every one of them ends a best-scored path
     # the order `PathReasoner` gives: the most often reached first, then the retriever's (`ranked_answers`)
-    tied = g.constrain(sorted(counts, key=lambda e: (-close.get(e, 0.0), g.names.get(e, e))))
-    return sorted(tied, key=lambda e: -counts[e])
+    return sorted(ranked_answers(dict.fromkeys(counts, best), g), key=lambda e: -counts[e])
 
 
 def score_mode(items: list[QuestionPaths], mode: str, lambda1: float, theta: float) -> dict[str, float]:
