@@ -15,7 +15,11 @@ Descriptions recognised, with m the topic's mention:
   the <1-2 words> where|in which m was|is <word>        "the country where albert einstein was born"
   the <1-2 words> who|that <1-2 words> m    "the man who directed the untouchables"
 A description that is all the question asks ("what is the capital of france?") is no composition, nor
-is a mention inside a coordination ("ike and tina turner's children": the duo's children). Participle
+is a mention inside a coordination ("ike and tina turner's children": the duo's children), nor a
+description beside "and" (two conditions on one answer: "the country that exports to japan and has …"),
+nor a word after the name in a question that asks what or who the description is ("what is the zip code
+of syracuse ny?"), nor a description inside a participle one ("who directed the films written by the writer
+of X?": MetaQA's 3-hop questions, which the whole question reads). Participle
 descriptions ("the films directed by steven spielberg") are left to the whole question: the ranker
 reads them as MetaQA's 2-hop questions, and "the currency used in france before the euro" is no
 composition.
@@ -89,6 +93,10 @@ _FILLER = frozenset(
     ]
 )
 _WORD = r"[\w'’.&-]+"
+# Outer words that describe the answer by a participle around the description ("the films written by …")
+_PARTICIPLE = re.compile(r"\bthe (?:[\w'’-]+ ){1,2}[\w'’-]+ by $")
+# An outer question that asks what or who the description is ("what is …", "what is the name of …")
+_IDENTITY = re.compile(r"^(?:what|who)(?:'s|’s| is| are| was| were)(?: the names? of)? $")
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,11 @@ def _patterns(m: str) -> list[re.Pattern]:
     ]
 
 
+def _content(text: str) -> list[str]:
+    """The words of `text` that ask something (`_FILLER` and numbers aside)."""
+    return [w for w in re.findall(r"[\w'’-]+", text) if w not in _FILLER and not w.isdigit()]
+
+
 def split_composition(question: str, topic_name: str) -> Composition | None:
     """The inner description around the topic's mention and the two questions it makes, or None."""
     text = " ".join(question.lower().split())
@@ -133,8 +146,13 @@ def split_composition(question: str, topic_name: str) -> Composition | None:
         if phrase.split()[1] in _FILLER:  # "the name of sonia gandhi": no description
             return None
         before, after = text[: found.start(1)], text[found.end(1) :]
-        rest = [w for w in re.findall(r"[\w'’-]+", f"{before} {after}") if w not in _FILLER and not w.isdigit()]
-        if not rest:  # "what is the capital of france?": the description is the whole question
+        if _PARTICIPLE.search(before):
+            return None  # "who directed the films written by [the writer of X]": the outer words are two hops
+        if re.search(r"\band\b", f"{before} {after}"):
+            return None  # "which city has treasure island and was once the home of X?": two conditions on one answer
+        if not _content(f"{before} {after}"):  # "what is the capital of france?": the description is the whole question
             return None
+        if _IDENTITY.match(before) and len(_content(after)) <= 1:
+            return None  # "what is the zip code of syracuse ny?": a word after the name is part of it
         return Composition(phrase, f"what is {phrase}?", before, after)
     return None

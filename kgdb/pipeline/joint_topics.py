@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kgdb.cypher import Graph
-from kgdb.cypher.topic_intersection import JointCandidate, TopicPaths, ground_jointly
+from kgdb.cypher.topic_intersection import MAX_HOPS, JointCandidate, TopicPaths, ground_jointly
 from kgdb.pipeline.answering_rules import Gathered, GroundedPath
 from kgdb.pipeline.planners import walk
 from kgdb.protocol import ScoredPath
@@ -25,10 +25,13 @@ PathKey = tuple[str, tuple[str, ...], tuple[int, ...]]  # topic, relations, dire
 
 
 def topic_paths(topic: str, g: Gathered, n: int) -> tuple[TopicPaths, dict[PathKey, float]]:
-    """The `n` best-scored relation paths that `g` (gathered from `topic` alone) grounded to an
-    answer (not a CVT node), and their scores."""
+    """The `n` best-scored relation paths of at most MAX_HOPS relations that `g` (gathered from `topic`
+    alone) grounded to an answer (not a CVT node), and their scores."""
     best: dict[tuple[tuple[str, ...], tuple[int, ...]], float] = {}
     for c in g.planned:
+        # a composed reading may be longer than the joint query grounds: it answers from its topic alone
+        if len(c.path.relations) > MAX_HOPS:
+            continue
         if c.path.entities and c.path.entities[0] == topic and c.path.answer not in g.cvt:
             key = (tuple(c.path.relations), tuple(c.path.directions))
             best[key] = max(best.get(key, 0.0), c.path.score)

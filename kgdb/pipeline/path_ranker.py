@@ -445,14 +445,18 @@ class RankedPathPlanner(PathPlanner):
         on a dense graph often with another relation than the inner question picks ("the director of
         argo" read as its producers); and only when that path is not also the best path of the outer
         words asked of the topic itself (then the description adds nothing: an apposition, "the state
-        of michigan"). The inner question's best path describes the entity: its ends (at most
-        COMPOSED_ENDS, literal values dropped: a date has nothing to ask about) become the topics of
-        the outer question, whose best path continues the inner one. The composed path takes the best
+        of michigan"), unless the description is read with another relation (the whole question read
+        as its outer words alone: "where was [the wife of X] born?"). The inner question's best path
+        describes the entity: its ends (at most COMPOSED_ENDS, literal values dropped: a date has
+        nothing to ask about) become the topics of the outer question, whose best path continues the
+        inner one. The composed path takes the best
         path's score; the whole question's best path keeps score × (1 - the outer path's probability)
         and stays among the plans (an "other reading" where the outer path is unsure). Chosen on the
         WebQSP and MetaQA training splits and two hand-written compositional dev sets (the default data;
         the distractor graph for the shape rule); the apposition rule after a look at WebQSP test
-        (docs/answering.md, "Compositional questions")."""
+        (docs/experiments/2026-11-26-compositional-questions.md), its exception and descriptions
+        through CVT nodes on the WebQSP, CWQ and MetaQA training and val splits
+        (docs/experiments/2026-11-28-descriptions-through-cvt-nodes.md)."""
         composition = (
             split_composition(question, topic_names[0]) if self.compositions and len(topics) == 1 and plans else None
         )
@@ -461,10 +465,13 @@ class RankedPathPlanner(PathPlanner):
         work = _Question() if work is None else work
         inner, describes = self._descriptions(graph, composition, topics, topic_names, work)
         best_steps = tuple(zip(plans[0].relations, plans[0].directions))
-        if (
-            not inner
-            or not describes(best_steps)
-            or self._apposition(graph, composition, topics, topic_names, best_steps, work)
+        if not inner or not describes(best_steps):
+            return plans, None
+        # the outer words asked of the topic itself read the best path too, and so does the description:
+        # it adds nothing (an apposition, "what timezone is [the state of michigan]?"); a description read
+        # with another relation does ("where was [the wife of X] born?" read whole as "where was X born?")
+        if tuple(inner[0].steps)[:1] == best_steps[:1] and (
+            self._asked_of_topic(graph, composition, topics, topic_names, work) == best_steps
         ):
             return plans, None
         ends, names = _inner_answers(graph, inner[0], topics)
@@ -487,27 +494,23 @@ class RankedPathPlanner(PathPlanner):
         text, emb = self.encode(composition.inner, topic_names, work)
         # a description names an entity, never a value ("the author of war and peace" is not its date of publication)
         inner = self._without_values(graph, self.scored(graph, text, emb, topics, reuse=True, work=work), topics)
-        one_hop = {c.steps: c for c, _ in inner if len(c.steps) == 1}
+        # a step to CVT nodes only answers nothing, so it is found among every enumerated path ("the wife
+        # of X": people.person.spouse_s, then people.marriage.spouse)
+        enumerated = work.enumerated.get(tuple(topics), [])
+        to_cvt = {c.steps for c in [*enumerated, *(c for c, _ in inner)] if len(c.steps) == 1 and c.cvt}
 
         def describes(steps) -> bool:
-            return len(steps) == 1 or (len(steps) == 2 and steps[:1] in one_hop and bool(one_hop[steps[:1]].cvt))
+            return len(steps) == 1 or (len(steps) == 2 and steps[:1] in to_cvt)
 
         return [c for c, _ in inner if describes(c.steps)], describes
 
-    def _apposition(
-        self,
-        graph: Graph,
-        composition: Composition,
-        topics: list[str],
-        topic_names: list[str],
-        best_steps: tuple,
-        work: _Question,
-    ) -> bool:
-        """Whether the whole question's best path also answers the outer words asked of the topic itself:
-        then the description adds nothing ("what timezone is [the state of michigan]?" asks Michigan's)."""
+    def _asked_of_topic(
+        self, graph: Graph, composition: Composition, topics: list[str], topic_names: list[str], work: _Question
+    ) -> tuple:
+        """The best path of the outer words asked of the topic itself ("where was avatar born?"); () for none."""
         text, emb = self.encode(composition.outer(topic_names[0].lower()), topic_names, work)
         at_topic = self.scored(graph, text, emb, topics, reuse=True, work=work)
-        return bool(at_topic) and tuple(at_topic[0][0].steps) == best_steps
+        return tuple(at_topic[0][0].steps) if at_topic else ()
 
     def _composed(
         self,

@@ -227,7 +227,13 @@ class RelationPathRetriever:
             walks=self.walks,
             step_scan=self.settings.rrp_step_scan,
         )
-        return [(p, anchor, triples) for (p, anchor), grounding in zip(jobs, groundings) for triples in grounding]
+        grounded = [(p, anchor, triples) for (p, anchor), grounding in zip(jobs, groundings) for triples in grounding]
+        if plan.composed:
+            # the composed path continues from the description's answers, never back through a topic
+            # ("the wife of X": X's marriage names X too)
+            composed, topics = plan.paths[0], set(plan.topics.ids)
+            grounded = [g for g in grounded if g[0] is not composed or not topics & set(walk(g[1], g[2])[0][1:-1])]
+        return grounded
 
     def _unreached(self, plan: Plan, grounded: list[Grounding]) -> list[str]:
         """Notes on planned paths that reached nothing: the best one's (why an answer may not fit the

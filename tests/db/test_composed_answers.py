@@ -51,6 +51,47 @@ def test_ask_answers_a_compositional_question_with_the_shipped_ranker(graph, tmp
     assert "(James Cameron,people.person.place_of_birth,Kapuskasing)" in result["answers"][0]["evidence"]
 
 
+# Freebase's marriages: each spouse reaches a CVT node that names both of them
+FAMILY = [
+    ("Ann Lee", "people.person.spouse_s", "m.0marriage_al"),
+    ("Tom Lee", "people.person.spouse_s", "m.0marriage_al"),
+    ("m.0marriage_al", "people.marriage.spouse", "Ann Lee"),
+    ("m.0marriage_al", "people.marriage.spouse", "Tom Lee"),
+    ("m.0marriage_al", "people.marriage.from", "1992-10-03"),
+    ("Ann Lee", "people.person.place_of_birth", "Chicago"),
+    ("Tom Lee", "people.person.place_of_birth", "Honolulu"),
+    ("Ann Lee", "people.person.profession", "Lawyer"),
+    ("Tom Lee", "people.person.profession", "Lawyer"),
+    ("Chicago", "location.location.containedby", "Illinois"),
+    ("Honolulu", "location.location.containedby", "Hawaii"),
+]
+
+
+def test_a_description_through_a_cvt_node_is_read_even_where_the_outer_words_alone_read_the_question(graph):
+    # "where was the wife of tom lee born?" is read by the whole-question ranker as "where was tom lee
+    # born?" (Honolulu); the description reaches Ann Lee through the marriage, and its walk back to Tom
+    # Lee is no answer of the composed path
+    from kgdb.pipeline.relation_paths import relation_path_retriever
+
+    load(graph, FAMILY)
+    retriever = relation_path_retriever(graph, graph.settings, write=False)
+    plan = retriever.planner.plan(
+        graph, "where was the wife of tom lee born?", Topics(["Tom Lee"], "given", [], []), {"Tom Lee": "Tom Lee"}
+    )
+    assert plan.paths[0].relations == (
+        "people.person.spouse_s",
+        "people.marriage.spouse",
+        "people.person.place_of_birth",
+    )
+    assert plan.composed.startswith("read as a composition: 'the wife of tom lee' is Ann Lee")
+    result = retriever.retrieve("where was the wife of tom lee born?", topics=["Tom Lee"])
+    assert result.paths[0].answer == "Chicago"
+    assert result.paths[0].entities == ("Tom Lee", "m.0marriage_al", "Ann Lee", "Chicago")
+    # the composed path's walk back through Tom Lee himself is not grounded
+    composed = [p for p in result.paths if p.relations == plan.paths[0].relations]
+    assert [p.answer for p in composed] == ["Chicago"]
+
+
 def test_the_readings_of_one_question_enumerate_each_topic_once(graph, monkeypatch):
     import kgdb.pipeline.path_ranker as path_ranker
 

@@ -50,6 +50,7 @@ EDITED = ("film.film.edited_by", 1)
             "where was {} born?",
         ),
         ("where was step brothers' director born?", "Step Brothers", "step brothers' director", "where was {} born?"),
+        ("who is the father of brad pitt's wife?", "Brad Pitt", "brad pitt's wife", "who is the father of {}?"),
         (
             "where was the man who directed the untouchables born?",
             "The Untouchables",
@@ -94,6 +95,19 @@ def test_braces_and_quotes_in_a_question_are_words_not_a_template(question):
         ("what was the currency used in france before the euro?", "France"),  # participles are the ranker's
         ("who directed the films written by john hughes?", "John Hughes"),
         ("who is the actor who played darth vader?", "Darth Vader"),  # the description is the whole question
+        # a description inside a participle one: the outer words are two hops (MetaQA's 3-hop questions)
+        ("who directed the films written by the writer of green dragon", "Green Dragon"),
+        ("the movies written by the screenwriter of blood work were directed by who", "Blood Work"),
+        # two conditions on one answer, joined by "and"
+        (
+            "which city has a neighborhood called treasure island and was once the home of lauren conrad?",
+            "Lauren Conrad",
+        ),
+        ("which is the country that exports to japan and has a iso of 296?", "Japan"),
+        # what or who the description is, with one word after the name: the word is part of the name
+        ("what is the zip code of syracuse ny?", "Syracuse"),
+        ("who is the governor of pennsylvania state now?", "Pennsylvania"),
+        ("what is the name of the national anthem of canada ( 2 words )?", "Canada"),
         ("where was the director of avatar born?", "Titanic"),  # the topic is not mentioned
         ("where was the director of avatar born?", " "),
     ],
@@ -264,6 +278,33 @@ def test_the_whole_questions_reading_stays_unless_it_is_the_descriptions():
         None,
     )  # two topics
     assert planner.compose(graph, "who directed avatar?", ["avatar"], ["Avatar"], plans) == (plans, None)
+
+
+def test_a_description_read_with_another_relation_is_no_apposition():
+    # "where was the wife of X born?" read whole as "where was X born?": the outer words asked of the topic
+    # pick the same path, but the description picks another, so it is a composition
+    rankings = _direct_and_inner()
+    rankings[(strip_mentions(QUESTION, ["Avatar"]), ("avatar",))].insert(
+        0, (_path([BORN], ["pandora"], ["avatar"]), 8.0)
+    )
+    rankings[(strip_mentions("where was avatar born?", ["Avatar"]), ("avatar",))] = [
+        (_path([BORN], ["pandora"], ["avatar"]), 4.0),
+        (_path([DIRECTED], ["james cameron"], ["avatar"]), 1.0),
+    ]
+    graph = _Graph()
+    planner = _planner(rankings)
+    plans = _plans(planner, graph)
+    assert plans[0].relations == (BORN[0],)
+    composed, note = planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans)
+    assert composed[0] == PlannedPath((DIRECTED[0], BORN[0]), plans[0].score, (1, 1))
+    assert note.startswith("read as a composition: 'the director of avatar' is James Cameron")
+    # the description read with the best path's relation too: an apposition, the whole reading stays
+    rankings[(strip_mentions("what is the director of avatar?", ["Avatar"]), ("avatar",))].insert(
+        0, (_path([BORN], ["pandora"], ["avatar"]), 9.0)
+    )
+    planner = _planner(rankings)
+    plans = _plans(planner, graph)
+    assert planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans) == (plans, None)
 
 
 DIED_ON, DIED_IN = ("people.deceased_person.date_of_death", 1), ("people.deceased_person.place_of_death", 1)

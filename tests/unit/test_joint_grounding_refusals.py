@@ -26,3 +26,21 @@ def test_a_plan_the_query_cannot_ground_is_refused_with_its_place(plans, where, 
     with pytest.raises(InputError) as err:
         ground_jointly(None, plans)
     assert where in str(err.value) and why in str(err.value)
+
+
+def test_a_composed_path_longer_than_the_joint_query_grounds_is_left_to_its_topic_alone():
+    # a composed reading (a description through a CVT node, then an outer path through another) may take
+    # four relations; the joint reading grounds the topic's other paths and never asks for it
+    from kgdb.cypher.linking import Topics
+    from kgdb.pipeline.answering_rules import Gathered, GroundedPath
+    from kgdb.pipeline.joint_topics import topic_paths
+    from kgdb.protocol import ScoredPath
+
+    def grounded(score, entities, relations):
+        return GroundedPath(ScoredPath(score, entities, relations, (1,) * len(relations)), [], score)
+
+    long = grounded(0.9, ("A", "m.1", "B", "m.2", "C"), ("r", "s", "t", "u"))
+    short = grounded(0.4, ("A", "D"), ("v",))
+    g = Gathered(Topics(["A"], "given", [], []), {}, {"m.1", "m.2"}, [long, short], [], {}, {}, [], dict)
+    plan, scores = topic_paths("A", g, 5)
+    assert plan == TopicPaths("A", ((("v",), (1,)),)) and scores == {("A", ("v",), (1,)): 0.4}
