@@ -449,9 +449,9 @@ class RankedPathPlanner(PathPlanner):
         as its outer words alone: "where was [the wife of X] born?"). The inner question's best path
         describes the entity: its ends (at most COMPOSED_ENDS, literal values dropped: a date has
         nothing to ask about) become the topics of the outer question, whose best path continues the
-        inner one. The composed path takes the best
-        path's score; the whole question's best path keeps score × (1 - the outer path's probability)
-        and stays among the plans (an "other reading" where the outer path is unsure). Chosen on the
+        inner one. The composed path takes the best path's score; the whole question's best path keeps
+        score × (1 - the outer path's probability) and stays among the plans (an "other reading" where
+        the outer path is unsure). Chosen on the
         WebQSP and MetaQA training splits and two hand-written compositional dev sets (the default data;
         the distractor graph for the shape rule); the apposition rule after a look at WebQSP test
         (docs/experiments/2026-11-26-compositional-questions.md), its exception and descriptions
@@ -496,8 +496,7 @@ class RankedPathPlanner(PathPlanner):
         inner = self._without_values(graph, self.scored(graph, text, emb, topics, reuse=True, work=work), topics)
         # a step to CVT nodes only answers nothing, so it is found among every enumerated path ("the wife
         # of X": people.person.spouse_s, then people.marriage.spouse)
-        enumerated = work.enumerated.get(tuple(topics), [])
-        to_cvt = {c.steps for c in [*enumerated, *(c for c, _ in inner)] if len(c.steps) == 1 and c.cvt}
+        to_cvt = {c.steps for c in work.enumerated.get(tuple(topics), []) if len(c.steps) == 1 and c.cvt}
 
         def describes(steps) -> bool:
             return len(steps) == 1 or (len(steps) == 2 and steps[:1] in to_cvt)

@@ -232,7 +232,11 @@ class RelationPathRetriever:
             # the composed path continues from the description's answers, never back through a topic
             # ("the wife of X": X's marriage names X too)
             composed, topics = plan.paths[0], set(plan.topics.ids)
-            grounded = [g for g in grounded if g[0] is not composed or not topics & set(walk(g[1], g[2])[0][1:-1])]
+            grounded = [
+                (p, anchor, triples)
+                for p, anchor, triples in grounded
+                if p is not composed or not topics & set(walk(anchor, triples)[0][1:-1])
+            ]
         return grounded
 
     def _unreached(self, plan: Plan, grounded: list[Grounding]) -> list[str]:
