@@ -54,6 +54,9 @@ VECTOR_WEIGHT = 0.5
 DEGREE_WEIGHT = 0.12
 SPECIFICITY_WEIGHT = 1.5
 FUZZY_POWER = 2.0
+# A mention of several words within this string similarity of a name names it, misspelt (`names_mention`);
+# chosen on the CWQ training split, topics linked (docs/experiments/2026-11-28-capitalised-names.md).
+SPELLING_RATIO = 0.85
 # Names counted per mention for its document frequency: beyond it a mention is generic anyway (no
 # mention of the WebQSP and MetaQA training questions matched more on their graphs).
 DF_CAP = 1000
@@ -323,6 +326,17 @@ def _words(text: str) -> list[str]:
     return [w for w in (w.strip(".'’-") for w in _TOKEN.findall(text.lower())) if w]
 
 
+def capitalised(question: str) -> set[str]:
+    """The words written with a capital letter other than the question's first (lower-cased as in
+    `_words`): a writer who capitalises marks names that way ("which has a country capital of Grodno?").
+    None where no word is written in lower case (capitals throughout, or every word capitalised): then
+    capitals mark nothing."""
+    words = [w for w in (w.strip(".'’-") for w in _TOKEN.findall(question)[1:]) if w]
+    if not any(w[:1].islower() for w in words):
+        return set()
+    return {_POSSESSIVE.sub("", w.lower()) for w in words if w[:1].isupper()}
+
+
 def mentions(question: str, max_ngram: int = MAX_NGRAM) -> list[str]:
     """Candidate mentions: each quoted span whole, then word n-grams that neither start nor end with a
     stopword (but may end with one of NAME_ENDS after another word), longest first.
@@ -515,6 +529,15 @@ def _name_match(mention: str, name: str) -> float:
 def holds_mention(name: str, mention: str) -> bool:
     """Whether the name holds the mention's words (an exact, not a fuzzy, match)."""
     return f" {mention} " in f" {' '.join(_words(name))} "
+
+
+def names_mention(name: str, mention: str) -> bool:
+    """Whether the name is what the mention says: it holds the mention's words, or a mention of several
+    words spells it closely ("laua hollenbrand" -> Laura Hillenbrand, "katerine fugate"). One word that
+    close is most often another word ("isabella" -> "Ernie Sabella")."""
+    return holds_mention(name, mention) or (
+        len(mention.split()) >= 2 and SequenceMatcher(None, mention, name.lower()).ratio() >= SPELLING_RATIO
+    )
 
 
 def specificity(df: int, entities: int) -> float:

@@ -14,7 +14,7 @@ import numpy as np
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.cypher.answer_evidence import attached_values
-from kgdb.cypher.linking import Topics, holds_mention, question_topics
+from kgdb.cypher.linking import Topics, capitalised, names_mention, question_topics
 from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_paths, why_empty
 from kgdb.cypher.tables import graph_fingerprint
 from kgdb.cypher.writeback import write_scores
@@ -49,9 +49,10 @@ STRUCTURAL_SOURCE = "rrp-structural"
 # within JOIN_MARGIN of the best link score (`topics_to_join`): wider than the namesakes that compete to
 # be its one topic, since a second name ("what david slade film starred taylor lautner?") links lower than
 # the first and still has to be reached. Beyond the namesakes' margin only a mention of JOIN_WIDE_WORDS
-# words or more joins: a one-word mention that far below is most often the question's wording ("what
-# kind of monarchy does japan have?"). Chosen on the CWQ and WebQSP training splits, topics linked
-# (docs/experiments/2026-11-28-linked-second-topics.md).
+# words or more joins, or one the question writes with a capital: a lower-case one-word mention that far
+# below is most often the question's wording ("what kind of monarchy does japan have?"), a capitalised one
+# a name ("...which has a country capital of Grodno?"). Chosen on the CWQ and WebQSP training splits,
+# topics linked (docs/experiments/2026-11-28-linked-second-topics.md, 2026-11-28-capitalised-names.md).
 JOIN_CANDIDATES = 3
 JOIN_MARGIN = 0.8
 JOIN_WIDE_WORDS = 2
@@ -141,7 +142,7 @@ class RelationPathRetriever:
         t = time.perf_counter()
         found, names = self._link(question, topics, q_emb)
         g = self._gather(question, found, names, {"link": _ms(t)})
-        several = topics_to_join(found, names)
+        several = topics_to_join(found, names, question)
         if self.joint_paths and len(several) >= 2:
             t = time.perf_counter()
             self._join(question, g, several)
@@ -436,21 +437,23 @@ def _best_triples(candidates: list[GroundedPath]) -> list[tuple[float, tuple]]:
     return sorted(triples.values(), key=lambda st: (-st[0], st[1][0]))
 
 
-def topics_to_join(found: Topics, names: dict[str, str]) -> dict[str, str]:
+def topics_to_join(found: Topics, names: dict[str, str], question: str = "") -> dict[str, str]:
     """The topics a question is read from one by one (id -> name): every given topic, or, linked from
     the text, the mentioned candidates that compete to be its topic (`competing_topics`) and the names of
-    several words linked up to JOIN_MARGIN below the best, whose names hold their mention, one per group
-    of words (two namesakes of "kirk" are one topic read two ways, not two topics). Fewer than two: no
-    joint reading."""
+    several words (or one the `question` writes with a capital) linked up to JOIN_MARGIN below the best,
+    whose names are their mention (`names_mention`: held, or several words misspelt), one per group of
+    words (two namesakes of "kirk" are one topic read two ways, not two topics). Fewer than two: no joint
+    reading."""
     if found.source != "linked":
         return {i: names.get(i, i) for i in found.ids}
     picked: list = []
     near = {e.id for e in competing_topics(found)}
+    written = capitalised(question)
     for e in competing_topics(found, JOIN_CANDIDATES, JOIN_MARGIN):
         words = set(e.mention.split())
-        if e.id not in near and len(e.mention.split()) < JOIN_WIDE_WORDS:
+        if e.id not in near and len(e.mention.split()) < JOIN_WIDE_WORDS and not words <= written:
             continue
-        if holds_mention(e.name, e.mention) and not any(words & set(p.mention.split()) for p in picked):
+        if names_mention(e.name, e.mention) and not any(words & set(p.mention.split()) for p in picked):
             picked.append(e)
     return {e.id: e.name for e in picked}
 

@@ -156,3 +156,48 @@ def test_a_second_name_linked_well_below_the_first_is_read_when_its_mention_has_
     # within the namesakes' margin it is read
     near = _of(LinkedEntity("m.jp", "Japan", 3.3, "japan"), LinkedEntity("m.mon", "Monarchy", 3.1, "monarchy"))
     assert list(topics_to_join(near, {})) == ["m.jp", "m.mon"]
+
+
+def test_a_one_word_name_written_with_a_capital_is_read_however_far_below():
+    from kgdb.pipeline.relation_paths import topics_to_join
+
+    grodno = _of(
+        LinkedEntity("m.ee", "Eastern Europe", 3.39, "eastern europe"),
+        LinkedEntity("m.eu", "Europe", 3.10, "europe"),  # inside the first mention: no topic of its own
+        LinkedEntity("m.gr", "Grodno", 2.98, "grodno"),
+    )
+    question = "Of the countries that are in eastern Europe, which has a country capital of Grodno?"
+    assert topics_to_join(grodno, {}, question) == {"m.ee": "Eastern Europe", "m.gr": "Grodno"}
+    assert list(topics_to_join(grodno, {}, question.lower())) == ["m.ee"]  # lower case: the word rule as before
+    # the question's first word is capitalised whatever it is
+    kind = _of(LinkedEntity("m.jp", "Japan", 3.3, "japan"), LinkedEntity("m.mon", "Monarchy", 2.9, "monarchy"))
+    assert list(topics_to_join(kind, {}, "Monarchy of what kind does Japan have?")) == ["m.jp"]
+
+
+def test_a_misspelt_name_of_several_words_is_read_and_a_misspelt_word_is_not():
+    from kgdb.pipeline.relation_paths import topics_to_join
+
+    films = _of(
+        LinkedEntity("m.ts", "Taylor Swift", 3.29, "taylor swift"),
+        LinkedEntity("m.kf", "Katherine Fugate", 3.02, "katerine fugate"),
+    )
+    assert topics_to_join(films, {}) == {"m.ts": "Taylor Swift", "m.kf": "Katherine Fugate"}
+    far = _of(
+        LinkedEntity("m.tl", "Taylor Lautner", 3.45, "taylor lautner"),
+        LinkedEntity("m.ll", "Long Live", 2.9, "song love"),
+    )
+    assert list(topics_to_join(far, {})) == ["m.tl"]  # every word one letter off, the whole not close
+
+
+def test_capitalised_words_are_those_after_the_first_written_with_a_capital():
+    from kgdb.cypher.linking import capitalised
+
+    assert capitalised("What film with character named Ricky has Charlie Hunnam's brother been in?") == {
+        "ricky",
+        "charlie",
+        "hunnam",
+    }
+    assert capitalised('what did "Toolbox" feature?') == {"toolbox"}
+    assert capitalised("where was the wife of barack obama born?") == set()
+    assert capitalised("WHERE WAS THE WIFE OF BARACK OBAMA BORN?") == set()  # capitals throughout mark nothing
+    assert capitalised("Where Was The Wife Of Barack Obama Born?") == set()

@@ -1,0 +1,46 @@
+"""A question typed without topics is read from each name it names (kgdb.pipeline.relation_paths.topics_to_join),
+linked by the real linker in a real Neo4j: a one-word name counts when the question writes it with a capital,
+a misspelt name of several words when it spells the name closely."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgdb.pipeline import RelationPathRetriever
+from kgdb.pipeline.relation_paths import topics_to_join
+from support.graphs import load
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+FILM, CHARACTER = "film.actor.film", "film.film.character"
+TRIPLES = [
+    *[("Charlie Hunnam", FILM, f) for f in ("Green Street", "Children of Men", "Pacific Rim", "Cold Mountain")],
+    *[("Charlie Hunnam", "people.person.profession", p) for p in ("Actor", "Screenwriter")],
+    # well connected, so that the second name links further below him than a namesake competes
+    *[("Charlie Hunnam", "tv.tv_actor.episode", f"Episode {i}") for i in range(40)],
+    ("Green Street", CHARACTER, "Ricky"),
+    ("Green Street", "film.film.country", "United Kingdom"),
+    ("Children of Men", "film.film.country", "United Kingdom"),
+    ("Taylor Swift", FILM, "Valentine's Day"),
+    ("Taylor Swift", FILM, "The Lorax"),
+    ("Katherine Fugate", "film.writer.film", "Valentine's Day"),
+]
+
+
+def _joined(retriever, question):
+    found, names = retriever._link(question, None, None)
+    return set(topics_to_join(found, names, question))
+
+
+def test_a_capitalised_one_word_name_and_a_misspelt_name_are_read_as_second_topics(graph):
+    load(graph, TRIPLES)
+    r = RelationPathRetriever(graph, graph.settings, write=False)
+    question = "What film with character named Ricky has Charlie Hunnam been in?"
+    assert _joined(r, question) == {"Charlie Hunnam", "Ricky"}
+    assert r.retrieve(question).entities[0].id == "Green Street"
+    # the same words in lower case: "ricky" could be the question's wording, and is not read
+    assert _joined(r, question.lower()) == {"Charlie Hunnam"}
+    assert _joined(r, "What movie, written by Katerine Fugate, featured Taylor Swift?") == {
+        "Taylor Swift",
+        "Katherine Fugate",
+    }
