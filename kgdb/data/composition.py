@@ -97,6 +97,8 @@ _WORD = r"[\w'’.&-]+"
 _PARTICIPLE = re.compile(r"\bthe (?:[\w'’-]+ ){1,2}[\w'’-]+ by $")
 # An outer question that asks what or who the description is ("what is …", "what is the name of …")
 _IDENTITY = re.compile(r"^(?:what|who)(?:'s|’s| is| are| was| were)(?: the names? of)? $")
+# A description that is a relative clause ("the man who directed …", "the country whose capital is …")
+_CLAUSE = re.compile(rf"^the (?:{_WORD} ){{1,2}}(?:who|that|whose|where|in which) ")
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,12 @@ class Composition:
     inner: str  # the inner question: "what is <phrase>?"
     before: str  # the question's words before the phrase
     after: str  # and after it
+
+    @property
+    def clause(self) -> bool:
+        """Whether the description is a relative clause ("the man who directed x", "the country whose
+        capital is x"): it describes another entity than the topic, never the topic itself."""
+        return bool(_CLAUSE.match(self.phrase))
 
     def outer(self, answer: str) -> str:
         """The outer question: the question with `answer` (the inner answer's name) in the phrase's place.

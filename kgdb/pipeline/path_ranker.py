@@ -446,7 +446,8 @@ class RankedPathPlanner(PathPlanner):
         argo" read as its producers); and only when that path is not also the best path of the outer
         words asked of the topic itself (then the description adds nothing: an apposition, "the state
         of michigan"), unless the description is read with another relation (the whole question read
-        as its outer words alone: "where was [the wife of X] born?"). The inner question's best path
+        as its outer words alone: "where was [the wife of X] born?") or is a relative clause ("the
+        country that appointed X", never X itself). The inner question's best path
         describes the entity: its ends (at most COMPOSED_ENDS, literal values dropped: a date has
         nothing to ask about) become the topics of the outer question, whose best path continues the
         inner one. The composed path takes the best path's score; the whole question's best path keeps
@@ -456,7 +457,8 @@ class RankedPathPlanner(PathPlanner):
         the distractor graph for the shape rule); the apposition rule after a look at WebQSP test
         (docs/experiments/2026-11-26-compositional-questions.md), its exception and descriptions
         through CVT nodes on the WebQSP, CWQ and MetaQA training and val splits
-        (docs/experiments/2026-11-28-descriptions-through-cvt-nodes.md)."""
+        (docs/experiments/2026-11-28-descriptions-through-cvt-nodes.md), relative clauses on the same
+        (docs/experiments/2026-11-28-relative-clauses.md)."""
         composition = (
             split_composition(question, topic_names[0]) if self.compositions and len(topics) == 1 and plans else None
         )
@@ -469,9 +471,13 @@ class RankedPathPlanner(PathPlanner):
             return plans, None
         # the outer words asked of the topic itself read the best path too, and so does the description:
         # it adds nothing (an apposition, "what timezone is [the state of michigan]?"); a description read
-        # with another relation does ("where was [the wife of X] born?" read whole as "where was X born?")
-        if tuple(inner[0].steps)[:1] == best_steps[:1] and (
-            self._asked_of_topic(graph, composition, topics, topic_names, work) == best_steps
+        # with another relation does ("where was [the wife of X] born?" read whole as "where was X born?"),
+        # and a relative clause names another entity than the topic, never the topic itself ("who was the
+        # vice president of [the president who attended X]?": every reading goes to the president)
+        if (
+            not composition.clause
+            and tuple(inner[0].steps)[:1] == best_steps[:1]
+            and self._asked_of_topic(graph, composition, topics, topic_names, work) == best_steps
         ):
             return plans, None
         ends, names = _inner_answers(graph, inner[0], topics)

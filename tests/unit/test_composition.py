@@ -307,6 +307,32 @@ def test_a_description_read_with_another_relation_is_no_apposition():
     assert planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans) == (plans, None)
 
 
+def test_a_relative_clause_is_no_apposition():
+    # every reading of "where was [the man who directed avatar] born?" goes to the director, the outer words
+    # asked of the topic too, as in an apposition; but a relative clause never names the topic itself
+    question = "where was the man who directed avatar born?"
+    composition = split_composition(question, "Avatar")
+    assert composition.clause and not split_composition(QUESTION, "Avatar").clause
+    to_director = [
+        (_path([DIRECTED], ["james cameron"], ["avatar"]), 5.0),
+        (_path([RELEASED], ["2009"], ["avatar"]), 1.0),
+    ]
+    rankings = {
+        (strip_mentions(text, ["Avatar"]), ("avatar",)): list(to_director)
+        for text in (question, composition.inner, composition.outer("avatar"))
+    }
+    rankings[(strip_mentions(composition.outer("james cameron"), ["James Cameron"]), ("james cameron",))] = [
+        (_path([BORN], ["kapuskasing"], ["james cameron"]), 3.0)
+    ]
+    graph = _Graph()
+    planner = _planner(rankings)
+    text, emb = planner.encode(question, ["Avatar"])
+    plans = _ranked(planner, graph, text, emb, ["avatar"])
+    composed, note = planner.compose(graph, question, ["avatar"], ["Avatar"], plans)
+    assert composed[0] == PlannedPath((DIRECTED[0], BORN[0]), plans[0].score, (1, 1))
+    assert note.startswith("read as a composition: 'the man who directed avatar' is James Cameron")
+
+
 DIED_ON, DIED_IN = ("people.deceased_person.date_of_death", 1), ("people.deceased_person.place_of_death", 1)
 
 
