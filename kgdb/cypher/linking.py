@@ -329,7 +329,7 @@ def _words(text: str) -> list[str]:
 def capitalised(question: str) -> set[str]:
     """The words written with a capital letter other than the question's first (lower-cased as in
     `_words`): a writer who capitalises marks names that way ("which has a country capital of Grodno?").
-    None where no word is written in lower case (capitals throughout, or every word capitalised): then
+    Empty where no word is written in lower case (capitals throughout, or every word capitalised): then
     capitals mark nothing."""
     words = [w for w in (w.strip(".'’-") for w in _TOKEN.findall(question)[1:]) if w]
     if not any(w[:1].islower() for w in words):

@@ -13,7 +13,8 @@ Descriptions recognised, with m the topic's mention:
   the <1-3 words> of m                      "the director of inception"
   the <1-2 words> whose <1-3 words> is m    "the country whose capital is lima"
   the <1-2 words> where|in which m was|is <word>        "the country where albert einstein was born"
-  the <1-2 words> who|that <1-2 words> m    "the man who directed the untouchables"
+  the|a <1-2 words> who|that <1-4 words> m  "the man who directed the untouchables", "the actor that
+                                            played the character X", "a person who went to X"
 A description that is all the question asks ("what is the capital of france?") is no composition, nor
 is a mention inside a coordination ("ike and tina turner's children": the duo's children), nor a
 description beside "and" (two conditions on one answer: "the country that exports to japan and has …"),
@@ -98,7 +99,7 @@ _PARTICIPLE = re.compile(r"\bthe (?:[\w'’-]+ ){1,2}[\w'’-]+ by $")
 # An outer question that asks what or who the description is ("what is …", "what is the name of …")
 _IDENTITY = re.compile(r"^(?:what|who)(?:'s|’s| is| are| was| were)(?: the names? of)? $")
 # A description that is a relative clause ("the man who directed …", "the country whose capital is …")
-_CLAUSE = re.compile(rf"^the (?:{_WORD} ){{1,2}}(?:who|that|whose|where|in which) ")
+_CLAUSE = re.compile(rf"^(?:the|a|an) (?:{_WORD} ){{1,2}}(?:who|that|whose|where|in which) ")
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def _patterns(m: str) -> list[re.Pattern]:
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,3}}of {m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}whose (?:{w} ){{1,3}}(?:is|was|are|were) {m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m} (?:was|is|were|are) {w})(?!\w)"),
-        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:who|that) (?:{w} ){{1,2}}{m})(?!\w)"),
+        re.compile(rf"(?<!\w)((?:the|a|an) (?:{w} ){{1,2}}(?:who|that) (?:{w} ){{1,4}}{m})(?!\w)"),
     ]
 
 

@@ -57,6 +57,18 @@ EDITED = ("film.film.edited_by", 1)
             "the man who directed the untouchables",
             "where was {} born?",
         ),
+        (
+            "What religion does the actor that played the character Senator Jasper Irving follow?",
+            "Senator Jasper Irving",
+            "the actor that played the character senator jasper irving",
+            "what religion does {} follow?",
+        ),
+        (
+            "What degree is held by a notable person who was educated at Menteng 01?",
+            "Menteng 01",
+            "a notable person who was educated at menteng 01",
+            "what degree is held by {}?",
+        ),
     ],
 )
 def test_descriptions_around_the_mention_split_the_question(question, topic, phrase, outer):
