@@ -174,7 +174,7 @@ def test_a_one_word_name_written_with_a_capital_is_read_however_far_below():
     assert list(topics_to_join(kind, {}, "Monarchy of what kind does Japan have?")) == ["m.jp"]
 
 
-def test_a_misspelt_name_of_several_words_is_read_and_a_misspelt_word_is_not():
+def test_a_misspelt_name_of_several_words_is_read_and_a_loose_match_is_not():
     from kgdb.pipeline.relation_paths import topics_to_join
 
     films = _of(
