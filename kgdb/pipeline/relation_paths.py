@@ -437,7 +437,7 @@ def _best_triples(candidates: list[GroundedPath]) -> list[tuple[float, tuple]]:
     return sorted(triples.values(), key=lambda st: (-st[0], st[1][0]))
 
 
-def topics_to_join(found: Topics, names: dict[str, str], question: str = "") -> dict[str, str]:
+def topics_to_join(found: Topics, names: dict[str, str], question: str) -> dict[str, str]:
     """The topics a question is read from one by one (id -> name): every given topic, or, linked from
     the text, the mentioned candidates that compete to be its topic (`competing_topics`) and the names of
     several words (or one the `question` writes with a capital) linked up to JOIN_MARGIN below the best,

@@ -129,15 +129,15 @@ def test_a_linked_question_is_read_from_each_distinct_mention_that_competes():
         LinkedEntity("m.de", "Germany", 3.05, "germany"),
         LinkedEntity("m.cur", "Southern States Confederate Currency", 2.25, "currency"),  # far below the best
     )
-    assert topics_to_join(both, {}) == {"m.franc": "Swiss franc", "m.de": "Germany"}
+    assert topics_to_join(both, {}, "") == {"m.franc": "Swiss franc", "m.de": "Germany"}
     namesakes = _of(
         LinkedEntity("m.kirk", "James T. Kirk", 3.0, "kirk"), LinkedEntity("m.ron", "Ron Kirk", 2.9, "kirk")
     )
-    assert list(topics_to_join(namesakes, {})) == ["m.kirk"]  # one mention, two readings of it: one topic
+    assert list(topics_to_join(namesakes, {}, "")) == ["m.kirk"]  # one mention, two readings of it: one topic
     fuzzy = _of(LinkedEntity("m.a", "Ada", 3.0, "ada"), LinkedEntity("m.b", "Ernie Sabella", 2.9, "isabella"))
-    assert list(topics_to_join(fuzzy, {})) == ["m.a"]  # a name that does not hold its mention is no topic
+    assert list(topics_to_join(fuzzy, {}, "")) == ["m.a"]  # a name that does not hold its mention is no topic
     given = Topics(["m.a", "m.b"], "given", [], [])
-    assert topics_to_join(given, {"m.a": "Ada"}) == {"m.a": "Ada", "m.b": "m.b"}
+    assert topics_to_join(given, {"m.a": "Ada"}, "") == {"m.a": "Ada", "m.b": "m.b"}
 
 
 def test_a_second_name_linked_well_below_the_first_is_read_when_its_mention_has_several_words():
@@ -149,13 +149,13 @@ def test_a_second_name_linked_well_below_the_first_is_read_when_its_mention_has_
         LinkedEntity("m.ds", "David Slade", 3.08, "david slade"),
         LinkedEntity("m.sp", "David Spade", 2.69, "david slade"),  # the same words: not another topic
     )
-    assert topics_to_join(films, {}) == {"m.tl": "Taylor Lautner", "m.ds": "David Slade"}
+    assert topics_to_join(films, {}, "") == {"m.tl": "Taylor Lautner", "m.ds": "David Slade"}
     # as far below, a one-word mention is most often the question's wording ("what kind of monarchy ...")
     kind = _of(LinkedEntity("m.jp", "Japan", 3.3, "japan"), LinkedEntity("m.mon", "Monarchy", 2.9, "monarchy"))
-    assert list(topics_to_join(kind, {})) == ["m.jp"]
+    assert list(topics_to_join(kind, {}, "")) == ["m.jp"]
     # within the namesakes' margin it is read
     near = _of(LinkedEntity("m.jp", "Japan", 3.3, "japan"), LinkedEntity("m.mon", "Monarchy", 3.1, "monarchy"))
-    assert list(topics_to_join(near, {})) == ["m.jp", "m.mon"]
+    assert list(topics_to_join(near, {}, "")) == ["m.jp", "m.mon"]
 
 
 def test_a_one_word_name_written_with_a_capital_is_read_however_far_below():
@@ -181,12 +181,12 @@ def test_a_misspelt_name_of_several_words_is_read_and_a_loose_match_is_not():
         LinkedEntity("m.ts", "Taylor Swift", 3.29, "taylor swift"),
         LinkedEntity("m.kf", "Katherine Fugate", 3.02, "katerine fugate"),
     )
-    assert topics_to_join(films, {}) == {"m.ts": "Taylor Swift", "m.kf": "Katherine Fugate"}
+    assert topics_to_join(films, {}, "") == {"m.ts": "Taylor Swift", "m.kf": "Katherine Fugate"}
     far = _of(
         LinkedEntity("m.tl", "Taylor Lautner", 3.45, "taylor lautner"),
         LinkedEntity("m.ll", "Long Live", 2.9, "song love"),
     )
-    assert list(topics_to_join(far, {})) == ["m.tl"]  # every word one letter off, the whole not close
+    assert list(topics_to_join(far, {}, "")) == ["m.tl"]  # every word one letter off, the whole not close
 
 
 def test_capitalised_words_are_those_after_the_first_written_with_a_capital():
