@@ -43,6 +43,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from kgdb.cypher import Graph
+from kgdb.data.spelling import spelt_alike
 from kgdb.errors import DatabaseError, InputError, KgdbError
 from kgdb.ids import normalise_mid
 
@@ -54,9 +55,6 @@ VECTOR_WEIGHT = 0.5
 DEGREE_WEIGHT = 0.12
 SPECIFICITY_WEIGHT = 1.5
 FUZZY_POWER = 2.0
-# A mention of several words within this string similarity of a name names it, misspelt (`names_mention`);
-# chosen on the CWQ training split, topics linked (docs/experiments/2026-11-28-capitalised-names.md).
-SPELLING_RATIO = 0.85
 # Names counted per mention for its document frequency: beyond it a mention is generic anyway (no
 # mention of the WebQSP and MetaQA training questions matched more on their graphs).
 DF_CAP = 1000
@@ -535,9 +533,7 @@ def names_mention(name: str, mention: str) -> bool:
     """Whether the name is what the mention says: it holds the mention's words, or a mention of several
     words spells it closely ("laua hollenbrand" -> Laura Hillenbrand, "katerine fugate"). One word that
     close is most often another word ("isabella" -> "Ernie Sabella")."""
-    return holds_mention(name, mention) or (
-        len(mention.split()) >= 2 and SequenceMatcher(None, mention, name.lower()).ratio() >= SPELLING_RATIO
-    )
+    return holds_mention(name, mention) or spelt_alike(mention, name.lower())
 
 
 def specificity(df: int, entities: int) -> float:

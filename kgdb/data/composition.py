@@ -15,6 +15,13 @@ Descriptions recognised, with m the topic's mention:
   the <1-2 words> where|in which m was|is <word>        "the country where albert einstein was born"
   the|a <1-2 words> who|that <1-4 words> m  "the man who directed the untouchables", "the actor that
                                             played the character X", "a person who went to X"
+  the|a <1-2 words> who|that <1-5 words> named|called m
+                                            "the jurisdiction that has a governmental office holder named X"
+  the <1-2 words> with [the|a] <0-3 words> m  "the film with the character named X"
+  the <1-2 words> where|in which m <1-4 words>, ending the question
+                                            "what currency is used in the country in which X held office in 2013?"
+m is the topic's name as the question writes it: without its accents ("tien quan ca") or, a name of
+several words, misspelt ("eddi fenech adami").
 A description that is all the question asks ("what is the capital of france?") is no composition, nor
 is a mention inside a coordination ("ike and tina turner's children": the duo's children), nor a
 description beside "and" (two conditions on one answer: "the country that exports to japan and has …"),
@@ -30,6 +37,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from kgdb.data.spelling import spelt_alike, without_accents
 
 # Words an outer question may keep beside its placeholder and still ask nothing of its own (time
 # words: "who is the king of cambodia now?" asks the inner question alone).
@@ -98,8 +107,9 @@ _WORD = r"[\w'’.&-]+"
 _PARTICIPLE = re.compile(r"\bthe (?:[\w'’-]+ ){1,2}[\w'’-]+ by $")
 # An outer question that asks what or who the description is ("what is …", "what is the name of …")
 _IDENTITY = re.compile(r"^(?:what|who)(?:'s|’s| is| are| was| were)(?: the names? of)? $")
-# A description that is a relative clause ("the man who directed …", "the country whose capital is …")
-_CLAUSE = re.compile(rf"^(?:the|a|an) (?:{_WORD} ){{1,2}}(?:who|that|whose|where|in which) ")
+# A description that is a relative clause ("the man who directed …", "the country whose capital is …", "the
+# film with the character …")
+_CLAUSE = re.compile(rf"^(?:the|a|an) (?:{_WORD} ){{1,2}}(?:who|that|whose|where|in which|with) ")
 
 
 @dataclass(frozen=True)
@@ -130,7 +140,11 @@ def _patterns(m: str) -> list[re.Pattern]:
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,3}}of {m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}whose (?:{w} ){{1,3}}(?:is|was|are|were) {m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m} (?:was|is|were|are) {w})(?!\w)"),
-        re.compile(rf"(?<!\w)((?:the|a|an) (?:{w} ){{1,2}}(?:who|that) (?:{w} ){{1,4}}{m})(?!\w)"),
+        re.compile(
+            rf"(?<!\w)((?:the|a|an) (?:{w} ){{1,2}}(?:who|that) (?:(?:{w} ){{1,4}}|(?:{w} ){{1,5}}(?:named|called) ){m})(?!\w)"
+        ),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}with (?:(?:the|a|an) )?(?:{w} ){{0,3}}{m})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m}(?: {w}){{1,4}})(?= ?\?|$)"),
     ]
 
 
@@ -139,11 +153,27 @@ def _content(text: str) -> list[str]:
     return [w for w in re.findall(r"[\w'’-]+", text) if w not in _FILLER and not w.isdigit()]
 
 
+def _mention(text: str, name: str) -> str | None:
+    """The words of `text` that name `name`: the name itself, written without its accents ("tien quan
+    ca"), or the first run of as many words spelt alike ("eddi fenech adami"); None where the text does
+    not name it."""
+    if not name:
+        return None
+    found = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) or re.search(
+        rf"(?<!\w){re.escape(without_accents(name))}(?!\w)", without_accents(text)
+    )
+    if found:
+        return text[found.start() : found.end()]
+    words, n = text.split(), len(name.split())
+    runs = (" ".join(words[i : i + n]).strip(",.;:?!\"'") for i in range(len(words) - n + 1))
+    return next((run for run in runs if spelt_alike(run, name)), None)
+
+
 def split_composition(question: str, topic_name: str) -> Composition | None:
     """The inner description around the topic's mention and the two questions it makes, or None."""
     text = " ".join(question.lower().split())
-    name = " ".join(topic_name.lower().split())
-    if not name or not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+    name = _mention(text, " ".join(topic_name.lower().split()))
+    if not name:
         return None
     for pattern in _patterns(re.escape(name)):
         found = pattern.search(text)
