@@ -20,17 +20,21 @@ Descriptions recognised, with m the topic's mention:
   the <1-2 words> with [the|a] <0-3 words> m  "the film with the character named X"
   the <1-2 words> where|in which m <1-4 words>, ending the question
                                             "what currency is used in the country in which X held office in 2013?"
-m is the topic's name as the question writes it: without its accents ("tien quan ca") or, a name of
-several words, misspelt ("eddi fenech adami").
+  the [word] <word> <participle> by [the|a] <0-3 words> m
+                                            "the franchise owned by X", "the nation represented by the anthem X"
+m is the topic's name as the question writes it: without its accents ("tien quan ca"), a name of
+several words misspelt ("eddi fenech adami"), with the capitalised words written right after it
+("Ramble Elementary School" for Ramble Elementary).
 A description that is all the question asks ("what is the capital of france?") is no composition, nor
 is a mention inside a coordination ("ike and tina turner's children": the duo's children), nor a
 description beside "and" (two conditions on one answer: "the country that exports to japan and has …"),
 nor a word after the name in a question that asks what or who the description is ("what is the zip code
 of syracuse ny?"), nor a description inside a participle one ("who directed the films written by the writer
-of X?": MetaQA's 3-hop questions, which the whole question reads). Participle
-descriptions ("the films directed by steven spielberg") are left to the whole question: the ranker
-reads them as MetaQA's 2-hop questions, and "the currency used in france before the euro" is no
-composition.
+of X?": MetaQA's 3-hop questions, which the whole question reads). A participle description found here
+("the films directed by steven spielberg") is most often read whole all the same: the planner takes a
+composition only where the whole question's best path answers the description, and MetaQA's 2-hop
+questions are read past it. A participle without "by" is no description ("the currency used in france
+before the euro").
 """
 
 from __future__ import annotations
@@ -107,9 +111,11 @@ _WORD = r"[\w'’.&-]+"
 _PARTICIPLE = re.compile(r"\bthe (?:[\w'’-]+ ){1,2}[\w'’-]+ by $")
 # An outer question that asks what or who the description is ("what is …", "what is the name of …")
 _IDENTITY = re.compile(r"^(?:what|who)(?:'s|’s| is| are| was| were)(?: the names? of)? $")
+# A participle that describes by its agent ("the franchise owned by …", "the nation represented by …")
+_BY = r"(?:[\w'’-]+(?:ed|en)|led|ran|run|made|held|built|won|sung|shot) by"
 # A description that is a relative clause ("the man who directed …", "the country whose capital is …", "the
 # film with the character …")
-_CLAUSE = re.compile(rf"^(?:the|a|an) (?:{_WORD} ){{1,2}}(?:who|that|whose|where|in which|with) ")
+_CLAUSE = re.compile(rf"^(?:the|a|an) (?:{_WORD} ){{1,2}}(?:who|that|whose|where|in which|with|{_BY}) ")
 
 
 @dataclass(frozen=True)
@@ -144,6 +150,7 @@ def _patterns(m: str) -> list[re.Pattern]:
             rf"(?<!\w)((?:the|a|an) (?:{w} ){{1,2}}(?:who|that) (?:(?:{w} ){{1,4}}|(?:{w} ){{1,5}}(?:named|called) ){m})(?!\w)"
         ),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}with (?:(?:the|a|an) )?(?:{w} ){{0,3}}{m})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{0,1}}{w} {_BY} (?:(?:the|a|an) )?(?:{w} ){{0,3}}{m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m}(?: {w}){{1,4}})(?= ?\?|$)"),
     ]
 
@@ -169,12 +176,24 @@ def _mention(text: str, name: str) -> str | None:
     return next((run for run in runs if spelt_alike(run, name)), None)
 
 
+def _with_capitalised_words_after(written: str, text: str, mention: str) -> str:
+    """The mention with the capitalised words the question writes right after it, which name it too
+    ("the president who attended Ramble Elementary School", topic "Ramble Elementary"); only in a question
+    that writes other words in lower case (capitals throughout mark nothing). `text` is `written` lower-cased."""
+    found = re.search(rf"(?<!\w){re.escape(mention)}(?!\w)", text)
+    if not found or len(written) != len(text) or len(re.findall(r"(?<!\S)[a-z]", written)) < 2:
+        return mention
+    more = re.match(r"(?: [A-Z][\w'’&-]*)+", written[found.end() :])
+    return text[found.start() : found.end() + more.end()] if more else mention
+
+
 def split_composition(question: str, topic_name: str) -> Composition | None:
     """The inner description around the topic's mention and the two questions it makes, or None."""
     text = " ".join(question.lower().split())
     name = _mention(text, " ".join(topic_name.lower().split()))
     if not name:
         return None
+    name = _with_capitalised_words_after(" ".join(question.split()), text, name)
     for pattern in _patterns(re.escape(name)):
         found = pattern.search(text)
         if not found:
