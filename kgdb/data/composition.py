@@ -18,13 +18,14 @@ Descriptions recognised, with m the topic's mention:
   the|a <1-2 words> who|that <1-5 words> named|called m
                                             "the jurisdiction that has a governmental office holder named X"
   the <1-2 words> with [the|a] <0-3 words> m  "the film with the character named X"
-  the <1-2 words> where|in which m <1-4 words>, ending the question
-                                            "what currency is used in the country in which X held office in 2013?"
+  the <1-2 words> where|in which <0-4 words> m <0-4 words>, ending the question or before a comma
+                                            "what currency is used in the country in which X held office in 2013?",
+                                            "in the area where the newspaper X is circulated, what ... ?"
   the [word] <word> <participle> by [the|a] <0-3 words> m
                                             "the franchise owned by X", "the nation represented by the anthem X"
-m is the topic's name as the question writes it: without its accents ("tien quan ca"), a name of
-several words misspelt ("eddi fenech adami"), with the capitalised words written right after it
-("Ramble Elementary School" for Ramble Elementary).
+m is the topic's name as the question writes it: in quotes or not (the person who said “...”), without
+its accents ("tien quan ca"), a name of several words misspelt ("eddi fenech adami"), with the
+capitalised words written right after it ("Ramble Elementary School" for Ramble Elementary).
 A description that is all the question asks ("what is the capital of france?") is no composition, nor
 is a mention inside a coordination ("ike and tina turner's children": the duo's children), nor a
 description beside "and" (two conditions on one answer: "the country that exports to japan and has …"),
@@ -139,6 +140,7 @@ class Composition:
 
 def _patterns(m: str) -> list[re.Pattern]:
     w = _WORD
+    q = rf"[\"“]?{m}[\"”]?"  # a title or a saying the question quotes
     return [
         re.compile(
             rf"(?<!\w)({m}(?:['’]s|(?<=s)['’])(?: {w}){{1,2}}?)(?= (?:is|are|was|were|use|uses|used|in|of|located|born|from|speak|spoken)\b|\?|$)"
@@ -147,11 +149,11 @@ def _patterns(m: str) -> list[re.Pattern]:
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}whose (?:{w} ){{1,3}}(?:is|was|are|were) {m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m} (?:was|is|were|are) {w})(?!\w)"),
         re.compile(
-            rf"(?<!\w)((?:the|a|an) (?:{w} ){{1,2}}(?:who|that) (?:(?:{w} ){{1,4}}|(?:{w} ){{1,5}}(?:named|called) ){m})(?!\w)"
+            rf"(?<!\w)((?:the|a|an) (?:{w} ){{1,2}}(?:who|that) (?:(?:{w} ){{1,4}}|(?:{w} ){{1,5}}(?:named|called) ){q})(?!\w)"
         ),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}with (?:(?:the|a|an) )?(?:{w} ){{0,3}}{m})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{0,1}}{w} {_BY} (?:(?:the|a|an) )?(?:{w} ){{0,3}}{m})(?!\w)"),
-        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m}(?: {w}){{1,4}})(?= ?\?|$)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) (?:{w} ){{0,4}}{q}(?: {w}){{0,4}})(?= ?\?|,|$)"),
     ]
 
 

@@ -82,6 +82,18 @@ EDITED = ("film.film.edited_by", 1)
             "in {}, who played dorothy?",
         ),
         (
+            'What was the profession of the person who said "Mysteries are due to secrecy."?',
+            "Mysteries are due to secrecy.",
+            'the person who said "mysteries are due to secrecy."',
+            "what was the profession of {}?",
+        ),
+        (
+            "In the area where the newspaper Berlingske is circulated, what languages are spoken?",
+            "Berlingske",
+            "the area where the newspaper berlingske is circulated",
+            "in {}, what languages are spoken?",
+        ),
+        (
             "What year did the MLB franchise owned by Bill Neukom win the world series?",
             "Bill Neukom",
             "the mlb franchise owned by bill neukom",
