@@ -31,7 +31,8 @@ is a mention inside a coordination ("ike and tina turner's children": the duo's 
 description beside "and" (two conditions on one answer: "the country that exports to japan and has …"),
 nor a word after the name in a question that asks what or who the description is ("what is the zip code
 of syracuse ny?"), nor a description inside a participle one ("who directed the films written by the writer
-of X?": MetaQA's 3-hop questions, which the whole question reads). A participle description found here
+of X?": MetaQA's 3-hop questions, which the whole question reads), nor a participle description whose
+name qualifies the plural ending the question ("the films starred by [X actors]"). A participle description found here
 ("the films directed by steven spielberg") is most often read whole all the same: the planner takes a
 composition only where the whole question's best path answers the description, and MetaQA's 2-hop
 questions are read past it. A participle without "by" is no description ("the currency used in france
@@ -108,6 +109,7 @@ _FILLER = frozenset(
     ]
 )
 _WORD = r"[\w'’.&-]+"
+_QUOTES_AND_STOPS = ",.;:?!\"'"
 # Outer words that describe the answer by a participle around the description ("the films written by …")
 _PARTICIPLE = re.compile(r"\bthe (?:[\w'’-]+ ){1,2}[\w'’-]+ by $")
 # An outer question that asks what or who the description is ("what is …", "what is the name of …")
@@ -162,40 +164,45 @@ def _content(text: str) -> list[str]:
     return [w for w in re.findall(r"[\w'’-]+", text) if w not in _FILLER and not w.isdigit()]
 
 
-def _mention(text: str, name: str) -> str | None:
-    """The words of `text` that name `name`: the name itself, written without its accents ("tien quan
-    ca"), or the first run of as many words spelt alike ("eddi fenech adami"); None where the text does
-    not name it."""
+def _mention(text: str, name: str) -> tuple[int, int] | None:
+    """Where `text` names `name`: the name itself, written without its accents ("tien quan ca"), or the
+    first run of as many words spelt alike ("eddi fenech adami"); None where the text does not name it."""
     if not name:
         return None
     found = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) or re.search(
         rf"(?<!\w){re.escape(without_accents(name))}(?!\w)", without_accents(text)
     )
     if found:
-        return text[found.start() : found.end()]
-    words, n = text.split(), len(name.split())
-    runs = (" ".join(words[i : i + n]).strip(",.;:?!\"'") for i in range(len(words) - n + 1))
-    return next((run for run in runs if spelt_alike(run, name)), None)
+        return found.span()
+    words, n = list(re.finditer(r"\S+", text)), len(name.split())
+    for first, last in zip(words, words[n - 1 :]):
+        run = text[first.start() : last.end()]
+        start = first.start() + len(run) - len(run.lstrip(_QUOTES_AND_STOPS))
+        end = last.end() - len(run) + len(run.rstrip(_QUOTES_AND_STOPS))
+        if spelt_alike(text[start:end], name):
+            return start, end
+    return None
 
 
-def _with_capitalised_words_after(written: str, text: str, mention: str) -> str:
-    """The mention with the capitalised words the question writes right after it, which name it too
-    ("the president who attended Ramble Elementary School", topic "Ramble Elementary"); only in a question
-    that writes other words in lower case (capitals throughout mark nothing). `text` is `written` lower-cased."""
-    found = re.search(rf"(?<!\w){re.escape(mention)}(?!\w)", text)
-    if not found or len(written) != len(text) or len(re.findall(r"(?<!\S)[a-z]", written)) < 2:
-        return mention
-    more = re.match(r"(?: [A-Z][\w'’&-]*)+", written[found.end() :])
-    return text[found.start() : found.end() + more.end()] if more else mention
+def _with_capitalised_words_after(written: str, text: str, span: tuple[int, int]) -> str:
+    """The mention at `span` with the capitalised words the question writes right after it, which name it
+    too ("the president who attended Ramble Elementary School", topic "Ramble Elementary"); only in a
+    question that writes other words in lower case (capitals throughout mark nothing). `text` is `written`
+    lower-cased."""
+    start, end = span
+    if len(written) == len(text) and len(re.findall(r"(?<!\S)[a-z]", written)) >= 2:
+        more = re.match(r"(?: [A-Z][\w'’&-]*)+", written[end:])
+        end += more.end() if more else 0
+    return text[start:end]
 
 
 def split_composition(question: str, topic_name: str) -> Composition | None:
     """The inner description around the topic's mention and the two questions it makes, or None."""
     text = " ".join(question.lower().split())
-    name = _mention(text, " ".join(topic_name.lower().split()))
-    if not name:
+    span = _mention(text, " ".join(topic_name.lower().split()))
+    if not span:
         return None
-    name = _with_capitalised_words_after(" ".join(question.split()), text, name)
+    name = _with_capitalised_words_after(" ".join(question.split()), text, span)
     for pattern in _patterns(re.escape(name)):
         found = pattern.search(text)
         if not found:
@@ -212,6 +219,8 @@ def split_composition(question: str, topic_name: str) -> Composition | None:
             return None  # "which city has treasure island and was once the home of X?": two conditions on one answer
         if not _content(f"{before} {after}"):  # "what is the capital of france?": the description is the whole question
             return None
+        if re.search(rf" {_BY} ", phrase) and re.fullmatch(r" [\w'’-]+s ?\??", after):
+            return None  # "the movies written by X writers": the name qualifies the plural that ends the question
         if _IDENTITY.match(before) and len(_content(after)) <= 1:
             return None  # "what is the zip code of syracuse ny?": a word after the name is part of it
         return Composition(phrase, f"what is {phrase}?", before, after)

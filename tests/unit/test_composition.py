@@ -183,6 +183,9 @@ def test_braces_and_quotes_in_a_question_are_words_not_a_template(question):
         # a description inside a participle one: the outer words are two hops (MetaQA's 3-hop questions)
         ("who directed the films written by the writer of green dragon", "Green Dragon"),
         ("the movies written by the screenwriter of blood work were directed by who", "Blood Work"),
+        # a name before the plural that ends the question qualifies it: "the films starred by [X actors]"
+        ("what genres are the movies written by heartburn writers", "Heartburn"),
+        ("who is listed as director of the films starred by the inner circle actors", "The Inner Circle"),
         # two conditions on one answer, joined by "and"
         (
             "which city has a neighborhood called treasure island and was once the home of lauren conrad?",
