@@ -335,6 +335,16 @@ def capitalised(question: str) -> set[str]:
     return {_POSSESSIVE.sub("", w.lower()) for w in words if w[:1].isupper()}
 
 
+def written_as_name(question: str, mention: str, written: set[str]) -> bool:
+    """Whether `question` writes `mention` as a name: in quotes, or every word but the small ones with a
+    capital (`written`: `capitalised(question)`: "Tien Quan Ca", "Governor of Arizona"), not as a word of
+    its wording ("the writer who…")."""
+    if mention in {" ".join(_words(span)) for span in _QUOTED.findall(question)}:
+        return True
+    words = {_POSSESSIVE.sub("", w) for w in _words(mention)} - SMALL_WORDS
+    return bool(words) and words <= written
+
+
 def mentions(question: str, max_ngram: int = MAX_NGRAM) -> list[str]:
     """Candidate mentions: each quoted span whole, then word n-grams that neither start nor end with a
     stopword (but may end with one of NAME_ENDS after another word), longest first.

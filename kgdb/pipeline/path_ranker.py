@@ -24,7 +24,7 @@ import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
-from kgdb.cypher.linking import LinkedEntity, Topics
+from kgdb.cypher.linking import LinkedEntity, Topics, capitalised, written_as_name
 from kgdb.cypher.path_candidates import RelationPathCandidate, candidate_hops, relation_paths_around
 from kgdb.cypher.tables import graph_fingerprint
 from kgdb.data.composition import Composition, split_composition
@@ -52,6 +52,7 @@ CAP = 200  # frontier entities per hop, as grounding (the hop counts: `kgdb.cyph
 TOPIC_CANDIDATES = 3
 TOPIC_PATH_WEIGHT = 0.05
 TOPIC_LINK_MARGIN = 0.3
+NAME_LINK_MARGIN = 0.5
 # A composition's inner answer names at most this many entities (`RankedPathPlanner.compose`): more is
 # a class ("the films of …"), which the whole question's paths already read.
 COMPOSED_ENDS = 10
@@ -253,6 +254,20 @@ def competing_topics(
     return [e for e in candidates[:first] if e.score >= candidates[0].score - margin] if candidates else []
 
 
+def names_first(question: str, found: Topics, candidates: list[LinkedEntity]) -> list[LinkedEntity]:
+    """Of the competing `candidates`, those the question writes as names (`written_as_name`: in quotes, or
+    capitalised by a writer who capitalises names), else those among the candidates within NAME_LINK_MARGIN
+    of the best link score, else all of them: a common word of the wording ("the writer who produced
+    the lyrics for \"Kaaren\"", "the religion which includes Zhang Jue") links high as a class entity
+    (Writer, Religion) and is seldom what the question is about."""
+    written = capitalised(question)
+    names = [e for e in candidates if written_as_name(question, e.mention, written)]
+    if names:
+        return names
+    wider = competing_topics(found, TOPIC_CANDIDATES, NAME_LINK_MARGIN)
+    return [e for e in wider if written_as_name(question, e.mention, written)] or candidates
+
+
 def _inner_answers(graph: Graph, inner: RelationPathCandidate, topics: list[str]) -> tuple[list[str], dict[str, str]]:
     """The entities a composition's description names (at most COMPOSED_ENDS) and their names; literal
     values are dropped: a date or number has nothing to ask about."""
@@ -354,9 +369,9 @@ class RankedPathPlanner(PathPlanner):
         won") has no path the question asks for; the entity it is about has one. A candidate linked
         from words that another's best path reads (`relation_wording`) does not compete. `work` keeps
         the encodings, enumerations and the chosen topic's raw scores for the rest of the plan."""
-        candidates = competing_topics(found) if found.source == "linked" else []
+        candidates = names_first(question, found, competing_topics(found)) if found.source == "linked" else []
         if len(candidates) < 2:
-            return found
+            return replace(found, ids=[candidates[0].id]) if candidates and found.ids != [candidates[0].id] else found
         work = _Question() if work is None else work
         ranked = {}
         for e in candidates:

@@ -8,7 +8,13 @@ import numpy as np
 
 from kgdb.cypher.linking import LinkedEntity, Topics
 from kgdb.cypher.path_candidates import RelationPathCandidate
-from kgdb.pipeline.path_ranker import TOPIC_PATH_WEIGHT, RankedPathPlanner, relation_wording
+from kgdb.pipeline.path_ranker import (
+    NAME_LINK_MARGIN,
+    TOPIC_LINK_MARGIN,
+    TOPIC_PATH_WEIGHT,
+    RankedPathPlanner,
+    relation_wording,
+)
 
 
 class _Model:
@@ -84,6 +90,39 @@ def test_candidates_without_a_path_lose_and_given_or_single_topics_are_kept():
     assert planner.choose_topic(None, "q", given) is given
     single = _linked(("a", 1.5, "a"), ("z", 1.4, None))  # a vector-only neighbour is not a mention
     assert planner.choose_topic(None, "q", single) is single and not calls
+
+
+def test_a_name_the_question_capitalises_or_quotes_beats_a_word_of_its_wording_linked_higher():
+    planner, _ = _planner({"writer": 5.0, "kaaren": 5.0, "religion": 5.0, "zhang jue": 5.0, "key": 5.0})
+    lyrics = _linked(("writer", 3.03, "writer"), ("kaaren", 2.90, "kaaren"))
+    assert planner.choose_topic(None, 'Which magazine did the writer who wrote "Kaaren" work for?', lyrics).ids == [
+        "kaaren"
+    ]
+    assert planner.choose_topic(None, 'which magazine did the writer who wrote "kaaren" work for?', lyrics).ids == [
+        "kaaren"
+    ]
+    # a writer who capitalises nothing marks no name: the linker's order stands
+    assert planner.choose_topic(None, "which magazine did the writer of kaaren work for?", lyrics).ids == ["writer"]
+    # a name further below than the namesakes' margin still competes, up to NAME_LINK_MARGIN
+    question = "What text in the religion which includes Zhang Jue as a key figure is sacred?"
+    within = 2.9 - (TOPIC_LINK_MARGIN + NAME_LINK_MARGIN) / 2
+    sacred = _linked(("religion", 2.9, "religion"), ("zhang jue", within, "jue"), ("key", 2.3, "key"))
+    assert planner.choose_topic(None, question, sacred).ids == ["zhang jue"]
+    beyond = _linked(("religion", 2.9, "religion"), ("zhang jue", 2.9 - NAME_LINK_MARGIN - 0.01, "jue"))
+    assert planner.choose_topic(None, question, beyond).ids == ["religion"]
+
+
+def test_a_name_is_written_in_quotes_or_with_capitals_but_for_its_small_words():
+    from kgdb.cypher.linking import capitalised, written_as_name
+
+    question = 'Who held the Governor of Arizona office before George Washington\'s war on the "forgiveness of sins"?'
+    written = capitalised(question)
+    assert written_as_name(question, "governor of arizona", written)
+    assert written_as_name(question, "george washington's", written)  # a possessive is the name's
+    assert written_as_name(question, "forgiveness of sins", written)  # quoted
+    assert not written_as_name(question, "office", written)
+    assert not written_as_name(question, "war", written)
+    assert not written_as_name(question, "of", written)  # small words alone name nothing
 
 
 def test_a_word_inside_a_longer_mention_does_not_compete():
