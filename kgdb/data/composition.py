@@ -32,11 +32,11 @@ description beside "and" (two conditions on one answer: "the country that export
 nor a word after the name in a question that asks what or who the description is ("what is the zip code
 of syracuse ny?"), nor a description inside a participle one ("who directed the films written by the writer
 of X?": MetaQA's 3-hop questions, which the whole question reads), nor a participle description whose
-name qualifies the plural ending the question ("the films starred by [X actors]"). A participle description found here
-("the films directed by steven spielberg") is most often read whole all the same: the planner takes a
-composition only where the whole question's best path answers the description, and MetaQA's 2-hop
-questions are read past it. A participle without "by" is no description ("the currency used in france
-before the euro").
+name qualifies the plural ending the question ("the films starred by [X actors]"). A participle
+description found here ("the films directed by steven spielberg") is most often read whole all the same:
+the planner takes a composition only where the whole question's best path answers the description, and
+MetaQA's 2-hop questions are read past it. A participle without "by" is no description ("the currency
+used in france before the euro").
 """
 
 from __future__ import annotations

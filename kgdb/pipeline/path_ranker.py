@@ -52,6 +52,9 @@ CAP = 200  # frontier entities per hop, as grounding (the hop counts: `kgdb.cyph
 TOPIC_CANDIDATES = 3
 TOPIC_PATH_WEIGHT = 0.05
 TOPIC_LINK_MARGIN = 0.3
+# A name the question writes in quotes or with capitals competes alone (`names_first`), from as far as
+# NAME_LINK_MARGIN below the best link score. Chosen on the CWQ training split, topics linked (0.5 against
+# 0.8; docs/experiments/2026-11-28-names-as-the-writer-marks-them.md).
 NAME_LINK_MARGIN = 0.5
 # A composition's inner answer names at most this many entities (`RankedPathPlanner.compose`): more is
 # a class ("the films of …"), which the whole question's paths already read.
@@ -256,10 +259,10 @@ def competing_topics(
 
 def names_first(question: str, found: Topics, candidates: list[LinkedEntity]) -> list[LinkedEntity]:
     """Of the competing `candidates`, those the question writes as names (`written_as_name`: in quotes, or
-    capitalised by a writer who capitalises names), else those among the candidates within NAME_LINK_MARGIN
-    of the best link score, else all of them: a common word of the wording ("the writer who produced
-    the lyrics for \"Kaaren\"", "the religion which includes Zhang Jue") links high as a class entity
-    (Writer, Religion) and is seldom what the question is about."""
+    capitalised by a writer who capitalises names); else the names among the first TOPIC_CANDIDATES
+    mentioned candidates within NAME_LINK_MARGIN of the best link score; else all `candidates`. A common
+    word of the wording ("the writer who produced the lyrics for \"Kaaren\"", "the religion which includes
+    Zhang Jue") links high as a class entity (Writer, Religion) and is seldom what the question is about."""
     written = capitalised(question)
     names = [e for e in candidates if written_as_name(question, e.mention, written)]
     if names:
@@ -367,8 +370,9 @@ class RankedPathPlanner(PathPlanner):
         TOPIC_PATH_WEIGHT x the best raw score the ranker gives a relation path from it is highest
         (ties: link order). A namesake or a generic word ("Time" in "when was the last time the knicks
         won") has no path the question asks for; the entity it is about has one. A candidate linked
-        from words that another's best path reads (`relation_wording`) does not compete. `work` keeps
-        the encodings, enumerations and the chosen topic's raw scores for the rest of the plan."""
+        from words that another's best path reads (`relation_wording`) does not compete, nor a word of the
+        wording where the question writes a name (`names_first`). `work` keeps the encodings,
+        enumerations and the chosen topic's raw scores for the rest of the plan."""
         candidates = names_first(question, found, competing_topics(found)) if found.source == "linked" else []
         if len(candidates) < 2:
             return replace(found, ids=[candidates[0].id]) if candidates and found.ids != [candidates[0].id] else found
