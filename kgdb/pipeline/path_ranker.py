@@ -257,13 +257,15 @@ def competing_topics(
     return [e for e in candidates[:first] if e.score >= candidates[0].score - margin] if candidates else []
 
 
-def names_first(question: str, found: Topics, candidates: list[LinkedEntity]) -> list[LinkedEntity]:
-    """Of the competing `candidates`, those the question writes as names (`written_as_name`: in quotes, or
-    capitalised by a writer who capitalises names); else the names among the first TOPIC_CANDIDATES
-    mentioned candidates within NAME_LINK_MARGIN of the best link score; else all `candidates`. A common
-    word of the wording ("the writer who produced the lyrics for \"Kaaren\"", "the religion which includes
-    Zhang Jue") links high as a class entity (Writer, Religion) and is seldom what the question is about."""
+def names_first(question: str, found: Topics) -> list[LinkedEntity]:
+    """Of the candidates that compete to be the topic (`competing_topics`), those the question writes as
+    names (`written_as_name`: in quotes, or capitalised by a writer who capitalises names); else the names
+    among the first TOPIC_CANDIDATES mentioned candidates within NAME_LINK_MARGIN of the best link score;
+    else all the competing candidates. A common word of the wording ("the writer who produced the lyrics
+    for \"Kaaren\"", "the religion which includes Zhang Jue") links high as a class entity (Writer,
+    Religion) and is seldom what the question is about."""
     written = capitalised(question)
+    candidates = competing_topics(found)
     names = [e for e in candidates if written_as_name(question, e.mention, written)]
     if names:
         return names
@@ -373,7 +375,7 @@ class RankedPathPlanner(PathPlanner):
         from words that another's best path reads (`relation_wording`) does not compete, nor a word of the
         wording where the question writes a name (`names_first`). `work` keeps the encodings,
         enumerations and the chosen topic's raw scores for the rest of the plan."""
-        candidates = names_first(question, found, competing_topics(found)) if found.source == "linked" else []
+        candidates = names_first(question, found) if found.source == "linked" else []
         if len(candidates) < 2:
             return replace(found, ids=[candidates[0].id]) if candidates and found.ids != [candidates[0].id] else found
         work = _Question() if work is None else work
