@@ -209,6 +209,11 @@ DERIVED_WEIGHT = 0.7  # chosen on the training questions with the weights above
 # INITIALS_K nearest names, those it gives the initials of are candidates, their string match weighted by
 # INITIALS_WEIGHT. Embedding it costs ~8 ms on these CPUs, for the ~27% of WebQSP questions with such a word.
 MAX_INITIALS = 3
+# A numbered name's abbreviation keeps its number, written either way ("WW2", "WWII": World War II): a
+# word of two or three letters then a number, in digits or (written in capitals) in Roman numerals.
+_NUMBERED = re.compile(r"^[a-z]{2,3}(\d{1,2}|[ivx]{1,6})$")
+_ROMAN_LETTERS = re.compile(r"[ivxlcdm]+")
+_ROMAN_UNITS = ("", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix")
 INITIALS_K = 20
 INITIALS_WEIGHT = 1.0  # chosen on the training questions (0.5 and 0.7 within 0.2)
 SMALL_WORDS = frozenset({"of", "the", "and", "for", "de", "&"})
@@ -366,13 +371,31 @@ def mentions(question: str, max_ngram: int = MAX_NGRAM) -> list[str]:
 
 def initials(name: str) -> set[str]:
     """A name's initials, with and without its small words: "National Rifle Association" -> nra,
-    "United States of America" -> usa and usoa, "Franklin D. Roosevelt" -> fdr."""
+    "United States of America" -> usa and usoa, "Franklin D. Roosevelt" -> fdr; a name that ends in a
+    number also keeps it, written either way: "World War II" -> wwi, wwii and ww2."""
     words = _words(name)
-    return (
-        {"".join(w[0] for w in words), "".join(w[0] for w in words if w not in SMALL_WORDS)}
-        if len(words) > 1
-        else set()
-    )
+    if len(words) < 2:
+        return set()
+    found = {_first_letters(words), _first_letters([w for w in words if w not in SMALL_WORDS])}
+    *named, number = words
+    return found | {_first_letters(named) + form for form in numeral_forms(number)}
+
+
+def _first_letters(words: list[str]) -> str:
+    return "".join(w[0] for w in words)
+
+
+def _roman(n: int) -> str:
+    return "x" * (n // 10) + _ROMAN_UNITS[n % 10]
+
+
+_FROM_ROMAN = {_roman(n): n for n in range(1, 40)}
+
+
+def numeral_forms(word: str) -> set[str]:
+    """A number from 1 to 39 in digits and in Roman numerals ("2" and "ii"), from either; else nothing."""
+    n = int(word) if word.isdigit() else _FROM_ROMAN.get(word, 0)
+    return {str(n), _roman(n)} if 1 <= n < 40 else set()
 
 
 def base_forms(mention: str) -> list[str]:
@@ -459,8 +482,20 @@ def _mention_queries(question: str, with_initials: bool) -> tuple[list[dict], li
         return queries, []
     # a short word right after another word of a name qualifies it ("syracuse ny", "houston tx")
     qualifiers = {w for before, w in zip(words, words[1:]) if before not in STOPWORDS}
-    short = [g for g in grams if 2 <= len(g) <= MAX_INITIALS and g.isalpha() and g not in qualifiers]
+    short = [
+        g
+        for g in grams
+        if (2 <= len(g) <= MAX_INITIALS and g.isalpha() and g not in qualifiers) or _numbered(g, question)
+    ]
     return queries, short
+
+
+def _numbered(gram: str, question: str) -> bool:
+    """Whether a one-word mention abbreviates a numbered name ("ww2"; "wwii" only as WWII)."""
+    found = _NUMBERED.match(gram)
+    if not found or _ROMAN_LETTERS.fullmatch(gram):  # "III" is a number, not a name's initials
+        return False
+    return found.group(1).isdigit() or re.search(rf"\b{re.escape(gram.upper())}\b", question) is not None
 
 
 def _missing_vector_scores(
@@ -542,8 +577,13 @@ def holds_mention(name: str, mention: str) -> bool:
 def names_mention(name: str, mention: str) -> bool:
     """Whether the name is what the mention says: it holds the mention's words, or a mention of several
     words spells it closely ("laua hollenbrand" -> Laura Hillenbrand, "katerine fugate"). One word that
-    close is most often another word ("isabella" -> "Ernie Sabella")."""
-    return holds_mention(name, mention) or spelt_alike(mention, name.lower())
+    close is most often another word ("isabella" -> "Ernie Sabella"). A numbered abbreviation ("ww2") says
+    the name it gives the initials of: its number leaves few others, where plain initials fit many."""
+    return (
+        holds_mention(name, mention)
+        or spelt_alike(mention, name.lower())
+        or (_NUMBERED.match(mention) is not None and mention in initials(name))
+    )
 
 
 def specificity(df: int, entities: int) -> float:

@@ -91,6 +91,27 @@ def test_an_abbreviation_links_the_name_it_abbreviates(graph):
     assert link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode)[0].id == "St. Pauls"
 
 
+def test_a_numbered_abbreviation_links_the_name_with_its_number(graph):
+    load(
+        graph,
+        [
+            ("World War II", "time.event.locations", "Europe"),
+            ("World War I", "time.event.locations", "Europe"),
+            ("Franklin D. Roosevelt", "military.military_commander.military_commands", "World War II"),
+        ],
+    )
+    emb = get_embedder()
+    for q in ("Who was president during WW2?", "Who was president during WWII?", "who was president during ww2?"):
+        linked = link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode)
+        assert linked[0].id == "World War II", q
+        assert all(e.id != "World War I" or e.mention != linked[0].mention for e in linked), q
+    q = "Who was president during WW1?"
+    assert link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode)[0].id == "World War I"
+    # Roman numerals are read as a number only where the question writes them in capitals
+    q = "who was president during wwii?"
+    assert all(e.mention != "wwii" for e in link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode))
+
+
 def test_link_exact_and_fuzzy(graph):
     load(graph, PEOPLE)
     emb = get_embedder()

@@ -1,7 +1,7 @@
 """The word forms entity linking reads a question by: mentions that skip stopwords at their edges,
 base forms of demonyms, abbreviations spelt out, and the initials of names."""
 
-from kgdb.cypher.linking import base_forms, initials, mentions, readings, spelt_out
+from kgdb.cypher.linking import base_forms, initials, mentions, names_mention, numeral_forms, readings, spelt_out
 
 
 def test_mentions_skip_stopword_edges():
@@ -47,3 +47,13 @@ def test_initials_of_names():
     assert initials("National Rifle Association") == {"nra"}
     assert initials("United States of America") == {"usa", "usoa"} and "fdr" in initials("Franklin D. Roosevelt")
     assert initials("Obama") == set()
+
+
+def test_a_numbered_name_keeps_its_number_in_its_initials():
+    assert initials("World War II") == {"wwi", "wwii", "ww2"} and initials("World War I") == {"wwi", "ww1"}
+    assert {"axi", "a11"} <= initials("Apollo 11") and initials("Super Bowl XLVI") == {"sbx"}  # 1 to 39 only
+    assert numeral_forms("2") == {"2", "ii"} and numeral_forms("xiv") == {"14", "xiv"}
+    assert numeral_forms("mix") == numeral_forms("0") == numeral_forms("war") == set()
+    # a numbered abbreviation names the name it gives the initials of; plain initials do not
+    assert names_mention("World War II", "ww2") and names_mention("World War II", "wwii")
+    assert not names_mention("World War I", "ww2") and not names_mention("United States of America", "usa")
