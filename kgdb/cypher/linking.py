@@ -575,15 +575,24 @@ def holds_mention(name: str, mention: str) -> bool:
 
 
 def names_mention(name: str, mention: str) -> bool:
-    """Whether the name is what the mention says: it holds the mention's words, or a mention of several
-    words spells it closely ("laua hollenbrand" -> Laura Hillenbrand, "katerine fugate"). One word that
-    close is most often another word ("isabella" -> "Ernie Sabella"). A numbered abbreviation ("ww2") says
-    the name it gives the initials of: its number leaves few others, where plain initials fit many."""
+    """Whether the name is what the mention says: it holds the mention's words, in order if not side by side
+    ("1960 olympics" -> 1960 Summer Olympics), or a mention of several words spells it closely ("laua
+    hollenbrand" -> Laura Hillenbrand, "katerine fugate"); one word that close is most often another word
+    ("isabella" -> "Ernie Sabella"). A numbered abbreviation ("ww2") says the name it gives the initials
+    of: its number leaves few others, where plain initials fit many."""
     return (
         holds_mention(name, mention)
+        or _in_order(mention.split(), _words(name))
         or spelt_alike(mention, name.lower())
         or (_NUMBERED.match(mention) is not None and mention in initials(name))
     )
+
+
+def _in_order(words: list[str], name: list[str]) -> bool:
+    if len(words) < 2:
+        return False
+    rest = iter(name)
+    return all(w in rest for w in words)
 
 
 def specificity(df: int, entities: int) -> float:

@@ -442,8 +442,9 @@ def topics_to_join(found: Topics, names: dict[str, str], question: str) -> dict[
     the text, the mentioned candidates that compete to be its topic (`competing_topics`) and the names of
     several words (or one the `question` writes with a capital) linked up to JOIN_MARGIN below the best,
     whose names are their mention (`names_mention`: held, or several words misspelt), one per group of
-    words (two namesakes of "kirk" are one topic read two ways, not two topics). Fewer than two: no joint
-    reading."""
+    words (two namesakes of "kirk" are one topic read two ways, not two topics), the one whose mention holds
+    the others' words and more where there is one ("american graffiti series" over "american graffiti").
+    Fewer than two: no joint reading."""
     if found.source != "linked":
         return {i: names.get(i, i) for i in found.ids}
     picked: list = []
@@ -453,8 +454,13 @@ def topics_to_join(found: Topics, names: dict[str, str], question: str) -> dict[
         words = set(e.mention.split())
         if e.id not in near and len(e.mention.split()) < JOIN_WIDE_WORDS and not words <= written:
             continue
-        if names_mention(e.name, e.mention) and not any(words & set(p.mention.split()) for p in picked):
+        if not names_mention(e.name, e.mention):
+            continue
+        shared = [p for p in picked if words & set(p.mention.split())]
+        if not shared:
             picked.append(e)
+        elif len(shared) == 1 and words > set(shared[0].mention.split()):
+            picked[picked.index(shared[0])] = e
     return {e.id: e.name for e in picked}
 
 

@@ -57,3 +57,7 @@ def test_a_numbered_name_keeps_its_number_in_its_initials():
     # a numbered abbreviation names the name it gives the initials of; plain initials do not
     assert names_mention("World War II", "ww2") and names_mention("World War II", "wwii")
     assert not names_mention("World War I", "ww2") and not names_mention("United States of America", "usa")
+    # a mention of several words names a longer name that has its words in order ("1960 olympics")
+    assert names_mention("1960 Summer Olympics", "1960 olympics") and not names_mention(
+        "Olympics 1960", "1960 olympics"
+    )

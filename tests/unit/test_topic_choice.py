@@ -240,3 +240,22 @@ def test_capitalised_words_are_those_after_the_first_written_with_a_capital():
     assert capitalised("where was the wife of barack obama born?") == set()
     assert capitalised("WHERE WAS THE WIFE OF BARACK OBAMA BORN?") == set()  # capitals throughout mark nothing
     assert capitalised("Where Was The Wife Of Barack Obama Born?") == set()
+
+
+def test_of_two_second_names_on_the_same_words_the_longer_mention_is_read():
+    from kgdb.pipeline.relation_paths import topics_to_join
+
+    series = _of(
+        LinkedEntity("m.rh", "Ron Howard", 3.49, "ron howard"),
+        LinkedEntity("m.ag", "American Graffiti", 3.20, "american graffiti"),
+        # its mention holds the film's words and one more, in the order the name has them
+        LinkedEntity("m.ags", "American Graffiti film series", 3.04, "american graffiti series"),
+    )
+    question = 'What movie did Ron Howard do that was part of the "American Graffiti" series?'
+    assert topics_to_join(series, {}, question) == {"m.rh": "Ron Howard", "m.ags": "American Graffiti film series"}
+    # a shorter mention inside a picked one stays out, as before
+    inside = _of(
+        LinkedEntity("m.ne", "1815 New England hurricane", 3.3, "1815 new england"),
+        LinkedEntity("m.ng", "New England", 3.2, "new england"),
+    )
+    assert list(topics_to_join(inside, {}, "")) == ["m.ne"]
