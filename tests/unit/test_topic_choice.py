@@ -259,3 +259,24 @@ def test_of_two_second_names_on_the_same_words_the_longer_mention_is_read():
         LinkedEntity("m.ng", "New England", 3.2, "new england"),
     )
     assert list(topics_to_join(inside, {}, "")) == ["m.ne"]
+
+
+def test_a_mention_that_names_several_entities_as_well_is_no_second_topic():
+    from kgdb.pipeline.relation_paths import topics_to_join
+
+    series = _of(
+        LinkedEntity("m.bn", "Bill Neukom", 3.16, "bill neukom"),
+        LinkedEntity("m.ws10", "2010 World Series", 2.71, "world series"),
+        LinkedEntity("m.ws", "World Series", 2.68, "world series"),  # linked as high: "world series" names neither
+    )
+    question = "When did owner Bill Neukom's sports team last win the world series?"
+    assert list(topics_to_join(series, {}, question)) == ["m.bn"]
+    # a namesake linked well below leaves the mention to the first ("Germany", not "East Germany")
+    wars = _of(
+        LinkedEntity("m.fr", "France", 3.12, "france"),
+        LinkedEntity("m.de", "Germany", 3.04, "germany"),
+        LinkedEntity("m.ede", "East Germany", 2.51, "germany"),
+    )
+    assert list(
+        topics_to_join(wars, {}, "Which war has France been involved in, where one of the combatants was Germany?")
+    ) == ["m.fr", "m.de"]
