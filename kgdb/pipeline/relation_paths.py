@@ -52,11 +52,10 @@ STRUCTURAL_SOURCE = "rrp-structural"
 # words or more joins, or one the question writes with a capital: a lower-case one-word mention that far
 # below is most often the question's wording ("what kind of monarchy does japan have?"), a capitalised one
 # a name ("...which has a country capital of Grodno?"). A mention whose names link within NAMESAKE_TIE of
-# one another names none of them ("world series": the 2010, 2012 and 1946 World Series and the World
-# Series itself) and is no topic to be read from; with those left out, the count and margin were widened
-# from 3 and 0.8. Chosen on the CWQ and WebQSP training splits, topics linked
-# (docs/experiments/2026-11-28-linked-second-topics.md, 2026-11-28-capitalised-names.md,
-# 2026-11-29-names-a-question-is-read-from.md).
+# one another names none of them ("world series": the 2010 World Series and the World Series itself) and
+# is no topic to be read from; with those left out, the count and margin were widened from 3 and 0.8.
+# Chosen on the CWQ and WebQSP training splits, topics linked (docs/experiments/2026-11-28-linked-second-
+# topics.md, 2026-11-28-capitalised-names.md, 2026-11-29-names-a-question-is-read-from.md).
 JOIN_CANDIDATES = 4
 JOIN_MARGIN = 1.2
 JOIN_WIDE_WORDS = 2

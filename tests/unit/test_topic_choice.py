@@ -170,7 +170,7 @@ def test_a_linked_question_is_read_from_each_distinct_mention_that_competes():
     )
     assert topics_to_join(both, {}, "") == {"m.franc": "Swiss franc", "m.de": "Germany"}
     namesakes = _of(
-        LinkedEntity("m.kirk", "James T. Kirk", 3.0, "kirk"), LinkedEntity("m.ron", "Ron Kirk", 2.9, "kirk")
+        LinkedEntity("m.kirk", "James T. Kirk", 3.0, "kirk"), LinkedEntity("m.ron", "Ron Kirk", 2.8, "kirk")
     )
     assert list(topics_to_join(namesakes, {}, "")) == ["m.kirk"]  # one mention, two readings of it: one topic
     fuzzy = _of(LinkedEntity("m.a", "Ada", 3.0, "ada"), LinkedEntity("m.b", "Ernie Sabella", 2.9, "isabella"))
