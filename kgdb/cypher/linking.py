@@ -581,16 +581,14 @@ def names_mention(name: str, mention: str) -> bool:
     ("isabella" -> "Ernie Sabella"). A numbered abbreviation ("ww2") says the name it gives the initials
     of: its number leaves few others, where plain initials fit many."""
     return (
-        holds_mention(name, mention)
-        or _in_order(mention.split(), _words(name))
+        _in_order(mention.split(), _words(name))
         or spelt_alike(mention, name.lower())
         or (_NUMBERED.match(mention) is not None and mention in initials(name))
     )
 
 
 def _in_order(words: list[str], name: list[str]) -> bool:
-    if len(words) < 2:
-        return False
+    """Whether `name` has the `words` in their order, side by side or not (`holds_mention`'s words, apart)."""
     rest = iter(name)
     return all(w in rest for w in words)
 
