@@ -454,8 +454,9 @@ def link_entities(
     )
     filled = _missing_vector_scores(rows, question_embedding, entity_vectors)
     text_df = {row["mention"]: row["df"] for row in rows if row["kind"] == "name"}
+    said = f" {' '.join(_words(question))} "
     best: dict[str, LinkedEntity] = {}
-    for row in rows:
+    for row in (_written_whole(r, said) for r in rows):
         score = _candidate_score(row, filled, text_df)
         if score is None:
             continue
@@ -496,6 +497,19 @@ def _numbered(gram: str, question: str) -> bool:
     if not found or _ROMAN_LETTERS.fullmatch(gram):  # "III" is a number, not a name's initials
         return False
     return found.group(1).isdigit() or re.search(rf"\b{re.escape(gram.upper())}\b", question) is not None
+
+
+def _written_whole(row: dict, said: str) -> dict:
+    """`row` read as a mention of its whole name where the question (`said`: its words, space-padded)
+    writes that name of several words whole: a title made of words that never start or end a mention
+    ("the national anthem There is a Lovely Country") is only found by one of its words ("lovely"),
+    whose match to the long name is weak."""
+    if row["kind"] not in ("name", "popular") or not row["mention"]:
+        return row
+    name = " ".join(_words(row["name"] or ""))
+    if " " in name and len(name) > len(row["mention"]) and f" {name} " in said:
+        return {**row, "mention": name}
+    return row
 
 
 def _missing_vector_scores(

@@ -112,6 +112,28 @@ def test_a_numbered_abbreviation_links_the_name_with_its_number(graph):
     assert all(e.mention != "wwii" for e in link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode))
 
 
+def test_a_name_the_question_writes_whole_is_linked_whole(graph):
+    # the title's first and last words never start or end a mention: it is found by "lovely" alone
+    anthems = [
+        (f"National Anthem of {c}", "government.national_anthem_of_a_country.country", c) for c in ("Chile", "Russia")
+    ]
+    load(
+        graph,
+        anthems
+        + [
+            ("There is a Lovely Country", "music.composition.language", "Danish Language"),
+            ("Denmark", "government.national_anthem.national_anthem_of", "There is a Lovely Country"),
+        ],
+    )
+    emb = get_embedder()
+    q = "What languages are used in the country with national anthem There is a Lovely Country?"
+    linked = link_entities(graph, q, emb.encode_one(q), k=3)
+    assert (linked[0].id, linked[0].mention) == ("There is a Lovely Country", "there is a lovely country")
+    q = "What languages are used in the country with a lovely national anthem?"  # not written whole
+    linked = link_entities(graph, q, emb.encode_one(q), k=5)
+    assert all(e.mention != "there is a lovely country" for e in linked)
+
+
 def test_link_exact_and_fuzzy(graph):
     load(graph, PEOPLE)
     emb = get_embedder()
