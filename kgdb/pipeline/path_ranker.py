@@ -52,6 +52,10 @@ CAP = 200  # frontier entities per hop, as grounding (the hop counts: `kgdb.cyph
 TOPIC_CANDIDATES = 3
 TOPIC_PATH_WEIGHT = 0.05
 TOPIC_LINK_MARGIN = 0.3
+# At most this many of them share one mention: a word that names many things alike ("national anthem":
+# Chile's, Afghanistan's, Russia's) would otherwise take every place from the name the question is about
+# ("the national anthem of the place where Tsakhur is spoken"). Chosen on the CWQ training split.
+NAMESAKES_COMPETING = 2
 # A name the question writes in quotes or with capitals competes alone (`names_first`), from as far as
 # NAME_LINK_MARGIN below the best link score. Chosen on the CWQ training split, topics linked (0.5 against
 # 0.8; docs/experiments/2026-11-28-names-as-the-writer-marks-them.md).
@@ -247,10 +251,13 @@ def competing_topics(
     found: Topics, first: int = TOPIC_CANDIDATES, margin: float = TOPIC_LINK_MARGIN
 ) -> list[LinkedEntity]:
     """The linked candidates that compete to be the topic (`RankedPathPlanner.choose_topic`): the `first`
-    mentioned candidates within `margin` of the best link score; with a wider count and margin, those a
-    several-topic question is read from when it was linked (`kgdb.pipeline.relation_paths.topics_to_join`)."""
+    mentioned candidates (at most NAMESAKES_COMPETING of one mention) within `margin` of the best link
+    score; with a wider count and margin, those a several-topic question is read from when it was linked
+    (`kgdb.pipeline.relation_paths.topics_to_join`)."""
     candidates: list[LinkedEntity] = []
     for e in (e for e in found.linked if e.mention):
+        if sum(c.mention == e.mention for c in candidates) >= NAMESAKES_COMPETING:
+            continue
         # a word inside a longer mention ("stone" in "philip stone") stays below it, as the linker ranks it
         if not any(len(c.mention) > len(e.mention) and f" {e.mention} " in f" {c.mention} " for c in candidates):
             candidates.append(e)

@@ -33,7 +33,7 @@ from kgdb.pipeline.answering_rules import (
     tied_at_best,
     weigh_by_answer_closeness,
 )
-from kgdb.pipeline.constraints import apply_literal, parse_constraints, years_of
+from kgdb.pipeline.constraints import answer_cue, apply_literal, parse_constraints, years_of
 from kgdb.pipeline.joint_topics import joint_answer_paths
 from kgdb.pipeline.path_ranker import competing_topics, load_ranker, shipped_ranker
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath
@@ -448,14 +448,19 @@ def topics_to_join(found: Topics, names: dict[str, str], question: str) -> dict[
     whose names are their mention (`names_mention`: held, or several words misspelt), one per group of
     words (two namesakes of "kirk" are one topic read two ways, not two topics), the one whose mention holds
     the others' words and more where there is one ("american graffiti series" over "american graffiti"),
-    and none whose mention names others as well (`NAMESAKE_TIE`). Fewer than two: no joint reading."""
+    none whose mention names others as well (`NAMESAKE_TIE`), and none whose mention starts with the noun
+    the question asks for ("which politician who fought …", "what time zone is …") unless written as a
+    name. Fewer than two: no joint reading."""
     if found.source != "linked":
         return {i: names.get(i, i) for i in found.ids}
     picked: list = []
     near = {e.id for e in competing_topics(found)}
     written = capitalised(question)
+    asked = answer_cue(question).split()[1:]  # the noun of "which politician …", "what time zone …"
     for e in competing_topics(found, JOIN_CANDIDATES, JOIN_MARGIN):
         words = set(e.mention.split())
+        if asked and e.mention.split()[0] == asked[0] and not words <= written:
+            continue  # the kind of thing asked for, not a thing the answer is reached from
         if e.id not in near and len(e.mention.split()) < JOIN_WIDE_WORDS and not words <= written:
             continue
         if not names_mention(e.name, e.mention) or _tied_with_a_namesake(e, found):

@@ -134,6 +134,20 @@ def test_a_word_inside_a_longer_mention_does_not_compete():
     assert ("stone",) not in [t for _, t in calls]
 
 
+def test_namesakes_of_one_mention_leave_a_place_to_another_name():
+    anthems = {f"anthem of {c}": 1.0 for c in ("chile", "afghanistan", "russia")}
+    planner, calls = _planner({**anthems, "tsakhur language": 50.0})
+    question = "what is the national anthem of the place where tsakhur is spoken?"
+    found = _linked(
+        ("anthem of chile", 2.72, "national anthem"),
+        ("anthem of afghanistan", 2.70, "national anthem"),
+        ("anthem of russia", 2.66, "national anthem"),
+        ("tsakhur language", 2.63, "tsakhur"),
+    )
+    assert planner.choose_topic(None, question, found).ids == ["tsakhur language"]
+    assert [t for _, t in calls] == [("anthem of chile",), ("anthem of afghanistan",), ("tsakhur language",)]
+
+
 def test_a_candidate_linked_from_the_wording_of_anothers_best_path_does_not_compete():
     paths = {"bruce lee": "people.deceased_person.cause_of_death", "cause of death": "medicine.disease.causes"}
     planner, _ = _planner({"cause of death": 5.0, "bruce lee": 5.0}, paths)
@@ -211,6 +225,21 @@ def test_a_one_word_name_written_with_a_capital_is_read_however_far_below():
     # the question's first word is capitalised whatever it is
     kind = _of(LinkedEntity("m.jp", "Japan", 3.3, "japan"), LinkedEntity("m.mon", "Monarchy", 2.9, "monarchy"))
     assert list(topics_to_join(kind, {}, "Monarchy of what kind does Japan have?")) == ["m.jp"]
+
+
+def test_the_kind_of_thing_asked_for_is_no_topic_to_read_from():
+    from kgdb.pipeline.relation_paths import topics_to_join
+
+    found = _of(
+        LinkedEntity("m.pol", "Politician", 3.1, "politician"),
+        LinkedEntity("m.vb", "Siege of Vicksburg", 2.97, "vicksburg"),
+        LinkedEntity("m.tz", "Central Time Zone", 2.9, "time zone"),
+    )
+    question = "Which politician who fought in the Battle of Vicksburg entered office first?"
+    assert list(topics_to_join(found, {}, question)) == ["m.vb", "m.tz"]
+    assert list(topics_to_join(found, {}, "What time zone is Vicksburg in, politician?")) == ["m.pol", "m.vb"]
+    # written as a name, the word after "what" is a thing the question names ("What German movie …")
+    assert list(topics_to_join(found, {}, "Which Politician fought at Vicksburg?")) == ["m.pol", "m.vb", "m.tz"]
 
 
 def test_a_misspelt_name_of_several_words_is_read_and_a_loose_match_is_not():
