@@ -14,7 +14,7 @@ import numpy as np
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.cypher.answer_evidence import attached_values
-from kgdb.cypher.linking import Topics, capitalised, names_mention, question_topics
+from kgdb.cypher.linking import Topics, capitalised, names_mention, question_topics, written_as_name
 from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_paths, why_empty
 from kgdb.cypher.tables import graph_fingerprint
 from kgdb.cypher.writeback import write_scores
@@ -151,6 +151,11 @@ class RelationPathRetriever:
             t = time.perf_counter()
             self._join(question, g, several)
             g.timings["joint"] = _ms(t)
+            if not g.joint and all_written_as_names(found, several, question):
+                # as topics given are read: every name at once
+                together = Topics(list(several), found.source, [], [])
+                g = self._gather(question, together, several, g.timings)
+                g.found = replace(together, linked=found.linked)
         g.constrain = literal_constraint(self.graph, question, g)
         return g
 
@@ -471,6 +476,19 @@ def topics_to_join(found: Topics, names: dict[str, str], question: str) -> dict[
         elif len(shared) == 1 and words > set(shared[0].mention.split()):
             picked[picked.index(shared[0])] = e
     return {e.id: e.name for e in picked}
+
+
+def all_written_as_names(found: Topics, several: dict[str, str], question: str) -> bool:
+    """Whether each of the `several` names a linked question is read from is one it writes as a name (in
+    quotes, or capitalised by a writer who capitalises names: `written_as_name`). Such a question, where no
+    answer is reached from two of its names, is read from all of them at once, as topics given are: "What
+    country neighboring France is the nation where Waldenburg is a second level division?" Names linked from
+    words of the wording (Actor, Time Zone) are never given; reading them together was worse."""
+    if found.source != "linked":
+        return False
+    written = capitalised(question)
+    mentions = {e.id: e.mention for e in found.linked}
+    return all(written_as_name(question, mentions.get(i) or "", written) for i in several)
 
 
 def _tied_with_a_namesake(e, found: Topics) -> bool:

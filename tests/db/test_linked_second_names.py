@@ -44,3 +44,17 @@ def test_a_capitalised_one_word_name_and_a_misspelt_name_are_read_as_second_topi
         "Taylor Swift",
         "Katherine Fugate",
     }
+
+
+def test_names_with_no_answer_in_common_are_read_together_as_topics_given_are(graph):
+    load(graph, TRIPLES)
+    r = RelationPathRetriever(graph, graph.settings, write=False)
+    question = "What film has Charlie Hunnam made with Taylor Swift?"  # none: no answer joins them
+    assert _joined(r, question) == {"Charlie Hunnam", "Taylor Swift"}
+    g = r.gather(question)
+    assert not g.joint and set(g.found.ids) == {"Charlie Hunnam", "Taylor Swift"}
+    assert g.found.source == "linked" and g.found.linked  # still linked, its candidates kept
+    answers = {c.path.answer for c in g.planned}
+    assert {"Green Street", "The Lorax"} <= answers  # each name's films
+    # in lower case the names are not written as names: the question is read from the one topic chosen
+    assert len(r.gather(question.lower()).found.ids) == 1
