@@ -152,10 +152,11 @@ class RelationPathRetriever:
             self._join(question, g, several)
             g.timings["joint"] = _ms(t)
             if not g.joint and all_written_as_names(found, several, question):
-                # as topics given are read: every name at once
+                # as topics given are read: every name at once (timed whole, beside the first reading's stages)
+                t, first = time.perf_counter(), g.timings
                 together = Topics(list(several), found.source, [], [])
-                g = self._gather(question, together, several, g.timings)
-                g.found = replace(together, linked=found.linked)
+                g = self._gather(question, together, several, {})
+                g.found, g.timings = replace(together, linked=found.linked), {**first, "together": _ms(t)}
         g.constrain = literal_constraint(self.graph, question, g)
         return g
 

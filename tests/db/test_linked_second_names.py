@@ -54,6 +54,7 @@ def test_names_with_no_answer_in_common_are_read_together_as_topics_given_are(gr
     g = r.gather(question)
     assert not g.joint and set(g.found.ids) == {"Charlie Hunnam", "Taylor Swift"}
     assert g.found.source == "linked" and g.found.linked  # still linked, its candidates kept
+    assert {"link", "plan", "joint", "together"} <= set(g.timings)  # both readings timed
     answers = {c.path.answer for c in g.planned}
     assert {"Green Street", "The Lorax"} <= answers  # each name's films
     # in lower case the names are not written as names: the question is read from the one topic chosen
