@@ -421,10 +421,11 @@ def readings(mention: str) -> list[str]:
 
 
 def lucene_query(mention: str) -> str:
-    """Exact phrase, or every word fuzzily (edit distance 1 for words of 4+ letters)."""
+    """Exact phrase, or every word fuzzily (edit distance 1 for words of 4+ letters); a number is exact: a
+    year one digit off ("2001 fa cup final" for "2000 fa cup final") is another year, not a typo."""
     words = [_LUCENE_SPECIAL.sub(r"\\\1", w) for w in mention.split()]
     phrase = '"' + " ".join(words) + '"'
-    fuzzy = " AND ".join(f"{w}~1" if len(w) >= 4 else w for w in words)
+    fuzzy = " AND ".join(f"{w}~1" if len(w) >= 4 and not w.isdigit() else w for w in words)
     return f"{phrase} OR ({fuzzy})"
 
 

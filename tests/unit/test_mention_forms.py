@@ -1,7 +1,16 @@
 """The word forms entity linking reads a question by: mentions that skip stopwords at their edges,
 base forms of demonyms, abbreviations spelt out, and the initials of names."""
 
-from kgdb.cypher.linking import base_forms, initials, mentions, names_mention, numeral_forms, readings, spelt_out
+from kgdb.cypher.linking import (
+    base_forms,
+    initials,
+    lucene_query,
+    mentions,
+    names_mention,
+    numeral_forms,
+    readings,
+    spelt_out,
+)
 
 
 def test_mentions_skip_stopword_edges():
@@ -61,3 +70,9 @@ def test_a_numbered_name_keeps_its_number_in_its_initials():
     assert names_mention("1960 Summer Olympics", "1960 olympics") and not names_mention(
         "Olympics 1960", "1960 olympics"
     )
+
+
+def test_words_match_fuzzily_and_numbers_exactly():
+    assert lucene_query("2000 fa cup final") == '"2000 fa cup final" OR (2000 AND fa AND cup AND final~1)'
+    assert lucene_query("49ers") == '"49ers" OR (49ers~1)'  # a word with digits in it may be misspelt
+    assert lucene_query("o'neil (band)") == "\"o'neil \\(band\\)\" OR (o'neil~1 AND \\(band\\)~1)"
