@@ -3,6 +3,7 @@ the graph holds ("laua hollenbrand" for Laura Hillenbrand, "tien quan ca" for Ti
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from difflib import SequenceMatcher
 
@@ -11,10 +12,18 @@ from difflib import SequenceMatcher
 SPELLING_RATIO = 0.85
 
 
+_NUMBER = re.compile(r"[0-9]+")
+
+
 def spelt_alike(a: str, b: str) -> bool:
     """Whether `a` and `b` (lower-cased) are one name spelt two ways; one word that close is most often
-    another word ("isabella", "sabella"), so single words never are."""
-    return len(a.split()) >= 2 and SequenceMatcher(None, a, b).ratio() >= SPELLING_RATIO
+    another word ("isabella", "sabella"), so single words never are, and names whose numbers differ are
+    two things ("2000 fa cup final", "2001 FA Cup Final"), however close their letters."""
+    return (
+        len(a.split()) >= 2
+        and _NUMBER.findall(a) == _NUMBER.findall(b)
+        and SequenceMatcher(None, a, b).ratio() >= SPELLING_RATIO
+    )
 
 
 def without_accents(text: str) -> str:

@@ -76,3 +76,10 @@ def test_words_match_fuzzily_and_numbers_exactly():
     assert lucene_query("2000 fa cup final") == '"2000 fa cup final" OR (2000 AND fa AND cup AND final~1)'
     assert lucene_query("49ers") == '"49ers" OR (49ers~1)'  # a word with digits in it may be misspelt
     assert lucene_query("o'neil (band)") == "\"o'neil \\(band\\)\" OR (o'neil~1 AND \\(band\\)~1)"
+
+
+def test_a_misspelt_name_keeps_its_numbers():
+    assert names_mention("Laura Hillenbrand", "laua hollenbrand")
+    assert names_mention("2000 FA Cup Final", "2000 fa cup finall")
+    assert not names_mention("2001 FA Cup Final", "2000 fa cup final")
+    assert not names_mention("FA Cup Final", "2000 fa cup final")
