@@ -93,6 +93,7 @@ def ask(
     ),
 ) -> None:
     """Answer a question from the graph, with the evidence each answer rests on."""
+    from kgdb.cypher.tables import fingerprint_read_once
     from kgdb.qa.ask import AskPipeline, plan_for
 
     if not question.strip():
@@ -106,7 +107,8 @@ def ask(
     settings = settings_from(ctx)
     if planner == "llm":
         require_planner_llm(settings)  # before the graph is opened: one clear line
-    with open_graph(ctx) as graph:
+    # one question loads no triples: the graph's fingerprint, asked for by every part, is read once
+    with open_graph(ctx) as graph, fingerprint_read_once(graph):
         plan = plan_for(
             graph, settings, retriever=retriever, reasoner=reasoner, checkpoint=checkpoint, fmt=fmt, planner=planner
         )

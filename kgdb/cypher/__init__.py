@@ -76,6 +76,8 @@ class Graph:
         # Set by benchmarks: read queries then run under PROFILE and append (name, bytes) of the
         # server's own peak memory estimate (GlobalMemory) here.
         self.memory_log: list[tuple[str, int]] | None = None
+        # The fingerprint read inside `kgdb.cypher.tables.fingerprint_read_once` (None: read each time).
+        self.fingerprint_pin: list[tuple[str, dict]] | None = None
         self.driver = driver or GraphDatabase.driver(
             settings.neo4j_uri,
             auth=(settings.neo4j_user, settings.neo4j_password.get_secret_value()),

@@ -23,6 +23,8 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,10 +124,34 @@ class EmbeddingTables:
 
 def graph_fingerprint(graph: Graph) -> tuple[str, dict]:
     """Short hash of the graph's sizes, largest idx, embedding model and schema creation time (not of
-    how many entity vectors are written yet: see tables_fingerprint.cypher)."""
+    how many entity vectors are written yet: see tables_fingerprint.cypher); read once per
+    `fingerprint_read_once` block."""
+    pinned = graph.fingerprint_pin
+    if pinned:
+        return pinned[0]
     info = graph.single("tables_fingerprint") or {}
     text = json.dumps(info, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16], info
+    found = hashlib.sha256(text.encode()).hexdigest()[:16], info
+    if pinned is not None:
+        pinned.append(found)
+    return found
+
+
+@contextmanager
+def fingerprint_read_once(graph: Graph) -> Iterator[None]:
+    """Within the block the graph's fingerprint is read from the database once. Building an answering
+    pipeline asks for it from every part it loads (the models' checkpoints, the relation table, the
+    entity vectors), and each read counts the graph's entities: seven scans per cold `kgdb ask`. The
+    block must not load triples (nothing else changes the fingerprint); a block inside another reads
+    what the outer one read."""
+    if graph.fingerprint_pin is not None:
+        yield
+        return
+    graph.fingerprint_pin = []
+    try:
+        yield
+    finally:
+        graph.fingerprint_pin = None
 
 
 def open_tables(graph: Graph, cache_dir: Path | str) -> EmbeddingTables:

@@ -20,6 +20,7 @@ import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph, query
+from kgdb.cypher.tables import fingerprint_read_once
 from kgdb.errors import InputError, KgdbError
 from kgdb.heap import freeze_loaded
 from kgdb.ids import is_mid
@@ -198,39 +199,41 @@ class AskPipeline:
         for value, name in ((k, "--k"), (chain_hops, "--chain-hops")):
             if value < 1:  # every retriever, before anything is loaded (relation paths took k=0 as "no evidence")
                 raise InputError(f"must be positive, got {value}", path=name)
-        if plan is None:
-            plan = plan_for(
-                graph,
-                settings,
-                retriever=retriever,
-                reasoner=reasoner,
-                checkpoint=checkpoint,
-                fmt=fmt,
-                planner=planner,
-                fallback=Fallback.STAND_IN if fallback else Fallback.SHIPPED,
-            )
-        if cap is not None and plan.retriever == RELATION_PATHS:
-            raise InputError(
-                "relation paths are grounded hop by hop with their own frontier bound; --cap applies to subgraph retrievers",
-                path="--cap",
-            )
-        if plan.fmt in ("chains", "paths") and not write:
-            raise InputError(
-                "the chains and paths formats are built from the written-back run; drop --no-write", path="--format"
-            )
-        self.graph, self.settings, self.plan = graph, settings, plan
-        self.k, self.fmt, self.chain_hops, self.write = k, plan.fmt, chain_hops, write
-        self.prompt_version = prompt_version
-        # Chains are needed for the chains/paths prompts; for triples they only decorate the output.
-        self.chains = (plan.fmt != "triples" or write) if chains is None else (chains and write)
-        built = self._build(plan, hops=hops, cap=cap) if isinstance(retriever, str) else given_retrieval(retriever)
-        self.retrieval, self._built = built.retrieval, built
-        self.retriever_note = "; ".join([*plan.notes, *built.notes]) or None
-        # The retriever's question encoder goes to a reasoner that reads embeddings: one model in memory.
-        if isinstance(reasoner, str):
-            self.reasoner: Reasoner = make_reasoner(plan.reasoner, settings, embedder=built.embedder)
-        else:
-            self.reasoner = reasoner
+        # every part loaded below asks for the graph's fingerprint: one read serves them all
+        with fingerprint_read_once(graph):
+            if plan is None:
+                plan = plan_for(
+                    graph,
+                    settings,
+                    retriever=retriever,
+                    reasoner=reasoner,
+                    checkpoint=checkpoint,
+                    fmt=fmt,
+                    planner=planner,
+                    fallback=Fallback.STAND_IN if fallback else Fallback.SHIPPED,
+                )
+            if cap is not None and plan.retriever == RELATION_PATHS:
+                raise InputError(
+                    "relation paths are grounded hop by hop with their own frontier bound; --cap applies to subgraph retrievers",
+                    path="--cap",
+                )
+            if plan.fmt in ("chains", "paths") and not write:
+                raise InputError(
+                    "the chains and paths formats are built from the written-back run; drop --no-write", path="--format"
+                )
+            self.graph, self.settings, self.plan = graph, settings, plan
+            self.k, self.fmt, self.chain_hops, self.write = k, plan.fmt, chain_hops, write
+            self.prompt_version = prompt_version
+            # Chains are needed for the chains/paths prompts; for triples they only decorate the output.
+            self.chains = (plan.fmt != "triples" or write) if chains is None else (chains and write)
+            built = self._build(plan, hops=hops, cap=cap) if isinstance(retriever, str) else given_retrieval(retriever)
+            self.retrieval, self._built = built.retrieval, built
+            self.retriever_note = "; ".join([*plan.notes, *built.notes]) or None
+            # The retriever's question encoder goes to a reasoner that reads embeddings: one model in memory.
+            if isinstance(reasoner, str):
+                self.reasoner: Reasoner = make_reasoner(plan.reasoner, settings, embedder=built.embedder)
+            else:
+                self.reasoner = reasoner
 
     def _build(self, plan: AnsweringPlan, *, hops: int | None, cap: int | None) -> _Built:
         """The retrieval the plan names; nothing is chosen here."""

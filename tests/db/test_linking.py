@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from kgdb.cypher.linking import link_entities, resolve_topics
-from kgdb.cypher.tables import HAVE, NONE, open_tables
+from kgdb.cypher.tables import HAVE, NONE, fingerprint_read_once, graph_fingerprint, open_tables
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
 from support.graphs import load
@@ -265,3 +265,20 @@ def test_tables_cached_by_fingerprint(graph, tmp_path):
     load(graph, PEOPLE + [("Jamaica", "location.country.currency_used", "Jamaican dollar")])
     changed = open_tables(graph, tmp_path)
     assert changed.fingerprint != tables.fingerprint and changed.num_entities == n + 1
+
+
+def test_the_fingerprint_is_read_once_within_a_block(graph):
+    load(graph, PEOPLE)
+    reads = []
+    single = graph.single
+    graph.single = lambda name, **params: reads.append(name) or single(name, **params)
+    outside = graph_fingerprint(graph)
+    with fingerprint_read_once(graph):
+        assert graph_fingerprint(graph) == outside
+        with fingerprint_read_once(graph):  # an inner block reads what the outer one read
+            assert graph_fingerprint(graph) == outside
+        assert graph_fingerprint(graph) == outside
+    assert reads.count("tables_fingerprint") == 2  # once before the block, once in it
+    load(graph, PEOPLE + [("Jamaica", "location.country.currency_used", "Jamaican dollar")])
+    assert graph_fingerprint(graph) != outside  # after the block every read is fresh
+    assert reads.count("tables_fingerprint") == 3
