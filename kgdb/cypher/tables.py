@@ -141,7 +141,7 @@ def graph_fingerprint(graph: Graph) -> tuple[str, dict]:
 def fingerprint_read_once(graph: Graph) -> Iterator[None]:
     """Within the block the graph's fingerprint is read from the database once. Building an answering
     pipeline asks for it from every part it loads (the models' checkpoints, the relation table, the
-    entity vectors), and each read counts the graph's entities: seven scans per cold `kgdb ask`. The
+    entity vectors), and each read counts the graph's entities: seven scans for one cold plain `kgdb ask`. The
     block must not load triples (nothing else changes the fingerprint); a block inside another reads
     what the outer one read."""
     if graph.fingerprint_pin is not None:
