@@ -141,9 +141,9 @@ def graph_fingerprint(graph: Graph) -> tuple[str, dict]:
 def fingerprint_read_once(graph: Graph) -> Iterator[None]:
     """Within the block the graph's fingerprint is read from the database once. Building an answering
     pipeline asks for it from every part it loads (the models' checkpoints, the relation table, the
-    entity vectors), and each read counts the graph's entities: seven scans for one cold plain `kgdb ask`. The
-    block must not load triples (nothing else changes the fingerprint); a block inside another reads
-    what the outer one read."""
+    entity vectors), and each read counts the graph's entities: seven scans for one cold plain `kgdb ask`.
+    A load in the block reads it again (`fingerprint_changes`); a block inside another reads what the
+    outer one read."""
     if graph.fingerprint_pin is not None:
         yield
         return
@@ -152,6 +152,13 @@ def fingerprint_read_once(graph: Graph) -> Iterator[None]:
         yield
     finally:
         graph.fingerprint_pin = None
+
+
+def fingerprint_changes(graph: Graph) -> None:
+    """Forget the fingerprint a `fingerprint_read_once` block read: loading triples changes it (the
+    load lease calls this when taken and when given back)."""
+    if graph.fingerprint_pin:
+        graph.fingerprint_pin.clear()
 
 
 def open_tables(graph: Graph, cache_dir: Path | str) -> EmbeddingTables:

@@ -21,6 +21,7 @@ from typing import Iterator
 import psutil
 
 from kgdb.cypher import Graph
+from kgdb.cypher.tables import fingerprint_changes
 from kgdb.errors import KgdbError
 
 LOAD_KEY = "lease:load"
@@ -109,9 +110,11 @@ def release(graph: Graph, holder: str, key: str = LOAD_KEY) -> None:
 @contextmanager
 def load_lease(graph: Graph, break_lease: bool = False, key: str = LOAD_KEY, log=lambda _msg: None) -> Iterator[str]:
     holder = acquire(graph, key, break_lease, log)
+    fingerprint_changes(graph)
     try:
         yield holder
     finally:
+        fingerprint_changes(graph)
         with contextlib.suppress(
             KgdbError
         ):  # connection lost: the original error says more; --break-lease clears the leftover
