@@ -3,7 +3,7 @@ LLM, overall and for each of CWQ's four kinds (composition, conjunction, compara
 question's wording by `kgdb.pipeline.rrp_report.question_type`, since the file carries no label).
 
     KGDB_NEO4J_URI=bolt://localhost:7687 KGDB_CHECKPOINTS_DIR=/tmp/none .venv/bin/python benchmarks/cwq.py \\
-        --questions ../data/cwq/questions.jsonl --split val --checkpoint kgdb/models/default/rrp-ranker-portable \\
+        --questions $KGDB_DATA/cwq/questions.jsonl --split val --checkpoint kgdb/models/default/rrp-ranker-portable \\
         [--out cwq-val.json]
 
 The answers are those of `kgdb eval rrp` (one retrieval pass per question, the retriever's answering mode, topics

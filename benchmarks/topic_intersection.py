@@ -5,7 +5,7 @@ and the candidates reached by the most topics (two or more) are the answers, ord
 their best path's score; where no candidate is reached by two topics the ranker's own answers stay.
 
     KGDB_NEO4J_URI=bolt://localhost:7687 KGDB_CHECKPOINTS_DIR=/tmp/none .venv/bin/python benchmarks/topic_intersection.py \\
-        --questions ../data/cwq/questions.jsonl --split val --checkpoint kgdb/models/default/rrp-ranker-portable [--paths 12]
+        --questions $KGDB_DATA/cwq/questions.jsonl --split val --checkpoint kgdb/models/default/rrp-ranker-portable [--paths 12]
 
 Prints Hit@1, Macro-F1 and Hit for the ranker with all topics at once (as `kgdb eval rrp`) and with the joint
 reading, on the several-topic questions and on the whole split, with the questions turned right (+) and wrong (-).
