@@ -10,7 +10,7 @@ only finds the description around the mention.
 
 Descriptions recognised, with m the topic's mention:
   m's <1-2 words>, ms' <1-2 words>          "lionel messi's country", "step brothers' director"
-  the <1-3 words> of m                      "the director of inception"
+  the <1-3 words> of [the] m                "the director of inception", "the headliner of the X tour"
   the <1-2 words> whose <1-3 words> is m    "the country whose capital is lima"
   the <1-2 words> where|in which m was|is <word>        "the country where albert einstein was born"
   the|a <1-2 words> who|that <1-4 words> m  "the man who directed the untouchables", "the actor that
@@ -142,19 +142,19 @@ class Composition:
 
 def _patterns(m: str) -> list[re.Pattern]:
     w = _WORD
-    q = rf"[\"“]?{m}[\"”]?"  # a title or a saying the question quotes
+    q = rf"(?:[\"“]{m}[\"”]|{m})"  # a title or a saying the question quotes, both quotes or none
     return [
         re.compile(
             rf"(?<!\w)({m}(?:['’]s|(?<=s)['’])(?: {w}){{1,2}}?)(?= (?:is|are|was|were|use|uses|used|in|of|located|born|from|speak|spoken)\b|\?|$)"
         ),
-        re.compile(rf"(?<!\w)(the (?:{w} ){{1,3}}of {m})(?!\w)"),
-        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}whose (?:{w} ){{1,3}}(?:is|was|are|were) {m})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,3}}of (?:the )?{q})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}whose (?:{w} ){{1,3}}(?:is|was|are|were) {q})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m} (?:was|is|were|are) {w})(?!\w)"),
         re.compile(
             rf"(?<!\w)((?:the|a|an) (?:{w} ){{1,2}}(?:who|that) (?:(?:{w} ){{1,4}}|(?:{w} ){{1,5}}(?:named|called) ){q})(?!\w)"
         ),
-        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}with (?:(?:the|a|an) )?(?:{w} ){{0,3}}{m})(?!\w)"),
-        re.compile(rf"(?<!\w)(the (?:{w} ){{0,1}}{w} {_BY} (?:(?:the|a|an) )?(?:{w} ){{0,3}}{m})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}with (?:(?:the|a|an) )?(?:{w} ){{0,3}}{q})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{0,1}}{w} {_BY} (?:(?:the|a|an) )?(?:{w} ){{0,3}}{q})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) (?:{w} ){{0,4}}{q}(?: {w}){{0,4}})(?= ?\?|,|$)"),
     ]
 

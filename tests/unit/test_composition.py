@@ -100,6 +100,18 @@ EDITED = ("film.film.edited_by", 1)
             "what year did {} win the world series?",
         ),
         (
+            "Where did the headliner of the Jay Z 2009 Concert Tour grow up?",
+            "Jay Z 2009 Concert Tour",
+            "the headliner of the jay z 2009 concert tour",
+            "where did {} grow up?",
+        ),
+        (
+            'When did the sports team whose fight song is "The Baltimore Fight Song" win the Super Bowl?',
+            "The Baltimore Fight Song",
+            'the sports team whose fight song is "the baltimore fight song"',
+            "when did {} win the super bowl?",
+        ),
+        (
             "What currency is used in the country in which Atef Sedki held office in 2013?",
             "Atef Sedki",
             "the country in which atef sedki held office in 2013",
