@@ -88,22 +88,9 @@ def ground_jointly(
     params = _check(plans)
     if not params:
         return []
-    rows = graph.run("topic_intersection", plans=params, cap=int(cap), per_end=int(per_end), limit=int(limit))
-    out = []
-    for row in rows:
-        paths = tuple(
-            JointPath(
-                r["topic"],
-                tuple(p["relations"]),
-                tuple(p["directions"]),
-                tuple(p["nodes"]),
-                tuple(tuple(t) for t in p["triples"]),
-            )
-            for r in row["reached"]
-            for p in r["paths"]
-        )
-        out.append(JointCandidate(row["answer"], tuple(r["topic"] for r in row["reached"]), paths))
-    return out
+    return _joint_candidates(
+        graph.run("topic_intersection", plans=params, cap=int(cap), per_end=int(per_end), limit=int(limit))
+    )
 
 
 def write_joint_paths(
@@ -157,3 +144,39 @@ def write_joint_paths(
             f"run {run}: wrote {written} of {len(rows)} joint-path triples; the graph changed since they were grounded: ground them again"
         )
     return run
+
+
+def topics_next_to(
+    graph: Graph, candidates: Sequence[str], topics: Sequence[str], *, per_end: int = 3
+) -> list[JointCandidate]:
+    """The `candidates` joined to some of `topics` by one relationship, or by two through a CVT node
+    (topic_neighbours.cypher), by id, each with the topics next to it and the paths that join them (at
+    most `per_end` per topic, directions read from the topic). A topic is never a candidate."""
+    if per_end < 1:
+        raise InputError(f"must be positive, got {per_end}", path="per_end")
+    candidates, topics = list(dict.fromkeys(candidates)), list(dict.fromkeys(topics))
+    if not candidates or not topics:
+        return []
+    return _joint_candidates(graph.run("topic_neighbours", candidates=candidates, topics=topics, per_end=int(per_end)))
+
+
+def _joint_candidates(rows: list[dict]) -> list[JointCandidate]:
+    """Candidates of rows {answer, reached: [{topic, paths: [{relations, directions, nodes, triples}]}]}."""
+    return [
+        JointCandidate(
+            row["answer"],
+            tuple(r["topic"] for r in row["reached"]),
+            tuple(
+                JointPath(
+                    r["topic"],
+                    tuple(p["relations"]),
+                    tuple(p["directions"]),
+                    tuple(p["nodes"]),
+                    tuple(tuple(t) for t in p["triples"]),
+                )
+                for r in row["reached"]
+                for p in r["paths"]
+            ),
+        )
+        for row in rows
+    ]

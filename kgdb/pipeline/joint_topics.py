@@ -2,7 +2,9 @@
 each topic's best answer-bearing relation paths, planned from that topic alone, are grounded in one
 query and joined on the entity they end at (`kgdb.cypher.topic_intersection`). The candidates reached
 by the most topics (two or more) answer the question, strongest first: a candidate's strength is the
-sum over topics of the score of the best path that reaches it from that topic.
+sum over topics of the score of the best path that reaches it from that topic. Where no candidate is reached
+from two topics, the planned answers next to the most of the other topics answer it
+(`answers_next_to_topics`).
 
 Without it a plan answers the core question from whichever topic scores best and ignores the rest
 (ComplexWebQuestions val, shipped portable ranker: Hit@1 26.79 with one joint plan, 37.14 with the
@@ -12,14 +14,17 @@ joint reading; docs/experiments/2026-11-28-several-topics.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from kgdb.cypher import Graph
-from kgdb.cypher.topic_intersection import MAX_HOPS, JointCandidate, TopicPaths, ground_jointly
+from kgdb.cypher.topic_intersection import MAX_HOPS, JointCandidate, TopicPaths, ground_jointly, topics_next_to
 from kgdb.pipeline.answering_rules import Gathered, GroundedPath
 from kgdb.pipeline.planners import walk
 from kgdb.protocol import ScoredPath
 
 SOURCE = "joint-topics"
+# the planned answers, best first, whose neighbourhood is read for the other topics (`answers_next_to_topics`)
+NEXT_TO_CANDIDATES = 200
 
 PathKey = tuple[str, tuple[str, ...], tuple[int, ...]]  # topic, relations, directions
 
@@ -68,3 +73,42 @@ def _strength(c: JointCandidate, scores: dict[PathKey, float]) -> float:
         s = scores.get((p.topic, p.relations, p.directions), 0.0)
         per_topic[p.topic] = max(per_topic.get(p.topic, 0.0), s)
     return sum(per_topic.values())
+
+
+def answers_next_to_topics(graph: Graph, g: Gathered, topics: Sequence[str]) -> tuple[list[GroundedPath], list[str]]:
+    """Where no answer is reached from two `topics` by their planned paths: the planned answers of `g` next
+    to the most of the other topics (joined by one relationship, or two through a CVT node:
+    `kgdb.cypher.topic_intersection.topics_next_to`), each with its planned paths and the paths that join it
+    to those topics, all scored with its best planned score, and the topics they are next to; nothing when no
+    planned answer is next to a topic its best-scored paths do not start from. A topic that only types the answer ("the *singer-songwriter* that went out
+    with Tupac Shakur", "the *fantasy* movies X plays in") is rarely among the paths planned from it with the
+    whole question's words, and is one relation away from the answer. Chosen on the ComplexWebQuestions and
+    WebQSP training and val splits (docs/experiments/2026-11-29-answers-next-to-the-other-topics.md)."""
+    excluded = set(g.found.ids) | g.cvt | set(topics)
+    best: dict[str, float] = {}
+    starts: dict[str, set[str]] = {}  # where each answer's best-scored paths start
+    for c in g.planned:
+        if c.path.answer in excluded or not c.path.entities:
+            continue
+        if c.path.score > best.get(c.path.answer, float("-inf")):
+            best[c.path.answer], starts[c.path.answer] = c.path.score, set()
+        if c.path.score == best[c.path.answer]:
+            starts[c.path.answer].add(c.path.entities[0])
+    ranked = sorted(best, key=lambda a: (-best[a], a))[:NEXT_TO_CANDIDATES]
+    near = {
+        c.answer: [p for p in c.paths if p.topic not in starts[c.answer]] for c in topics_next_to(graph, ranked, topics)
+    }
+    count = {a: len({p.topic for p in paths}) for a, paths in near.items()}
+    top = max(count.values(), default=0)
+    if top == 0:
+        return [], []
+    out = []
+    for c in g.planned:
+        if count.get(c.path.answer) == top:
+            score = best[c.path.answer]
+            out.append(GroundedPath(replace(c.path, score=score, source=SOURCE), c.triples, c.s1))
+    for answer in sorted(a for a, n in count.items() if n == top):
+        for p in near[answer]:
+            path = ScoredPath(best[answer], p.nodes, p.relations, p.directions, source=SOURCE)
+            out.append(GroundedPath(path, list(p.triples), 0.0))
+    return out, sorted({p.topic for a, n in count.items() if n == top for p in near[a]})

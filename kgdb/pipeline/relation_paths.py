@@ -34,7 +34,7 @@ from kgdb.pipeline.answering_rules import (
     weigh_by_answer_closeness,
 )
 from kgdb.pipeline.constraints import answer_cue, apply_literal, parse_constraints, years_of
-from kgdb.pipeline.joint_topics import joint_answer_paths
+from kgdb.pipeline.joint_topics import answers_next_to_topics, joint_answer_paths
 from kgdb.pipeline.path_ranker import competing_topics, load_ranker, shipped_ranker
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath
 from kgdb.pipeline.planners import CosinePathPlanner, encode_question, load_planner, walk
@@ -157,6 +157,18 @@ class RelationPathRetriever:
                 together = Topics(list(several), found.source, [], [])
                 g = self._gather(question, together, several, {})
                 g.found, g.timings = replace(together, linked=found.linked), {**first, "together": _ms(t)}
+            if not g.joint:
+                t = time.perf_counter()
+                g.joint, joined = answers_next_to_topics(self.graph, g, list(several))
+                self._name_joint(g)
+                if g.joint:
+                    answers = len({c.path.answer for c in g.joint})
+                    g.notes.append(
+                        f"no answer is reached from two topics; the {answers} planned answer(s) joined to "
+                        f"{', '.join(repr(several[t]) for t in joined)} by one relation (or two through a CVT node) "
+                        "come first"
+                    )
+                g.timings["next_to"] = _ms(t)
         g.constrain = literal_constraint(self.graph, question, g)
         return g
 
@@ -169,6 +181,10 @@ class RelationPathRetriever:
             # the joint reading reads each topic's planned paths only: no structural pass per topic
             per_topic.append((topic, self._gather(question, one, {topic: name}, {}, with_structural=False)))
         g.joint = joint_answer_paths(self.graph, per_topic, self.joint_paths)
+        self._name_joint(g)
+
+    def _name_joint(self, g: Gathered) -> None:
+        """Names (and CVT marks) of the joint paths' entities that the planned paths did not reach."""
         unnamed = list(dict.fromkeys(e for c in g.joint for e in c.path.entities if e not in g.names))
         for i, e in entity_names(self.graph, unnamed).items():
             g.names[i] = e.name

@@ -1,5 +1,6 @@
 """A question that names several topics is answered by what each topic reaches: every topic's own plan
-grounded and joined on the answer (kgdb/pipeline/joint_topics.py), written back, and off when asked."""
+grounded and joined on the answer (kgdb/pipeline/joint_topics.py), else the planned answers next to the other
+topics; written back, and off when asked."""
 
 from __future__ import annotations
 
@@ -70,3 +71,74 @@ def test_without_a_shared_answer_or_with_the_joint_reading_off_the_plan_answers_
     lone = on.gather("which countries use the peseta?", ["Peseta", "Belgian franc"])
     assert lone.joint == []  # no country uses both: nothing is reached from two topics
     assert on.gather(QUESTION, ["France"]).joint == []  # one topic: nothing to join
+
+
+DATED, PROFESSION, FILM = "base.popstra.celebrity.dated", "people.person.profession", "film.actor.film"
+STARRING, CHARACTER = "film.film.starring", "film.performance.character"
+NEXT_TO = [
+    ("Tupac Shakur", DATED, "Jada Pinkett Smith"),
+    ("Tupac Shakur", DATED, "Kidada Jones"),
+    ("Tupac Shakur", PROFESSION, "Rapper"),
+    ("Jada Pinkett Smith", PROFESSION, "Singer-songwriter"),
+    ("Kidada Jones", PROFESSION, "Model"),
+    ("Adam Sandler", FILM, "Big Daddy"),
+    ("Adam Sandler", FILM, "Click"),
+    ("Click", STARRING, "m.0perf1"),
+    ("m.0perf1", CHARACTER, "Ginger"),
+    ("Big Daddy", STARRING, "m.0perf2"),
+    ("m.0perf2", CHARACTER, "Sonny"),
+]
+
+
+class FirstTopicPlanner(PathPlanner):
+    """Plans the core question's path from the first topic; from any other topic alone, a path that reaches
+    nothing, as a ranker reads a topic that only types the answer with the whole question's words."""
+
+    name = "first-topic"
+
+    def plan(self, graph, question, topics, names) -> Plan:
+        if topics.ids in (["Tupac Shakur"], ["Adam Sandler"]) or len(topics.ids) > 1:
+            paths = (PlannedPath((DATED,), 0.9, (1,)), PlannedPath((FILM,), 0.8, (1,)))
+        else:
+            paths = (PlannedPath(("people.person.nationality",), 0.7, (-1,)),)
+        return Plan(topics, names_of(topics, names), paths, question)
+
+
+def test_with_no_shared_answer_the_answers_next_to_the_other_topic_come_first_and_are_written_back(graph):
+    load(graph, NEXT_TO)
+    r = RelationPathRetriever(graph, graph.settings, planner=FirstTopicPlanner(), k=10)
+    question = "who is the singer-songwriter that went out with tupac shakur?"
+    g = r.gather(question, ["Tupac Shakur", "Singer-songwriter"])
+    assert answers_of("planner", g, 0.5, 0.0) == ["Jada Pinkett Smith"] and "next_to" in g.timings
+    assert {tuple(c.path.entities) for c in g.joint} == {
+        ("Tupac Shakur", "Jada Pinkett Smith"),
+        ("Singer-songwriter", "Jada Pinkett Smith"),
+    }
+    assert any("'Singer-songwriter' by one relation" in n for n in g.notes)
+
+    res = r.retrieve(question, ["Tupac Shakur", "Singer-songwriter"], qid="q-next-to")
+    assert [e.id for e in res.entities] == ["Jada Pinkett Smith"]
+    written = show_run(graph, res.run)
+    assert {(t["h"], t["rel"], t["t"]) for t in written["triples"]} == {
+        ("Tupac Shakur", DATED, "Jada Pinkett Smith"),
+        ("Jada Pinkett Smith", PROFESSION, "Singer-songwriter"),
+    }
+
+
+def test_an_answer_joined_to_the_other_topic_through_a_cvt_node_comes_first(graph):
+    load(graph, NEXT_TO)
+    r = RelationPathRetriever(graph, graph.settings, planner=FirstTopicPlanner(), write=False)
+    g = r.gather("what film with the character ginger did adam sandler play in?", ["Adam Sandler", "Ginger"])
+    assert answers_of("planner", g, 0.5, 0.0) == ["Click"]
+    joining = [c for c in g.joint if c.path.entities[0] == "Ginger"]
+    assert [c.path.entities for c in joining] == [("Ginger", "m.0perf1", "Click")]
+    assert joining[0].path.relations == (CHARACTER, STARRING) and joining[0].path.directions == (-1, -1)
+
+
+def test_an_answer_next_only_to_the_topic_its_path_starts_from_changes_nothing(graph):
+    load(graph, NEXT_TO)
+    r = RelationPathRetriever(graph, graph.settings, planner=FirstTopicPlanner(), write=False)
+    # both answers are next to Tupac Shakur, where their path starts; neither is next to Rapper
+    g = r.gather("who did the rapper tupac shakur date?", ["Tupac Shakur", "Rapper"])
+    assert g.joint == [] and "next_to" in g.timings and g.notes == []
+    assert sorted(answers_of("planner", g, 0.5, 0.0)) == ["Jada Pinkett Smith", "Kidada Jones"]

@@ -1,5 +1,6 @@
-"""Several topics grounded in one query and joined on the answer (kgdb/cypher/topic_intersection.py), against an
-exhaustive enumeration on hand-made multigraphs, with awkward names, and written back for Browser."""
+"""Several topics grounded in one query and joined on the answer (kgdb/cypher/topic_intersection.py), and the
+candidates next to topics, against an exhaustive enumeration on hand-made multigraphs, with awkward names, and
+written back for Browser."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections import defaultdict
 import pytest
 
 from kgdb.cypher import query
-from kgdb.cypher.topic_intersection import TopicPaths, ground_jointly, write_joint_paths
+from kgdb.cypher.topic_intersection import TopicPaths, ground_jointly, topics_next_to, write_joint_paths
+from kgdb.errors import InputError
 from kgdb.loaders.writer import write_graph
 from support.graphs import random_multigraph
 
@@ -137,3 +139,57 @@ def test_ten_topics_with_braces_and_quotes_meet_and_are_written_back(graph):
     # writing the same run again replaces it
     write_joint_paths(graph, question, found[:1], topics, run=run)
     assert graph.run_text("MATCH ()-[s:SCORED {run: $run}]->() RETURN count(s) AS n", run=run) == [{"n": 10}]
+
+
+def _brute_next_to(triples, candidates, topics, cvt):
+    """answer -> topic -> {(nodes, relations, directions, (h, r, t) triples)}: every relationship joining a topic
+    to a candidate, and every pair of relationships joining them through a CVT node, read off the triple list."""
+    found: dict = defaultdict(lambda: defaultdict(set))
+
+    def steps(a, b):
+        return [((h, r, t), 1 if h == a else -1) for h, r, t in triples if {h, t} == {a, b} and a != b]
+
+    for a in candidates:
+        for t in topics:
+            if t == a:
+                continue
+            for tr, d in steps(t, a):
+                found[a][t].add(((t, a), (tr[1],), (d,), (tr,)))
+            for c in cvt:
+                for tr1, d1 in steps(t, c):
+                    for tr2, d2 in steps(c, a):
+                        found[a][t].add(((t, c, a), (tr1[1], tr2[1]), (d1, d2), (tr1, tr2)))
+    return found
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_topics_next_to_candidates_equal_brute_force_enumeration_on_a_multigraph(graph, seed):
+    rng = random.Random(seed)
+    triples = random_multigraph(seed, nodes=9, edges=24)
+    cvt = [f"m.0cvt{i}" for i in range(3)]
+    for c in cvt:  # compound-value nodes, each joined to three entities either way
+        for n in rng.sample([f"n{i}" for i in range(9)], 3):
+            r = f"rel.c{rng.randrange(2)}"
+            triples.append((c, r, n) if rng.random() < 0.5 else (n, r, c))
+    triples.append(("n0", "rel.c0", "m.0cvt0"))
+    triples.append(("m.0cvt0", "rel.c1", "n5"))  # at least one candidate through a CVT node
+    triples = sorted(set(triples))
+    write_graph(graph, triples, embedder=None)
+    candidates, topics = [f"n{i}" for i in range(9)], ["n0", "n1"]
+    expected = _brute_next_to(triples, candidates, topics, cvt)
+    found = topics_next_to(graph, candidates, topics, per_end=1000)
+
+    assert [c.answer for c in found] == sorted(expected)
+    assert any(len(p.nodes) == 3 for c in found for p in c.paths), "some candidate must be joined through a CVT node"
+    for c in found:
+        assert set(c.topics) == set(expected[c.answer])
+        got = defaultdict(set)
+        for p in c.paths:
+            got[p.topic].add((p.nodes, p.relations, p.directions, tuple((h, r, t) for _, h, r, t in p.triples)))
+        assert got == expected[c.answer]
+    # a cap per (candidate, topic) keeps the first paths in node order
+    capped = topics_next_to(graph, candidates, topics, per_end=1)
+    assert all(sum(p.topic == t for p in c.paths) == 1 for c in capped for t in c.topics)
+    assert topics_next_to(graph, [], topics) == [] and topics_next_to(graph, candidates, []) == []
+    with pytest.raises(InputError, match="positive"):
+        topics_next_to(graph, candidates, topics, per_end=0)
