@@ -84,16 +84,7 @@ def answers_next_to_topics(graph: Graph, g: Gathered, topics: Sequence[str]) -> 
     with Tupac Shakur", "the *fantasy* movies X plays in") is rarely among the paths planned from it with the
     whole question's words, and is one relation away from the answer. Chosen on the ComplexWebQuestions and
     WebQSP training and val splits (docs/experiments/2026-11-29-answers-next-to-the-other-topics.md)."""
-    excluded = set(g.found.ids) | g.cvt | set(topics)
-    best: dict[str, float] = {}
-    starts: dict[str, set[str]] = {}  # where each answer's best-scored paths start
-    for c in g.planned:
-        if c.path.answer in excluded or not c.path.entities:
-            continue
-        if c.path.score > best.get(c.path.answer, float("-inf")):
-            best[c.path.answer], starts[c.path.answer] = c.path.score, set()
-        if c.path.score == best[c.path.answer]:
-            starts[c.path.answer].add(c.path.entities[0])
+    best, starts = _best_planned(g.planned, set(g.found.ids) | g.cvt | set(topics))
     ranked = sorted(best, key=lambda a: (-best[a], a))[:NEXT_TO_CANDIDATES]
     near = {
         c.answer: [p for p in c.paths if p.topic not in starts[c.answer]] for c in topics_next_to(graph, ranked, topics)
@@ -112,3 +103,17 @@ def answers_next_to_topics(graph: Graph, g: Gathered, topics: Sequence[str]) -> 
             path = ScoredPath(best[answer], p.nodes, p.relations, p.directions, source=SOURCE)
             out.append(GroundedPath(path, list(p.triples), 0.0))
     return out, sorted({p.topic for a, n in count.items() if n == top for p in near[a]})
+
+
+def _best_planned(planned: list[GroundedPath], excluded: set[str]) -> tuple[dict[str, float], dict[str, set[str]]]:
+    """Each planned answer's best score, and the topics its best-scored paths start from."""
+    best: dict[str, float] = {}
+    starts: dict[str, set[str]] = {}
+    for c in planned:
+        if c.path.answer in excluded or not c.path.entities:
+            continue
+        if c.path.score > best.get(c.path.answer, float("-inf")):
+            best[c.path.answer], starts[c.path.answer] = c.path.score, set()
+        if c.path.score == best[c.path.answer]:
+            starts[c.path.answer].add(c.path.entities[0])
+    return best, starts
