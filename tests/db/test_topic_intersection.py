@@ -71,6 +71,11 @@ def test_joint_grounding_equals_brute_force_enumeration_on_a_multigraph(graph, s
 
     assert [c.answer for c in found] == sorted(expected, key=lambda a: (-len(expected[a]), a))
     assert any(c.reached > 1 for c in found), "the plans must make some topics meet"
+    _assert_same_paths(found, expected)
+
+
+def _assert_same_paths(found, expected):
+    """Each candidate has the topics and, per topic, the paths (relations, directions, nodes, triples) expected."""
     for c in found:
         assert set(c.topics) == set(expected[c.answer])
         got = defaultdict(set)
@@ -142,7 +147,7 @@ def test_ten_topics_with_braces_and_quotes_meet_and_are_written_back(graph):
 
 
 def _brute_next_to(triples, candidates, topics, cvt):
-    """answer -> topic -> {(nodes, relations, directions, (h, r, t) triples)}: every relationship joining a topic
+    """answer -> topic -> {(relations, directions, nodes, (h, r, t) triples)}: every relationship joining a topic
     to a candidate, and every pair of relationships joining them through a CVT node, read off the triple list."""
     found: dict = defaultdict(lambda: defaultdict(set))
 
@@ -154,11 +159,11 @@ def _brute_next_to(triples, candidates, topics, cvt):
             if t == a:
                 continue
             for tr, d in steps(t, a):
-                found[a][t].add(((t, a), (tr[1],), (d,), (tr,)))
+                found[a][t].add(((tr[1],), (d,), (t, a), (tr,)))
             for c in cvt:
                 for tr1, d1 in steps(t, c):
                     for tr2, d2 in steps(c, a):
-                        found[a][t].add(((t, c, a), (tr1[1], tr2[1]), (d1, d2), (tr1, tr2)))
+                        found[a][t].add(((tr1[1], tr2[1]), (d1, d2), (t, c, a), (tr1, tr2)))
     return found
 
 
@@ -185,12 +190,7 @@ def test_topics_next_to_candidates_equal_brute_force_enumeration_on_a_multigraph
 
     assert [c.answer for c in found] == sorted(expected)
     assert any(len(p.nodes) == 3 for c in found for p in c.paths), "some candidate must be joined through a CVT node"
-    for c in found:
-        assert set(c.topics) == set(expected[c.answer])
-        got = defaultdict(set)
-        for p in c.paths:
-            got[p.topic].add((p.nodes, p.relations, p.directions, tuple((h, r, t) for _, h, r, t in p.triples)))
-        assert got == expected[c.answer]
+    _assert_same_paths(found, expected)
     # a cap per (candidate, topic) keeps the first paths in node order
     capped = topics_next_to(graph, candidates, topics, per_end=1)
     assert all(sum(p.topic == t for p in c.paths) == 1 for c in capped for t in c.topics)
