@@ -78,12 +78,13 @@ def _strength(c: JointCandidate, scores: dict[PathKey, float]) -> float:
 def answers_next_to_topics(graph: Graph, g: Gathered, topics: Sequence[str]) -> tuple[list[GroundedPath], list[str]]:
     """Where no answer is reached from two `topics` by their planned paths: the planned answers of `g` next
     to the most of the other topics (joined by one relationship, or two through a CVT node:
-    `kgdb.cypher.topic_intersection.topics_next_to`), each with its planned paths and the paths that join it
-    to those topics, all scored with its best planned score, and the topics they are next to; nothing when no
-    planned answer is next to a topic its best-scored paths do not start from. A topic that only types the answer ("the *singer-songwriter* that went out
-    with Tupac Shakur", "the *fantasy* movies X plays in") is rarely among the paths planned from it with the
-    whole question's words, and is one relation away from the answer. Chosen on the ComplexWebQuestions and
-    WebQSP training and val splits (docs/experiments/2026-11-29-answers-next-to-the-other-topics.md)."""
+    `kgdb.cypher.topic_intersection.topics_next_to`), each with its planned paths and the paths that join
+    it to those topics, all scored with its best planned score; and the topics they are next to. Nothing
+    when no planned answer is next to a topic its best-scored paths do not start from. A topic that only
+    types the answer ("the *singer-songwriter* that went out with Tupac Shakur", "JFK's brothers that are
+    *lawyers*") is rarely among the paths planned from it with the whole question's words, and is one
+    relation away from the answer. Chosen on the ComplexWebQuestions and WebQSP training and val splits
+    (docs/experiments/2026-11-29-answers-next-to-the-other-topics.md)."""
     best, starts = _best_planned(g.planned, set(g.found.ids) | g.cvt | set(topics))
     ranked = sorted(best, key=lambda a: (-best[a], a))[:NEXT_TO_CANDIDATES]
     near = {

@@ -165,7 +165,7 @@ class RelationPathRetriever:
                     answers = len({c.path.answer for c in g.joint})
                     g.notes.append(
                         f"no answer is reached from two topics; the {answers} planned answer(s) joined to "
-                        f"{', '.join(repr(several[t]) for t in joined)} by one relation (or two through a CVT node) "
+                        f"{', '.join(repr(several[tid]) for tid in joined)} by one relation (or two through a CVT node) "
                         "come first"
                     )
                 g.timings["next_to"] = _ms(t)
