@@ -21,6 +21,7 @@ from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import KgdbError
 from kgdb.pipeline.path_ranker import RankedPathPlanner
 from kgdb.pipeline.relation_paths import relation_path_retriever
+from kgdb.pipeline.structural import answers_of
 
 
 def main() -> None:
@@ -48,13 +49,13 @@ def main() -> None:
     questions = subsample(read_questions(args.questions).split(args.split), sample=args.sample)
 
     def first(q) -> tuple[str | None, list[str]]:
+        """The first answer in the order `kgdb ask --reasoner rrp` and `kgdb eval rrp` give (`answers_of`)."""
         try:
-            res = retriever.retrieve(q.text, None if args.topics == "linked" else list(q.topics), qid=q.id)
+            g = retriever.gather(q.text, None if args.topics == "linked" else list(q.topics))
         except KgdbError:
             return None, []
-        return (res.entities[0].id if res.entities else None), [
-            n for n in res.notes if n.startswith("read as a composition")
-        ]
+        answers = answers_of(retriever.mode, g, retriever.lambda1, retriever.theta)
+        return (answers[0] if answers else None), [n for n in g.notes if n.startswith("read as a composition")]
 
     hits = {False: 0, True: 0}
     taken = []
