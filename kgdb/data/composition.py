@@ -25,7 +25,8 @@ Descriptions recognised, with m the topic's mention:
                                             "the franchise owned by X", "the nation represented by the anthem X"
 m is the topic's name as the question writes it: in quotes or not (the person who said “...”), without
 its accents ("tien quan ca"), a name of several words misspelt ("eddi fenech adami"), with the
-capitalised words written right after it ("Ramble Elementary School" for Ramble Elementary).
+capitalised words written right after it ("Ramble Elementary School" for Ramble Elementary), or its first
+three words or more where the question shortens a long name ("Horace Mann School for the Deaf").
 A description that is all the question asks ("what is the capital of france?") is no composition, nor
 is a mention inside a coordination ("ike and tina turner's children": the duo's children), nor a
 description beside "and" (two conditions on one answer: "the country that exports to japan and has …"),
@@ -109,6 +110,8 @@ _FILLER = frozenset(
     ]
 )
 _WORD = r"[\w'’.&-]+"
+# the fewest first words of a long name a question may write for the whole name (`_first_words_mention`)
+FIRST_WORDS = 3
 _QUOTES_AND_STOPS = ",.;:?!\"'"
 # Outer words that describe the answer by a participle around the description ("the films written by …")
 _PARTICIPLE = re.compile(r"\bthe (?:[\w'’-]+ ){1,2}[\w'’-]+ by $")
@@ -184,6 +187,17 @@ def _mention(text: str, name: str) -> tuple[int, int] | None:
     return None
 
 
+def _first_words_mention(text: str, name: str) -> tuple[int, int] | None:
+    """Where `text` names the longest run of `name`'s first words, at least FIRST_WORDS of them and fewer than
+    all: a question shortens a long name ("Horace Mann School for the Deaf" for "... and Hard of Hearing")."""
+    words = name.split()
+    for n in range(len(words) - 1, FIRST_WORDS - 1, -1):
+        found = _mention(text, " ".join(words[:n]).rstrip(_QUOTES_AND_STOPS))
+        if found:
+            return found
+    return None
+
+
 def _with_capitalised_words_after(written: str, text: str, span: tuple[int, int]) -> str:
     """The mention at `span` with the capitalised words the question writes right after it, which name it
     too ("the president who attended Ramble Elementary School", topic "Ramble Elementary"); only in a
@@ -199,7 +213,8 @@ def _with_capitalised_words_after(written: str, text: str, span: tuple[int, int]
 def split_composition(question: str, topic_name: str) -> Composition | None:
     """The inner description around the topic's mention and the two questions it makes, or None."""
     text = " ".join(question.lower().split())
-    span = _mention(text, " ".join(topic_name.lower().split()))
+    topic = " ".join(topic_name.lower().split())
+    span = _mention(text, topic) or _first_words_mention(text, topic)
     if not span:
         return None
     name = _with_capitalised_words_after(" ".join(question.split()), text, span)

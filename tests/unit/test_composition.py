@@ -141,6 +141,17 @@ def test_descriptions_around_the_mention_split_the_question(question, topic, phr
             "the actor who played corneila wallace",
         ),
         ("where was the director of avatár born?", "Avatar", "the director of avatár"),
+        # the first words of a long name, misspelt too
+        (
+            "Where did the famous person who went to Horace Mann School for the Deaf die?",
+            "Horace Mann School for the Deaf and Hard of Hearing",
+            "the famous person who went to horace mann school for the deaf",
+        ),
+        (
+            "What currency is used in the country with Nobel Patria, tu hermosa as its national anthem?",
+            "Noble patria, tu hermosa bandera",
+            "the country with nobel patria, tu hermosa",
+        ),
     ],
 )
 def test_a_description_names_the_topic_as_the_question_spells_it(question, topic, phrase):
@@ -211,6 +222,7 @@ def test_braces_and_quotes_in_a_question_are_words_not_a_template(question):
         # a clause about where the name is, in the middle of the question: the words after it are the outer question's
         ("which team from the city in which pele played football won the most cups?", "Pele"),
         ("where was the director of avatar born?", "Titanic"),  # the topic is not mentioned
+        ("where was the director of the new york times born?", "New York Giants"),  # two first words are no name
         ("where was the director of avatar born?", " "),
     ],
 )
