@@ -9,8 +9,12 @@ question of the kind it was trained on. The split is a reading the planner may t
 only finds the description around the mention.
 
 Descriptions recognised, with m the topic's mention:
-  m's <1-2 words>, ms' <1-2 words>          "lionel messi's country", "step brothers' director"
-  the <1-3 words> of [the] m                "the director of inception", "the headliner of the X tour"
+  m's <1-2 words>, ms' <1-2 words>          "lionel messi's country", "step brothers' director", "X's
+                                            academic advisor" in "X's academic advisor's discovery"
+  the <1-3 words> of [the [word]] m         "the director of inception", "the headliner of the X tour",
+                                            "the illustrator of the book X"
+  the <1-2 words> <participle> for <0-3 words> m
+                                            "the artist nominated for awards for X"
   the <1-2 words> whose <1-3 words> is m    "the country whose capital is lima"
   the <1-2 words> where|in which m was|is <word>        "the country where albert einstein was born"
   the|a <1-2 words> who|that <1-4 words> m  "the man who directed the untouchables", "the actor that
@@ -148,9 +152,10 @@ def _patterns(m: str) -> list[re.Pattern]:
     q = rf"(?:[\"“]{m}[\"”]|{m})"  # a title or a saying the question quotes, both quotes or none
     return [
         re.compile(
-            rf"(?<!\w)({m}(?:['’]s|(?<=s)['’])(?: {w}){{1,2}}?)(?= (?:is|are|was|were|use|uses|used|in|of|located|born|from|speak|spoken)\b|\?|$)"
+            rf"(?<!\w)({m}(?:['’]s|(?<=s)['’])(?: {w}){{1,2}}?)(?= (?:is|are|was|were|use|uses|used|in|of|located|born|from|speak|spoken)\b|['’]s |\?|$)"
         ),
-        re.compile(rf"(?<!\w)(the (?:{w} ){{1,3}}of (?:the )?{q})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,3}}of (?:the (?:{w} )?)?{q})(?!\w)"),
+        re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}{w}(?:ed|en) for (?:(?:the|a|an) )?(?:{w} ){{0,3}}{q})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}whose (?:{w} ){{1,3}}(?:is|was|are|were) {q})(?!\w)"),
         re.compile(rf"(?<!\w)(the (?:{w} ){{1,2}}(?:where|in which) {m} (?:was|is|were|are) {w})(?!\w)"),
         re.compile(

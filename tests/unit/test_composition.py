@@ -117,6 +117,24 @@ EDITED = ("film.film.edited_by", 1)
             "the country in which atef sedki held office in 2013",
             "what currency is used in {}?",
         ),
+        (
+            "What style of painting is used by the illustrator of the book Blue Kites?",
+            "Blue Kites",
+            "the illustrator of the book blue kites",
+            "what style of painting is used by {}?",
+        ),
+        (
+            'What illness does the actor nominated for awards for "The Lamp Show" have?',
+            "The Lamp Show",
+            'the actor nominated for awards for "the lamp show"',
+            "what illness does {} have?",
+        ),
+        (
+            "What was chemist Ada Lovel's academic advisor's discovery?",
+            "Ada Lovel",
+            "ada lovel's academic advisor",
+            "what was chemist {}'s discovery?",
+        ),
     ],
 )
 def test_descriptions_around_the_mention_split_the_question(question, topic, phrase, outer):
