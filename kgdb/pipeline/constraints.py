@@ -221,3 +221,34 @@ class AnswerTypeModel:
 
     def to_json(self) -> dict:
         return {"min_questions": self.min_questions, "weights": self.weights}
+
+
+# a word and a relation name's word are the same word when they share this many first letters or are equal
+# ("released" and release_date, "postgraduates" and number_of_postgraduates)
+STEM = 5
+
+
+def word_stems(text: str) -> set[str]:
+    """The stems of the words of `text` (split at anything not a letter or digit, `_` too), words of fewer
+    than three letters aside."""
+    return {w[:STEM] for w in re.split(r"[_\W]+", text.lower()) if len(w) >= 3}
+
+
+def relation_words(relation: str) -> set[str]:
+    """The stems of the words a relation's own name writes (its last part: `education.university.
+    number_of_postgraduates` writes "number", "postgraduates")."""
+    return word_stems(relation.split(":", 1)[-1].rsplit(".", 1)[-1])
+
+
+def apply_attributes(
+    candidates: Sequence[str], relations: Mapping[str, Iterable[str]], asked: Iterable[str]
+) -> list[str]:
+    """Candidates whose own relationships name more of the `asked` word stems (`word_stems` of the
+    question's words that neither its topics nor the answer's path write) first, the rest after, each group in the given order. Only words
+    that some candidates' relations name and others' do not count: every candidate sharing an attribute
+    tells nothing."""
+    stems = set(asked)
+    named = {c: stems & {s for r in relations.get(c, ()) for s in relation_words(r)} for c in candidates}
+    common = set.intersection(*named.values()) if named else set()
+    count = {c: len(named[c] - common) for c in candidates}
+    return sorted(candidates, key=lambda c: -count[c])

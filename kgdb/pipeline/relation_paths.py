@@ -13,7 +13,7 @@ import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
-from kgdb.cypher.answer_evidence import attached_values
+from kgdb.cypher.answer_evidence import attached_values, type_features
 from kgdb.cypher.linking import Topics, capitalised, names_mention, question_topics, written_as_name
 from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_paths, why_empty
 from kgdb.cypher.tables import graph_fingerprint
@@ -33,7 +33,14 @@ from kgdb.pipeline.answering_rules import (
     tied_at_best,
     weigh_by_answer_closeness,
 )
-from kgdb.pipeline.constraints import answer_cue, apply_literal, parse_constraints, years_of
+from kgdb.pipeline.constraints import (
+    answer_cue,
+    apply_attributes,
+    apply_literal,
+    parse_constraints,
+    word_stems,
+    years_of,
+)
 from kgdb.pipeline.joint_topics import answers_next_to_topics, joint_answer_paths
 from kgdb.pipeline.path_ranker import competing_topics, load_ranker, shipped_ranker
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath
@@ -442,15 +449,28 @@ def literal_constraint(graph: Graph, question: str, g: Gathered) -> Callable[[li
     ComplexWebQuestions val Hit@1 +0.71, WebQSP and MetaQA val unchanged
     (docs/experiments/2026-11-28-literal-constraints.md)."""
     c = parse_constraints(question)
-    if not c.literal:
-        return list
-    best = best_per_answer((p.path for p in g.joint or g.planned), set(g.found.ids) | g.cvt)
+    paths = [p.path for p in g.joint or g.planned]
+    best = best_per_answer(paths, set(g.found.ids) | g.cvt)
     tied = tied_at_best(best)
     if len(tied) < 2:
         return list
+    relations = type_features(graph, tied[:LITERAL_READ])
+    asked = _asked_words(question, [g.names.get(t, t) for t in g.found.ids], [r for p in paths for r in p.relations])
+
+    def by_attributes(ordered: list[str]) -> list[str]:
+        return apply_attributes(ordered, {a: relations.get(a, ()) for a in tied}, asked)
+
+    if not c.literal:
+        return by_attributes
     values = attached_values(graph, tied[:LITERAL_READ])
     years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in tied}
-    return lambda ordered: apply_literal(ordered, years, c)
+    return lambda ordered: apply_literal(by_attributes(ordered), years, c)
+
+
+def _asked_words(question: str, topic_names: list[str], path_relations: list[str]) -> set[str]:
+    """The stems of the question's words that neither a topic's name nor a relation of the answers' paths writes."""
+    known = {s for n in topic_names for s in word_stems(n)} | {s for r in path_relations for s in word_stems(r)}
+    return word_stems(question) - known
 
 
 def _best_triples(candidates: list[GroundedPath]) -> list[tuple[float, tuple]]:

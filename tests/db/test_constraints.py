@@ -149,3 +149,55 @@ def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_b
     best = {"Final A": 0.8, "Final B": 0.8, "Final C": 0.1}
     assert ranked_answers(best, last) == ["Final B", "Final A", "Final C"]
     assert ranked_answers(best, gathered("what did the giants win in 2001?")) == ["Final A", "Final B", "Final C"]
+
+
+def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied_answers(graph):
+    from types import SimpleNamespace
+
+    from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of
+    from kgdb.pipeline.relation_paths import literal_constraint
+    from kgdb.protocol import ScoredPath
+
+    write_graph(
+        graph,
+        [
+            ("Ada", "people.person.education", "m.0edu_alder"),
+            ("m.0edu_alder", "education.education.institution", "Alder College"),
+            ("Ada", "people.person.education", "m.0edu_birch"),
+            ("m.0edu_birch", "education.education.institution", "Birch School"),
+            # the count itself is missing, as in a cut-out subgraph: the relationship to its CVT node is left
+            ("Birch School", "education.university.number_of_postgraduates", "m.0count"),
+            ("Alder College", "location.location.containedby", "State"),
+            ("Birch School", "location.location.containedby", "State"),
+        ],
+        embedder=None,
+    )
+    relations = ("people.person.education", "education.education.institution")
+
+    def attended(cvt: str, school: str) -> GroundedPath:
+        path = ScoredPath(0.7, ("Ada", cvt, school), relations, (1, 1), source="rrp-ranker")
+        triples = [(f"e-{cvt}", "Ada", relations[0], cvt), (f"e-{school}", cvt, relations[1], school)]
+        return GroundedPath(path, triples, 0.7)
+
+    planned = [attended("m.0edu_alder", "Alder College"), attended("m.0edu_birch", "Birch School")]
+
+    def first(question: str) -> list[str]:
+        g = Gathered(
+            SimpleNamespace(ids=["Ada"]),
+            {},
+            {"m.0edu_alder", "m.0edu_birch"},
+            planned,
+            [],
+            {},
+            {},
+            [],
+            lambda ids: {},
+            None,
+        )
+        g.constrain = literal_constraint(graph, question, g)
+        return answers_of("planner", g, 0.5, 0.0)
+
+    assert first("which school did ada attend?") == ["Alder College", "Birch School"]
+    assert first("which university with the fewest postgraduates did ada attend?") == ["Birch School", "Alder College"]
+    # an attribute both schools have tells nothing
+    assert first("which school in the state did ada attend?") == ["Alder College", "Birch School"]

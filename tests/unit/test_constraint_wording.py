@@ -1,5 +1,5 @@
 """What the question's wording asks of the core answer (kgdb/pipeline/constraints.py): year bounds,
-first / last, and the answer cue (the noun after "what", never a verb)."""
+first / last, the answer cue (the noun after "what", never a verb), and the attribute it names."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from kgdb.pipeline.constraints import (
     Constraints,
     YearBound,
     answer_cue,
+    apply_attributes,
     parse_constraints,
+    relation_words,
+    word_stems,
 )
 
 
@@ -38,3 +41,31 @@ def test_answer_cue_keeps_the_noun_after_what_but_not_a_verb():
     assert answer_cue("What is the capital?") == "what"
     assert answer_cue("Whose wife is she?") == "who"
     assert answer_cue("Name the capital.") == ""
+
+
+def test_answers_whose_relations_name_the_asked_attribute_come_first():
+    assert relation_words("out:education.university.number_of_postgraduates") == {"numbe", "postg"}
+    asked = word_stems("Which university with the fewest postgraduates did Ada Lovel attend?")
+    relations = {
+        "Old College": ["out:education.educational_institution.students_graduates"],
+        "New School": [
+            "out:education.educational_institution.students_graduates",
+            "out:education.university.number_of_postgraduates",
+        ],
+        "Tech": ["out:education.educational_institution.students_graduates"],
+    }
+    assert apply_attributes(["Old College", "New School", "Tech"], relations, asked) == [
+        "New School",
+        "Old College",
+        "Tech",
+    ]
+    # an attribute every candidate has tells nothing: the order stays as given
+    both = {c: [*r, "out:education.university.number_of_postgraduates"] for c, r in relations.items()}
+    assert apply_attributes(["Old College", "New School", "Tech"], both, asked) == ["Old College", "New School", "Tech"]
+    # nor does a question that asks no attribute
+    plain = word_stems("Which school did Ada Lovel attend?")
+    assert apply_attributes(["Old College", "New School", "Tech"], relations, plain) == [
+        "Old College",
+        "New School",
+        "Tech",
+    ]
