@@ -56,6 +56,7 @@ class Gathered:
     # answers tied at the best score, in order -> those that meet the question's literal constraint ("the
     # last time", "after 2000") first (`kgdb.pipeline.relation_paths.literal_constraint`); as given without one
     constrain: Callable[[list[str]], list[str]] = list
+    composed: bool = False  # the plan read the question as a composition (`RankedPathPlanner.compose`)
 
 
 @dataclass

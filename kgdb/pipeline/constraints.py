@@ -243,10 +243,10 @@ def relation_words(relation: str) -> set[str]:
 def apply_attributes(
     candidates: Sequence[str], relations: Mapping[str, Iterable[str]], asked: Iterable[str]
 ) -> list[str]:
-    """Candidates whose own relationships name more of the `asked` word stems (`word_stems` of the
-    question's words that neither its topics nor the answer's path write) first, the rest after, each group in the given order. Only words
-    that some candidates' relations name and others' do not count: every candidate sharing an attribute
-    tells nothing."""
+    """Candidates whose own relationships (`relations`: `out:` / `in:` relation types, as `type_features`
+    reads them) name more of the `asked` word stems first, the rest after, each group in the given order.
+    Only words that some candidates' relations name and others' do not count: an attribute every candidate
+    has tells nothing."""
     stems = set(asked)
     named = {c: stems & {s for r in relations.get(c, ()) for s in relation_words(r)} for c in candidates}
     common = set.intersection(*named.values()) if named else set()

@@ -142,3 +142,50 @@ def test_an_answer_next_only_to_the_topic_its_path_starts_from_changes_nothing(g
     g = r.gather("who did the rapper tupac shakur date?", ["Tupac Shakur", "Rapper"])
     assert g.joint == [] and "next_to" in g.timings and g.notes == []
     assert sorted(answers_of("planner", g, 0.5, 0.0)) == ["Jada Pinkett Smith", "Kidada Jones"]
+
+
+ANTHEM, JURISDICTION = "location.country.national_anthem", "government.government_office_or_title.jurisdiction"
+OFFICIALS, HOLDER = (
+    "government.governmental_jurisdiction.governing_officials",
+    "government.government_position_held.office_holder",
+)
+TITLE = "government.government_position_held.office_position_or_title"
+LEADERS = [
+    ("Freedonia", ANTHEM, "Hail Freedonia"),
+    ("Prime Minister of Freedonia", JURISDICTION, "Freedonia"),
+    ("Freedonia", OFFICIALS, "m.0post1"),
+    ("m.0post1", HOLDER, "Rufus"),
+    ("m.0post1", TITLE, "Prime Minister of Freedonia"),
+    ("Freedonia", OFFICIALS, "m.0post2"),
+    ("m.0post2", HOLDER, "Chicolini"),
+    ("m.0post2", TITLE, "Minister of War"),
+]
+
+
+class ComposingPlanner(PathPlanner):
+    """From the anthem alone, a composed reading as the path ranker makes one ("the leader of [the country
+    that has the anthem]": the country, then its officials); from the title alone, its country."""
+
+    name = "composing"
+
+    def plan(self, graph, question, topics, names) -> Plan:
+        if topics.ids == ["Prime Minister of Freedonia"]:
+            return Plan(topics, names_of(topics, names), (PlannedPath((JURISDICTION,), 0.8, (1,)),), question)
+        composed = (PlannedPath((ANTHEM, OFFICIALS, HOLDER), 0.9, (-1, 1, 1)), PlannedPath((ANTHEM,), 0.3, (-1,)))
+        note = "read as a composition: 'the country that has national anthem hail freedonia' is Freedonia"
+        return Plan(topics, names_of(topics, names), composed, question, notes=(note,), composed=note)
+
+
+def test_a_joint_answer_in_the_middle_of_a_composed_reading_gives_way_to_that_reading(graph):
+    load(graph, LEADERS)
+    r = RelationPathRetriever(graph, graph.settings, planner=ComposingPlanner(), write=False)
+    # both topics reach Freedonia, but the question asks for its leader: the composed reading of the anthem
+    # answers, and the leader next to the other topic (through the position's CVT node) comes first
+    g = r.gather(
+        "who is the leader of the country that has national anthem hail freedonia?",
+        ["Hail Freedonia", "Prime Minister of Freedonia"],
+    )
+    assert "composed" in g.timings and g.found.ids == ["Hail Freedonia"]
+    assert any("around 'Hail Freedonia' names" in n for n in g.notes)
+    assert answers_of("planner", g, 0.5, 0.0) == ["Rufus"]
+    assert ("Prime Minister of Freedonia", "m.0post1", "Rufus") in {c.path.entities for c in g.joint}
