@@ -511,7 +511,7 @@ def _middle(g: Gathered) -> set[str]:
 
 
 def _asked_words(question: str, topic_names: list[str], path_relations: list[str]) -> set[str]:
-    """The stems of the question's words that neither a topic's name nor a relation of the answers' paths writes."""
+    """The stems of the question's words that neither a topic's name nor a relation of the planned paths writes."""
     known = {s for n in topic_names for s in word_stems(n)} | {s for r in path_relations for s in word_stems(r)}
     return word_stems(question) - known
 
