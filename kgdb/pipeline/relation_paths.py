@@ -159,7 +159,7 @@ class RelationPathRetriever:
         several = topics_to_join(found, names, question)
         if self.joint_paths and len(several) >= 2:
             t = time.perf_counter()
-            composed = self._join(question, g, several)
+            composed, middle = _composed_through(g, self._join(question, g, several))
             g.timings["joint"] = _ms(t)
             if composed is not None:
                 # the joint answers are the middle of one topic's composed reading: what its description names,
@@ -169,8 +169,8 @@ class RelationPathRetriever:
                 g = self._gather(question, composed.found, {i: several[i] for i in composed.found.ids}, {})
                 g.found, g.timings = replace(composed.found, linked=found.linked), {**first, "composed": _ms(t)}
                 g.notes.append(
-                    f"the answers reached from two topics are what the description around "
-                    f"{several[composed.found.ids[0]]!r} names: its composed reading answers"
+                    f"reached from two topics: {', '.join(middle)}, what the description around "
+                    f"{several[composed.found.ids[0]]!r} names; its composed reading answers"
                 )
             elif not g.joint and all_written_as_names(found, several, question):
                 # as topics given are read: every name at once (timed whole, beside the first reading's stages)
@@ -185,7 +185,8 @@ class RelationPathRetriever:
                 if g.joint:
                     answers = len({c.path.answer for c in g.joint})
                     g.notes.append(
-                        f"no answer is reached from two topics; the {answers} planned answer(s) joined to "
+                        ("" if composed is not None else "no answer is reached from two topics; ")
+                        + f"the {answers} planned answer(s) joined to "
                         f"{', '.join(repr(several[tid]) for tid in joined)} by one relation (or two through a CVT node) "
                         "come first"
                     )
@@ -193,11 +194,10 @@ class RelationPathRetriever:
         g.constrain = literal_constraint(self.graph, question, g)
         return g
 
-    def _join(self, question: str, g: Gathered, topics: dict[str, str]) -> Gathered | None:
+    def _join(self, question: str, g: Gathered, topics: dict[str, str]) -> list[tuple[str, Gathered]]:
         """The joint reading of a several-topic question (`topics`: id -> name): each topic's own plan,
-        joined on the answer (`g.joint`, empty when no answer is reached from two topics). Returns the one
-        topic's composed reading whose best paths pass through every joint answer (the joint reading then
-        answered its description), else None."""
+        joined on the answer (`g.joint`, empty when no answer is reached from two topics). Returns each
+        topic's own reading."""
         per_topic = []
         for topic, name in topics.items():
             one = Topics([topic], "given", [], [])
@@ -205,12 +205,7 @@ class RelationPathRetriever:
             per_topic.append((topic, self._gather(question, one, {topic: name}, {}, with_structural=False)))
         g.joint = joint_answer_paths(self.graph, per_topic, self.joint_paths)
         self._name_joint(g)
-        answers = {c.path.answer for c in g.joint}
-        through = [one for _, one in per_topic if one.composed and answers and answers <= _middle(one)]
-        if len(through) == 1:
-            g.joint = []
-            return through[0]
-        return None
+        return per_topic
 
     def _name_joint(self, g: Gathered) -> None:
         """Names (and CVT marks) of the joint paths' entities that the planned paths did not reach."""
@@ -502,6 +497,18 @@ def literal_constraint(graph: Graph, question: str, g: Gathered) -> Callable[[li
     values = attached_values(graph, tied[:LITERAL_READ])
     years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in tied}
     return lambda ordered: apply_literal(by_attributes(ordered), years, c)
+
+
+def _composed_through(g: Gathered, per_topic: list[tuple[str, Gathered]]) -> tuple[Gathered | None, list[str]]:
+    """The one topic's composed reading whose best paths pass through every joint answer of `g` (the joint
+    reading then answered its description) and the names of those answers, which leave `g.joint`; else
+    (None, [])."""
+    answers = {c.path.answer for c in g.joint}
+    through = [one for _, one in per_topic if one.composed and answers and answers <= _middle(one)]
+    if len(through) != 1:
+        return None, []
+    g.joint = []
+    return through[0], sorted(g.names.get(a, a) for a in answers)
 
 
 def _middle(g: Gathered) -> set[str]:
