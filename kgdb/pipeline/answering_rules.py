@@ -53,8 +53,9 @@ class Gathered:
     # several topics: the paths of the answers reached from the most of them (`kgdb.pipeline.joint_topics`);
     # when there are any, they are the answer paths of every mode
     joint: list[GroundedPath] = field(default_factory=list)
-    # answers tied at the best score, in order -> those that meet the question's literal constraint ("the
-    # last time", "after 2000") first (`kgdb.pipeline.relation_paths.literal_constraint`); as given without one
+    # answers tied at the best score, in order -> those that have the attribute the question asks about or
+    # meet its literal constraint ("the last time", "after 2000") first
+    # (`kgdb.pipeline.relation_paths.answer_constraints`); as given without one
     constrain: Callable[[list[str]], list[str]] = list
     composed: bool = False  # the plan read the question as a composition (`RankedPathPlanner.compose`)
 

@@ -191,7 +191,7 @@ class RelationPathRetriever:
                         "come first"
                     )
                 g.timings["next_to"] = _ms(t)
-        g.constrain = literal_constraint(self.graph, question, g)
+        g.constrain = answer_constraints(self.graph, question, g)
         return g
 
     def _join(self, question: str, g: Gathered, topics: dict[str, str]) -> list[tuple[str, Gathered]]:
@@ -470,8 +470,8 @@ class RelationPathRetriever:
         return structural, out.probability
 
 
-def literal_constraint(graph: Graph, question: str, g: Gathered) -> Callable[[list[str]], list[str]]:
-    """`Gathered.constrain` for the question's literal constraint (`kgdb.pipeline.constraints`: a year bound,
+def answer_constraints(graph: Graph, question: str, g: Gathered) -> Callable[[list[str]], list[str]]:
+    """`Gathered.constrain`: the question's literal constraint (`kgdb.pipeline.constraints`: a year bound,
     "last" / "first"), read over the years each answer tied on the best path carries in its name or in the
     values attached to it or its CVT node; before it, the answers whose own relations name an attribute the
     question asks about and neither its topics nor its paths name (`apply_attributes`: "the university with

@@ -120,7 +120,7 @@ def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_b
     from types import SimpleNamespace
 
     from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of, ranked_answers
-    from kgdb.pipeline.relation_paths import literal_constraint
+    from kgdb.pipeline.relation_paths import answer_constraints
     from kgdb.protocol import ScoredPath
 
     write_graph(graph, GRAPH, embedder=None)
@@ -134,7 +134,7 @@ def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_b
 
     def gathered(question: str) -> Gathered:
         g = Gathered(SimpleNamespace(ids=["Giants"]), {}, set(), planned, [], {}, {}, [], lambda ids: {}, None)
-        g.constrain = literal_constraint(graph, question, g)
+        g.constrain = answer_constraints(graph, question, g)
         return g
 
     plain = gathered("when did the giants win the final?")
@@ -155,7 +155,7 @@ def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied
     from types import SimpleNamespace
 
     from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of
-    from kgdb.pipeline.relation_paths import literal_constraint
+    from kgdb.pipeline.relation_paths import answer_constraints
     from kgdb.protocol import ScoredPath
 
     write_graph(
@@ -194,7 +194,7 @@ def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied
             lambda ids: {},
             None,
         )
-        g.constrain = literal_constraint(graph, question, g)
+        g.constrain = answer_constraints(graph, question, g)
         return answers_of("planner", g, 0.5, 0.0)
 
     assert first("which school did ada attend?") == ["Alder College", "Birch School"]
