@@ -479,7 +479,7 @@ def answer_constraints(graph: Graph, question: str, g: Gathered) -> Callable[[li
     the count). One answer: the order as given. Moves answers only among those tied, so the ranker's choice
     of path stands. Measured on the training and val splits: literal constraints ComplexWebQuestions val
     Hit@1 +0.71, WebQSP and MetaQA val unchanged (docs/experiments/2026-11-28-literal-constraints.md);
-    attributes CWQ val +0.71, train +0.70 (docs/experiments/2026-11-29-attributes-and-descriptions.md)."""
+    attributes CWQ val +1.07, train +0.82 (docs/experiments/2026-11-29-attributes-and-descriptions.md)."""
     c = parse_constraints(question)
     paths = [p.path for p in g.joint or g.planned]
     best = best_per_answer(paths, set(g.found.ids) | g.cvt)
@@ -518,9 +518,10 @@ def _middle(g: Gathered) -> set[str]:
 
 
 def _asked_words(question: str, topic_names: list[str], path_relations: list[str]) -> set[str]:
-    """The stems of the question's words that neither a topic's name nor a relation of the planned paths writes."""
+    """The stems of the question's words that neither a topic's name nor a relation of the planned paths writes,
+    nor the noun it asks for ("which *school* …": a school's newspaper relation writes "school" too)."""
     known = {s for n in topic_names for s in word_stems(n)} | {s for r in path_relations for s in word_stems(r)}
-    return word_stems(question) - known
+    return word_stems(question) - known - word_stems(answer_cue(question))
 
 
 def _best_triples(candidates: list[GroundedPath]) -> list[tuple[float, tuple]]:

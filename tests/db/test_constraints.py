@@ -167,6 +167,8 @@ def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied
             ("m.0edu_birch", "education.education.institution", "Birch School"),
             # the count itself is missing, as in a cut-out subgraph: the relationship to its CVT node is left
             ("Birch School", "education.university.number_of_postgraduates", "m.0count"),
+            # a relationship named after the kind of thing asked for ("which school …") tells nothing
+            ("Birch Bugle", "education.school_newspaper.school", "Birch School"),
             ("Alder College", "location.location.containedby", "State"),
             ("Birch School", "location.location.containedby", "State"),
         ],
