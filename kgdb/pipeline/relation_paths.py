@@ -165,19 +165,15 @@ class RelationPathRetriever:
                 # the joint answers are the middle of one topic's composed reading: what its description names,
                 # not what the question asks of it ("the leader of [the country that has X]", a leader's title
                 # the other topic, both reach the country)
-                t, first = time.perf_counter(), g.timings
-                g = self._gather(question, composed.found, {i: several[i] for i in composed.found.ids}, {})
-                g.found, g.timings = replace(composed.found, linked=found.linked), {**first, "composed": _ms(t)}
+                g = self._read_again(question, composed.found, several, found, g.timings, "composed")
                 g.notes.append(
                     f"reached from two topics: {', '.join(middle)}, what the description around "
                     f"{several[composed.found.ids[0]]!r} names; its composed reading answers"
                 )
             elif not g.joint and all_written_as_names(found, several, question):
-                # as topics given are read: every name at once (timed whole, beside the first reading's stages)
-                t, first = time.perf_counter(), g.timings
+                # as topics given are read: every name at once
                 together = Topics(list(several), found.source, [], [])
-                g = self._gather(question, together, several, {})
-                g.found, g.timings = replace(together, linked=found.linked), {**first, "together": _ms(t)}
+                g = self._read_again(question, together, several, found, g.timings, "together")
             if not g.joint:
                 t = time.perf_counter()
                 g.joint, joined = answers_next_to_topics(self.graph, g, list(several))
@@ -192,6 +188,16 @@ class RelationPathRetriever:
                     )
                 g.timings["next_to"] = _ms(t)
         g.constrain = answer_constraints(self.graph, question, g)
+        return g
+
+    def _read_again(
+        self, question: str, topics: Topics, names: dict[str, str], found: Topics, first: dict[str, float], stage: str
+    ) -> Gathered:
+        """The question gathered again from `topics` (`names`: id -> name of these and more), keeping the linked
+        candidates of `found` and the first reading's timings, with this reading timed whole as `stage`."""
+        t = time.perf_counter()
+        g = self._gather(question, topics, {i: names[i] for i in topics.ids}, {})
+        g.found, g.timings = replace(topics, linked=found.linked), {**first, stage: _ms(t)}
         return g
 
     def _join(self, question: str, g: Gathered, topics: dict[str, str]) -> list[tuple[str, Gathered]]:
@@ -486,11 +492,12 @@ def answer_constraints(graph: Graph, question: str, g: Gathered) -> Callable[[li
     tied = tied_at_best(best)
     if len(tied) < 2:
         return list
-    relations = type_features(graph, tied[:LITERAL_READ])
     asked = _asked_words(question, [g.names.get(t, t) for t in g.found.ids], [r for p in paths for r in p.relations])
+    # no word left to name an attribute: no query for the tied answers' relations
+    relations = type_features(graph, tied[:LITERAL_READ]) if asked else {}
 
     def by_attributes(ordered: list[str]) -> list[str]:
-        return apply_attributes(ordered, {a: relations.get(a, ()) for a in tied}, asked)
+        return apply_attributes(ordered, relations, asked)
 
     if not c.literal:
         return by_attributes
