@@ -253,13 +253,18 @@ class Topics:
     def note(self) -> str | None:
         if not self.missing:
             return None
-        return f"{len(self.missing)} given topic(s) not in the graph were dropped: {', '.join(map(repr, self.missing))}"
+        named = ", ".join(map(repr, self.missing))
+        if self.source == "linked":
+            return (
+                f"no given topic is an entity of the graph ({named}): the topics were linked from the question instead"
+            )
+        return f"{len(self.missing)} given topic(s) not in the graph were dropped: {named}"
 
 
 def question_topics(
     graph: Graph,
     question: str,
-    question_embedding: np.ndarray,
+    question_embedding: np.ndarray | None,
     topics: list[str] | None = None,
     *,
     top: int = 1,
@@ -269,21 +274,27 @@ def question_topics(
     """The one entity-linking policy of kgdb.
 
     - Topics given (names or ids, as a user passes with --topic or a question file lists them):
-      each is resolved; those the graph lacks are dropped and reported in `missing`; if none is
-      left the question cannot be retrieved (NoTopicError).
-    - No topics: the question is linked from its text, and only candidates a mention matched
-      count (a vector-only neighbour is not a mention); the best `top` are taken. None matched:
-      NoTopicError naming the closest entities by meaning, before anything is written.
+      each is resolved; those the graph lacks are dropped and reported in `missing`.
+    - No topics, or none of those given is in the graph (a question file written for a fuller
+      graph): the question is linked from its text, and only candidates a mention matched count (a
+      vector-only neighbour is not a mention); the best `top` are taken, and the note says why.
+      None matched: NoTopicError naming the closest entities by meaning, before anything is written.
+
+    `question_embedding` is only read when the question is linked; None: `encode` makes it.
     """
+    missing: list[str] = []
     if topics:
         found = resolve_each(graph, topics)
         ids = list(dict.fromkeys(found.values()))
         missing = [t for t in dict.fromkeys(topics) if t and t.strip() and t not in found]
-        if not ids:
-            raise NoTopicError(
-                f"none of the topics {', '.join(map(repr, topics))} is an entity of the graph", path="--topic"
-            )
-        return Topics(ids, "given", [], missing)
+        if ids:
+            return Topics(ids, "given", [], missing)
+    given = f"none of the topics {', '.join(map(repr, missing))} is an entity of the graph" if missing else ""
+    where = "--topic" if missing else None
+    if question_embedding is None:
+        if encode is None:  # a caller with nothing to read the question's text with
+            raise NoTopicError(given or "no topic given and no way to link the question", path=where)
+        question_embedding = encode([question])[0]
     linked = link_entities(
         graph, question, question_embedding, k=max(5, top), entity_vectors=entity_vectors, encode=encode
     )
@@ -291,10 +302,12 @@ def question_topics(
     if not mentioned:
         near = ", ".join(repr(e.name) for e in linked[:3]) or "none"
         raise NoTopicError(
-            f"no entity of the graph is mentioned in {question!r} (closest by meaning: {near}); "
-            "name one in the question or pass --topic NAME"
+            (f"{given}, and " if given else "")
+            + f"no entity of the graph is mentioned in {question!r} (closest by meaning: {near}); "
+            "name one in the question or pass --topic NAME",
+            path=where,
         )
-    return Topics([e.id for e in mentioned[:top]], "linked", linked, [])
+    return Topics([e.id for e in mentioned[:top]], "linked", linked, missing)
 
 
 def existing_entities(graph: Graph, keys: list[str]) -> list[str]:

@@ -276,8 +276,6 @@ class RelationPathRetriever:
 
     def _link(self, question: str, topics: list[str] | None, q_emb: np.ndarray | None) -> tuple[Topics, dict[str, str]]:
         """The question's topics (given, else linked from the text) and their names."""
-        if q_emb is None and not topics:  # only linking from the text reads the whole question's vector
-            q_emb = self.embedder.encode([question])[0]
         found = question_topics(
             self.graph, question, q_emb, topics, entity_vectors=self._entity_vectors, encode=self.embedder.encode
         )

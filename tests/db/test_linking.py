@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kgdb.cypher.linking import link_entities, resolve_topics
+from kgdb.cypher.linking import NoTopicError, link_entities, question_topics, resolve_topics
 from kgdb.cypher.tables import HAVE, NONE, fingerprint_read_once, graph_fingerprint, open_tables
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
@@ -236,6 +236,21 @@ def test_resolve_topics_by_name_id_and_mid(graph):
     assert resolve_topics(graph, ["barack obama", "/m/0abc12", "m.0abc12"]) == ["Barack Obama", "m.0abc12"]
     with pytest.raises(KgdbError, match="Nobody Here"):
         resolve_topics(graph, ["Jamaica", "Nobody Here"])
+
+
+def test_given_topics_the_graph_lacks_give_way_to_the_question_text(graph):
+    """A question file written for a fuller graph lists topics this graph lacks: the question is linked
+    from its text, and the note names the topics that were not found."""
+    load(graph, PEOPLE)
+    encode = get_embedder().encode
+    some = question_topics(graph, "where was barack obama born?", None, ["Barack Obama", "Atlantis"], encode=encode)
+    assert (some.ids, some.source, some.missing) == (["Barack Obama"], "given", ["Atlantis"])
+    q = "where was barack obama born?"
+    none = question_topics(graph, q, None, ["Atlantis", "m.0zz999"], encode=encode)
+    assert (none.ids[:1], none.source, none.missing) == (["Barack Obama"], "linked", ["Atlantis", "m.0zz999"])
+    assert "linked from the question instead" in none.note() and "'Atlantis'" in none.note()
+    with pytest.raises(NoTopicError, match="none of the topics 'Atlantis' is an entity of the graph, and no entity"):
+        question_topics(graph, "zzqx vvrk?", None, ["Atlantis"], encode=encode)
 
 
 def test_tables_cached_by_fingerprint(graph, tmp_path):
