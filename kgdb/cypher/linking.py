@@ -19,8 +19,9 @@ matches one ("greeley" of "greeley colorado") names what is asked about. Candida
 by words inside a longer mention that is exactly some candidate's name rank after all others
 (longest match first: "Rarwir Non CVAD" named in full is not the popular "Rarwir").
 
-The graphs hold no aliases, so four readings stand in for them: a one-word demonym or adjective
-("egyptians", "islamic") also matches the name it derives from ("Egypt", "Islam"; `base_forms`); a
+The graphs hold no aliases, so four readings stand in for them: a demonym or adjective, alone or
+ending a mention ("egyptians", "islamic", "eastern european"), also matches the name it derives from
+("Egypt", "Islam", "Eastern Europe"; `base_forms`); a
 mention starting with an abbreviation ("st nicholas") also matches the name that spells it out
 ("Saint Nicholas"; `spelt_out`); a short mention ("nra") matches the names it is the initials of among
 its own nearest names by meaning (`initials`); a possessive is also read without its 's. And of each
@@ -187,7 +188,7 @@ STOPWORDS = frozenset(
 NAME_ENDS = frozenset({"city"})
 # Demonym and adjective endings -> the endings of the name they derive from. Questions name a country
 # or creed by its adjective ("what language do egyptians speak?" asks about Egypt, "italians" Italy,
-# "islamic" Islam) and the graphs hold no aliases. A one-word mention with such an ending is also
+# "islamic" Islam) and the graphs hold no aliases. A mention whose last word has such an ending is also
 # queried as each base form of its longest listed ending; only a name that is exactly a base form is a
 # candidate. Right after a verb of speaking the word names a language ("where do they speak german?").
 DERIVATIONS = (
@@ -412,13 +413,16 @@ def numeral_forms(word: str) -> set[str]:
 
 
 def base_forms(mention: str) -> list[str]:
-    """The names a one-word demonym or adjective may derive from (`DERIVATIONS`), plural dropped."""
-    if " " in mention or not mention.isalpha():
+    """The names a demonym or adjective may derive from (`DERIVATIONS`), plural dropped; in a mention of
+    several words, its last ("eastern european": "eastern europe", "south korean": "south korea")."""
+    *before, last = mention.split(" ")
+    if not last.isalpha() or not all(w.isalpha() for w in before):
         return []
-    word = mention[:-1] if mention.endswith("ns") else mention
+    word = last[:-1] if last.endswith("ns") else last
     for end, bases in DERIVATIONS:
         if word.endswith(end):
-            return sorted({f for f in (word[: -len(end)] + b for b in bases) if len(f) >= MIN_BASE})
+            forms = {f for f in (word[: -len(end)] + b for b in bases) if len(f) >= MIN_BASE}
+            return sorted(" ".join([*before, f]) for f in forms)
     return []
 
 

@@ -42,6 +42,11 @@ def test_base_forms_of_demonyms():
     assert all(len(f) >= 4 for f in base_forms("asian"))
 
 
+def test_a_demonym_ending_a_mention_reads_the_name_with_the_words_before_it():
+    assert "eastern europe" in base_forms("eastern european") and "south korea" in base_forms("south korean")
+    assert "latin america" in base_forms("latin american") and base_forms("1992 olympian") == []
+
+
 def test_abbreviations_are_spelt_out():
     assert (
         spelt_out("st nicholas") == ["saint nicholas"]
