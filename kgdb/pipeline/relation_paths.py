@@ -17,6 +17,7 @@ from kgdb.cypher.answer_evidence import attached_values, type_features
 from kgdb.cypher.linking import Topics, capitalised, names_mention, question_topics, written_as_name
 from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_paths, why_empty
 from kgdb.cypher.tables import graph_fingerprint
+from kgdb.cypher.topic_intersection import topics_next_to
 from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError
@@ -69,6 +70,9 @@ JOIN_WIDE_WORDS = 2
 NAMESAKE_TIE = 0.1
 # Answers tied on the best path whose attached years a literal constraint reads (the first, by id).
 LITERAL_READ = 200
+# A linked question's other mentioned candidates its tied answers may be next to (`_next_to_other_mentions`);
+# chosen on the CWQ and WebQSP training and val splits, topics linked.
+OTHER_MENTIONS = 4
 Grounding = tuple[PlannedPath, str, list[tuple]]  # a planned path, the topic it left, the triples of one walk
 
 
@@ -480,10 +484,13 @@ def answer_constraints(graph: Graph, question: str, g: Gathered) -> Callable[[li
     values attached to it or its CVT node; before it, the answers whose own relations name an attribute the
     question asks about and neither its topics nor its paths name (`apply_attributes`: "the university with
     the fewest *postgraduates*" puts a school with `number_of_postgraduates` first, even where the graph lost
-    the count). One answer: the order as given. Moves answers only among those tied, so the ranker's choice
-    of path stands. Measured on the training and val splits: literal constraints ComplexWebQuestions val
-    Hit@1 +0.71, WebQSP and MetaQA val unchanged (docs/experiments/2026-11-28-literal-constraints.md);
-    attributes CWQ val +1.07, train +0.82 (docs/experiments/2026-11-29-attributes-and-descriptions.md)."""
+    the count); and ahead of all, a linked question's answers next to another entity it mentions
+    (`_next_to_other_mentions`). One answer: the order as given. Moves answers only among those tied, so the
+    ranker's choice of path stands. Measured on the training and val splits: literal constraints
+    ComplexWebQuestions val Hit@1 +0.71, WebQSP and MetaQA val unchanged
+    (docs/experiments/2026-11-28-literal-constraints.md); attributes CWQ val +1.07, train +0.82
+    (docs/experiments/2026-11-29-attributes-and-descriptions.md); other mentions CWQ val +1, train +5 −1,
+    topics linked (docs/experiments/2026-12-01-topics-the-graph-lacks.md)."""
     c = parse_constraints(question)
     paths = [p.path for p in g.joint or g.planned]
     best = best_per_answer(paths, set(g.found.ids) | g.cvt)
@@ -493,15 +500,43 @@ def answer_constraints(graph: Graph, question: str, g: Gathered) -> Callable[[li
     asked = _asked_words(question, [g.names.get(t, t) for t in g.found.ids], [r for p in paths for r in p.relations])
     # no word left to name an attribute: no query for the tied answers' relations
     relations = type_features(graph, tied[:LITERAL_READ]) if asked else {}
-
-    def by_attributes(ordered: list[str]) -> list[str]:
-        return apply_attributes(ordered, relations, asked)
-
-    if not c.literal:
-        return by_attributes
-    values = attached_values(graph, tied[:LITERAL_READ])
+    values = attached_values(graph, tied[:LITERAL_READ]) if c.literal else {}
     years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in tied}
-    return lambda ordered: apply_literal(by_attributes(ordered), years, c)
+    near = _next_to_other_mentions(graph, question, g, tied)
+
+    def order(ordered: list[str]) -> list[str]:
+        out = apply_attributes(ordered, relations, asked)
+        out = apply_literal(out, years, c) if c.literal else out
+        return [a for a in out if a in near] + [a for a in out if a not in near]
+
+    return order
+
+
+def _next_to_other_mentions(graph: Graph, question: str, g: Gathered, tied: list[str]) -> set[str]:
+    """The `tied` answers of a question linked from its text that are joined (by one relationship, or two
+    through a CVT node) to an entity it mentions and is not read from: one of the first OTHER_MENTIONS linked
+    candidates that is neither a topic nor read as one (`topics_to_join`), nor shares a word with their
+    mentions (a namesake of a topic) or is the noun the question asks for ("what *state* is …"). "Who is JFK's brothers that are *lawyers*?" reads JFK's siblings; the one
+    with the profession Lawyer comes first. Empty when none or every tied answer is; else a note names them."""
+    found = g.found
+    if found.source != "linked":
+        return set()
+    read = set(found.ids) | set(topics_to_join(found, g.names, question))
+    words = {w for e in found.linked if e.id in read and e.mention for w in e.mention.split()}
+    words.update(answer_cue(question).split()[1:])  # the noun of "what state …" is the kind asked for
+    others = {
+        e.id: e.name for e in found.linked if e.mention and e.id not in read and not words & set(e.mention.split())
+    }
+    others = dict(list(others.items())[:OTHER_MENTIONS])
+    if not others:
+        return set()
+    joined = topics_next_to(graph, tied[:LITERAL_READ], list(others), per_end=1)
+    near = {c.answer for c in joined}
+    if not near or len(near) == len(tied):
+        return set()
+    named = sorted({others[t] for c in joined for t in c.topics})
+    g.notes.append(f"of the answers tied on the best path, those next to {', '.join(map(repr, named))} come first")
+    return near
 
 
 def _composed_through(g: Gathered, per_topic: list[tuple[str, Gathered]]) -> tuple[Gathered | None, list[str]]:

@@ -4,6 +4,7 @@ candidates (kgdb/cypher/answer_evidence.py): year bounds, last / first, and answ
 from __future__ import annotations
 
 from kgdb.cypher.answer_evidence import attached_values, type_features
+from kgdb.cypher.linking import LinkedEntity, Topics
 from kgdb.loaders.writer import write_graph
 from kgdb.pipeline.constraints import (
     AnswerTypeModel,
@@ -117,8 +118,6 @@ def test_answer_types_learned_from_the_graph_put_a_place_first_for_where_and_a_p
 
 
 def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_best_path(graph):
-    from types import SimpleNamespace
-
     from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of, ranked_answers
     from kgdb.pipeline.relation_paths import answer_constraints
     from kgdb.protocol import ScoredPath
@@ -133,7 +132,7 @@ def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_b
     planned = [won("Final A", 0.8), won("Final B", 0.8), won("Final C", 0.1)]
 
     def gathered(question: str) -> Gathered:
-        g = Gathered(SimpleNamespace(ids=["Giants"]), {}, set(), planned, [], {}, {}, [], lambda ids: {}, None)
+        g = Gathered(Topics(["Giants"], "given", [], []), {}, set(), planned, [], {}, {}, [], lambda ids: {}, None)
         g.constrain = answer_constraints(graph, question, g)
         return g
 
@@ -152,8 +151,6 @@ def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_b
 
 
 def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied_answers(graph):
-    from types import SimpleNamespace
-
     from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of
     from kgdb.pipeline.relation_paths import answer_constraints
     from kgdb.protocol import ScoredPath
@@ -185,7 +182,7 @@ def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied
 
     def first(question: str) -> list[str]:
         g = Gathered(
-            SimpleNamespace(ids=["Ada"]),
+            Topics(["Ada"], "given", [], []),
             {},
             {"m.0edu_alder", "m.0edu_birch"},
             planned,
@@ -203,3 +200,53 @@ def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied
     assert first("which university with the fewest postgraduates did ada attend?") == ["Birch School", "Alder College"]
     # an attribute both schools have tells nothing
     assert first("which school in the state did ada attend?") == ["Alder College", "Birch School"]
+
+
+def test_a_linked_question_puts_the_tied_answers_next_to_another_entity_it_mentions_first(graph):
+    from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of
+    from kgdb.pipeline.relation_paths import answer_constraints
+    from kgdb.protocol import ScoredPath
+
+    sibling = ("people.person.sibling_s", "people.sibling_relationship.sibling")
+    write_graph(
+        graph,
+        [
+            ("Jack", sibling[0], "m.0sib_abe"),
+            ("m.0sib_abe", sibling[1], "Abe"),
+            ("Jack", sibling[0], "m.0sib_zed"),
+            ("m.0sib_zed", sibling[1], "Zed"),
+            ("Zed", "people.person.profession", "Lawyer"),
+            ("Abe", "people.person.profession", "Pilot"),
+            ("Zed", "people.person.friend", "Jack Lawyer Jr."),
+        ],
+        embedder=None,
+    )
+
+    def brother(cvt: str, who: str) -> GroundedPath:
+        path = ScoredPath(0.6, ("Jack", cvt, who), sibling, (1, 1), source="rrp-ranker")
+        return GroundedPath(path, [(f"e-{cvt}", "Jack", sibling[0], cvt), (f"e-{who}", cvt, sibling[1], who)], 0.6)
+
+    planned = [brother("m.0sib_abe", "Abe"), brother("m.0sib_zed", "Zed")]
+    jack = LinkedEntity("Jack", "Jack", 3.0, "jack")
+
+    def first(question: str, found: Topics) -> tuple[list[str], list[str]]:
+        g = Gathered(
+            found, {"Jack": "Jack"}, {"m.0sib_abe", "m.0sib_zed"}, planned, [], {}, {}, [], lambda ids: {}, None
+        )
+        g.constrain = answer_constraints(graph, question, g)
+        return answers_of("planner", g, 0.5, 0.0), g.notes
+
+    q = "who are jack's brothers that are lawyers?"
+    linked = [jack, LinkedEntity("Lawyer", "Lawyer", 2.5, "lawyers")]
+    answers, notes = first(q, Topics(["Jack"], "linked", linked, []))
+    assert answers == ["Zed", "Abe"] and any("next to 'Lawyer'" in n for n in notes)
+    # topics given: the question's other words are not read
+    assert first(q, Topics(["Jack"], "given", [], []))[0] == ["Abe", "Zed"]
+    # a namesake of the topic ("jack", a friend of Zed's) and the noun the question asks for are not other mentions
+    namesake = [jack, LinkedEntity("Jack Lawyer Jr.", "Jack Lawyer Jr.", 2.0, "jack")]
+    assert first(q, Topics(["Jack"], "linked", namesake, []))[0] == ["Abe", "Zed"]
+    asked = [jack, LinkedEntity("Lawyer", "Lawyer", 2.5, "lawyer")]
+    assert first("which lawyer is a brother of jack?", Topics(["Jack"], "linked", asked, []))[0] == ["Abe", "Zed"]
+    # mentioned by another word, the same entity puts its friend first
+    other = [jack, LinkedEntity("Jack Lawyer Jr.", "Jack Lawyer Jr.", 2.0, "junior")]
+    assert first(q, Topics(["Jack"], "linked", other, []))[0] == ["Zed", "Abe"]
