@@ -515,9 +515,10 @@ def answer_constraints(graph: Graph, question: str, g: Gathered) -> Callable[[li
 def _next_to_other_mentions(graph: Graph, question: str, g: Gathered, tied: list[str]) -> set[str]:
     """The `tied` answers of a question linked from its text that are joined (by one relationship, or two
     through a CVT node) to an entity it mentions and is not read from: one of the first OTHER_MENTIONS linked
-    candidates that is neither a topic nor read as one (`topics_to_join`), nor shares a word with their
-    mentions (a namesake of a topic) or is the noun the question asks for ("what *state* is …"). "Who is JFK's brothers that are *lawyers*?" reads JFK's siblings; the one
-    with the profession Lawyer comes first. Empty when none or every tied answer is; else a note names them."""
+    candidates that is neither a topic nor read as one (`topics_to_join`), whose mention shares no word with
+    theirs (a namesake of a topic) and is not the noun the question asks for ("what *state* is …"). "Who is
+    JFK's brothers that are *lawyers*?" reads JFK's siblings; the one with the profession Lawyer comes first.
+    Empty when none or every tied answer is; else a note names the entities."""
     found = g.found
     if found.source != "linked":
         return set()
