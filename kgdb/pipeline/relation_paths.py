@@ -501,7 +501,7 @@ def answer_constraints(graph: Graph, question: str, g: Gathered) -> Callable[[li
     # no word left to name an attribute: no query for the tied answers' relations
     relations = type_features(graph, tied[:LITERAL_READ]) if asked else {}
     values = attached_values(graph, tied[:LITERAL_READ]) if c.literal else {}
-    years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in tied}
+    years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in tied} if c.literal else {}
     near = _next_to_other_mentions(graph, question, g, tied)
 
     def order(ordered: list[str]) -> list[str]:
@@ -525,10 +525,8 @@ def _next_to_other_mentions(graph: Graph, question: str, g: Gathered, tied: list
     read = set(found.ids) | set(topics_to_join(found, g.names, question))
     words = {w for e in found.linked if e.id in read and e.mention for w in e.mention.split()}
     words.update(answer_cue(question).split()[1:])  # the noun of "what state …" is the kind asked for
-    others = {
-        e.id: e.name for e in found.linked if e.mention and e.id not in read and not words & set(e.mention.split())
-    }
-    others = dict(list(others.items())[:OTHER_MENTIONS])
+    kept = [e for e in found.linked if e.mention and e.id not in read and not words & set(e.mention.split())]
+    others = {e.id: e.name for e in kept[:OTHER_MENTIONS]}
     if not others:
         return set()
     joined = topics_next_to(graph, tied[:LITERAL_READ], list(others), per_end=1)
