@@ -1,5 +1,5 @@
 """What really failed is what the one-line error says: TLS asked of a plain Bolt server, a database
-the server does not have, and the command line saying so."""
+the server does not have, and the command line saying so; and reads across a closed connection."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from kgdb.cypher import Graph
 from kgdb.cypher.connection_problems import DATABASE_NOT_FOUND, unreachable_reason
 from kgdb.errors import DatabaseError
 from support.cli import kgdb, one_line_error
+from support.proxy import Proxy
 
 
 def test_tls_asked_of_a_plain_bolt_server_is_named_as_such(neo4j_settings):
@@ -39,3 +40,18 @@ def test_the_cli_says_what_failed(neo4j_settings):
     )
     one_line_error(tls, "speaks Bolt without TLS", f"bolt://{where.hostname}:{where.port}")
     one_line_error(kgdb(neo4j_settings, "--database", "nosuchdb", "status"), "no database 'nosuchdb'")
+
+
+def test_a_read_after_the_server_closed_the_pooled_connection_answers(neo4j_settings):
+    where = urlparse(neo4j_settings.neo4j_uri)
+    proxy = Proxy((where.hostname, where.port))
+    try:
+        with Graph.connect(neo4j_settings.with_overrides(neo4j_uri=f"bolt://127.0.0.1:{proxy.port}")) as graph:
+            assert graph.run_text("RETURN 1 AS one") == [{"one": 1}]
+            proxy.drop()  # the pooled connection is gone, as after a server restart
+            assert graph.run_text("RETURN 2 AS two") == [{"two": 2}]
+            proxy.close()  # the server is gone: a read says so
+            with pytest.raises(DatabaseError, match="lost the connection"):
+                graph.run_text("RETURN 3 AS three")
+    finally:
+        proxy.close()

@@ -4,11 +4,8 @@ prune` mistakes, progress and tables in redirected logs, and the whole-load rate
 
 from __future__ import annotations
 
-import contextlib
 import re
-import socket
 import subprocess
-import threading
 import time
 
 import pytest
@@ -16,6 +13,7 @@ import pytest
 from kgdb.config import Settings
 from kgdb.cypher.schema import counts
 from support.cli import KGDB, env_for, kgdb, one_line_error
+from support.proxy import Proxy
 
 
 # -- square brackets in user data ------------------------------------------------------
@@ -72,51 +70,6 @@ def test_the_http_port_given_as_bolt_is_named_as_such(neo4j_settings):
 
 
 # -- connection lost mid-load; runs prune mistakes -------------------------------------
-class Proxy:
-    """A TCP forwarder to the test server that can be cut: the server 'goes away' for this client
-    only, without stopping a server other tests use."""
-
-    def __init__(self, target: tuple[str, int]):
-        self.target = target
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.sockets: list[socket.socket] = []
-        self.cut = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.cut:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            if self.cut:
-                client.close()
-                return
-            upstream = socket.create_connection(self.target)
-            self.sockets += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(a: socket.socket, b: socket.socket) -> None:
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        self.cut = True
-        with contextlib.suppress(OSError):  # shutdown wakes the blocked accept(); close() alone does not
-            self.listener.shutdown(socket.SHUT_RDWR)
-        self.listener.close()
-        for s in self.sockets:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            s.close()
-
-
 def test_a_connection_lost_during_a_load_says_so_and_how_to_resume(graph, tmp_path):
     host, port = re.match(r"^\w[\w+]*://([^:/]+):(\d+)", graph.settings.neo4j_uri).groups()
     proxy = Proxy((host, int(port)))
