@@ -36,6 +36,10 @@ def resolve_model_path(name: str) -> str:
 
 
 LIGHT_MAX_TEXTS = 256  # one sentence-transformers batch: questions, relation and path texts of one ask
+# The texts last encoded alone are kept: a question is read several times (once per topic candidate, per
+# topic of a several-topic question, per part of a composition), and the readings encode the same text.
+# Only single texts: a vector then depends on its text alone, never on what it was batched with.
+SINGLE_TEXTS_KEPT = 512
 
 
 class Embedder:
@@ -61,6 +65,7 @@ class Embedder:
         self.path = resolve_model_path(model)
         self._model = None
         self._light = None
+        self._single = lru_cache(maxsize=SINGLE_TEXTS_KEPT)(self._encode_texts_of_one)
         self._light_usable = model in (DEFAULT_EMBEDDING_MODEL, f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}")
         if self._light_usable:
             self.dim = int(json.loads((Path(self.path) / "config.json").read_text(encoding="utf-8"))["hidden_size"])
@@ -115,6 +120,14 @@ class Embedder:
         return self._light
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        if len(texts) == 1 and not progress:
+            return self._single(texts[0]).copy()  # a copy: the kept vector stays as encoded
+        return self._encode_texts(texts, progress)
+
+    def _encode_texts_of_one(self, text: str) -> np.ndarray:
+        return self._encode_texts([text], False)
+
+    def _encode_texts(self, texts: list[str], progress: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         light = self._light_encoder() if len(texts) <= LIGHT_MAX_TEXTS else None

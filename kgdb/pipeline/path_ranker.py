@@ -16,9 +16,11 @@ torch only to serve a graph's own ranker. Training it: `kgdb.pipeline.path_ranke
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -230,14 +232,16 @@ def _portable_columns(relations: RelationText, q_emb: np.ndarray, kept: list, ts
 
 @dataclass
 class _Question:
-    """What one `RankedPathPlanner.plan` call reuses between its steps, dropped when it returns: the
-    question's encodings per topic names (`choose_topic` makes them), its candidates enumerated per
-    topics (another reading ranks the same ones), and the raw scores of the topic `choose_topic` chose
-    (the paths are ranked from them next)."""
+    """What the readings of one question share (`RankedPathPlanner.question`; outside it, the steps of one
+    `plan` call): its candidates enumerated per topics (another reading of the same topics ranks the same
+    ones) and the raw scores per reading (`choose_topic` ranks each candidate topic's; the plan, and the
+    joint reading of a several-topic question, rank the same reading again)."""
 
-    encoded: dict[tuple, tuple[str, np.ndarray]] = field(default_factory=dict)
     enumerated: dict[tuple, list] = field(default_factory=dict)
-    raw: tuple | None = None  # ((text, topics), kept, raw scores)
+    scores: dict[tuple, tuple[list, np.ndarray]] = field(default_factory=dict)  # (text, topics, reuse) ->
+
+
+_ONE_QUESTION: ContextVar[_Question | None] = ContextVar("kgdb_ranker_question", default=None)
 
 
 Ranked = list[tuple[RelationPathCandidate, float]]  # candidates with their probability, best first
@@ -335,14 +339,13 @@ class RankedPathPlanner(PathPlanner):
     def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
         """Choose the topic by answerability, rank the paths from it, then read a compositional question in
         two steps."""
-        work = _Question()
+        work = _ONE_QUESTION.get() or _Question()
         chosen = self.choose_topic(graph, question, topics, work)
         if chosen is not topics:
             names = {e.id: e.name for e in chosen.linked if e.id in chosen.ids}
         named = names_of(chosen, names)
-        text, emb = self.encode(question, list(named), work)
+        text, emb = self.encode(question, list(named))
         ranked = self.scored(graph, text, emb, chosen.ids, work=work)
-        work.raw, work.encoded = None, {}
         paths, composed = self.compose(graph, question, chosen.ids, list(named), self.best_paths(ranked), work)
         return Plan(
             chosen,
@@ -368,9 +371,17 @@ class RankedPathPlanner(PathPlanner):
         seen = {relations_directions(c.steps): p for c, p in plan.scored}
         return [seen.get(tuple(p), 0.0) for p in paths]
 
-    def encode(self, question: str, topic_names: list[str], work: _Question | None = None) -> tuple[str, np.ndarray]:
-        made = work.encoded.get((question, tuple(topic_names))) if work is not None else None
-        return made if made is not None else encode_question(self.embedder, question, topic_names)
+    @contextmanager
+    def question(self) -> Iterator[None]:
+        """One question's readings share their enumerated candidates and raw scores (`_Question`)."""
+        token = _ONE_QUESTION.set(_Question())
+        try:
+            yield
+        finally:
+            _ONE_QUESTION.reset(token)
+
+    def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
+        return encode_question(self.embedder, question, topic_names)
 
     def choose_topic(self, graph: Graph, question: str, found: Topics, work: _Question | None = None) -> Topics:
         """`found` (topics linked from the text) with its topic chosen by answerability: among the
@@ -380,15 +391,15 @@ class RankedPathPlanner(PathPlanner):
         (ties: link order). A namesake or a generic word ("Time" in "when was the last time the knicks
         won") has no path the question asks for; the entity it is about has one. A candidate linked
         from words that another's best path reads (`relation_wording`) does not compete, nor a word of the
-        wording where the question writes a name (`names_first`). `work` keeps the encodings,
-        enumerations and the chosen topic's raw scores for the rest of the plan."""
+        wording where the question writes a name (`names_first`). `work` keeps the
+        enumerations and raw scores for the rest of the plan."""
         candidates = names_first(question, found) if found.source == "linked" else []
         if len(candidates) < 2:
             return replace(found, ids=[candidates[0].id]) if candidates and found.ids != [candidates[0].id] else found
         work = _Question() if work is None else work
         ranked = {}
         for e in candidates:
-            text, emb = work.encoded[(question, (e.name,))] = self.encode(question, [e.name], work)
+            text, emb = self.encode(question, [e.name])
             ranked[e.id] = (text, *self._raw_scores(graph, text, emb, [e.id], work=work))
 
         def total(e) -> float:
@@ -399,8 +410,6 @@ class RankedPathPlanner(PathPlanner):
             candidates, {i: r[1][int(np.argmax(r[2]))].steps for i, r in ranked.items() if len(r[2])}
         )
         best = max([e for e in candidates if e.id not in wording] or candidates, key=total)
-        text, kept, scores = ranked[best.id]
-        work.raw = ((text, (best.id,)), kept, scores)  # what `plan` ranks next
         return replace(found, ids=[best.id])
 
     def _raw_scores(
@@ -417,8 +426,14 @@ class RankedPathPlanner(PathPlanner):
         `reuse`: rank the candidates this question first enumerated around the same topics (for the
         whole question's text) instead of enumerating them again for another reading of it."""
         work = _Question() if work is None else work
-        if work.raw is not None and work.raw[0] == (text, tuple(topics)):
-            return work.raw[1], work.raw[2]
+        key = (text, tuple(topics), reuse)
+        if key not in work.scores:
+            work.scores[key] = self._rank_candidates(graph, text, q_emb, topics, reuse, work)
+        return work.scores[key]
+
+    def _rank_candidates(
+        self, graph: Graph, text: str, q_emb: np.ndarray, topics: list[str], reuse: bool, work: _Question
+    ) -> tuple[list, np.ndarray]:
         if reuse and tuple(topics) in work.enumerated:
             candidates = work.enumerated[tuple(topics)]
         else:
@@ -511,7 +526,7 @@ class RankedPathPlanner(PathPlanner):
         ends, names = _inner_answers(graph, inner[0], topics)
         if not ends:
             return plans, None
-        text, emb = self.encode(composition.outer(names[ends[0]].lower()), [names[e] for e in ends], work)
+        text, emb = self.encode(composition.outer(names[ends[0]].lower()), [names[e] for e in ends])
         outer = self.scored(graph, text, emb, ends, work=work)
         if not outer:
             return plans, None
@@ -525,7 +540,7 @@ class RankedPathPlanner(PathPlanner):
         # the description and the outer words asked of the topic are read over the whole question's
         # candidates: enumerating them again with each reading's own prefixes gave the same answers on
         # the training splits and dev sets, at a seventh more time per question on a 50M-triple graph
-        text, emb = self.encode(composition.inner, topic_names, work)
+        text, emb = self.encode(composition.inner, topic_names)
         # a description names an entity, never a value ("the author of war and peace" is not its date of publication)
         inner = self._without_values(graph, self.scored(graph, text, emb, topics, reuse=True, work=work), topics)
         # a step to CVT nodes only answers nothing, so it is found among every enumerated path ("the wife
@@ -541,7 +556,7 @@ class RankedPathPlanner(PathPlanner):
         self, graph: Graph, composition: Composition, topics: list[str], topic_names: list[str], work: _Question
     ) -> tuple:
         """The best path of the outer words asked of the topic itself ("where was avatar born?"); () for none."""
-        text, emb = self.encode(composition.outer(topic_names[0].lower()), topic_names, work)
+        text, emb = self.encode(composition.outer(topic_names[0].lower()), topic_names)
         at_topic = self.scored(graph, text, emb, topics, reuse=True, work=work)
         return tuple(at_topic[0][0].steps) if at_topic else ()
 

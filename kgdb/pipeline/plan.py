@@ -4,12 +4,14 @@ A planner (the untrained cosine beam, RRP's trained planner, the path ranker, an
 relation paths a question's answers lie at the end of; `RelationPathRetriever` grounds them in Cypher.
 The `Plan` carries everything the later steps read (the topics the paths start from, the question as
 the planner read it, the ranked paths, notes, the LLM's usage), so nothing is kept on the planner
-between calls and one planner serves many questions at once.
+between questions and one planner serves many questions at once (what the readings of one question
+share lives inside `PathPlanner.question`, per thread).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -67,6 +69,11 @@ class PathPlanner(ABC):
     @abstractmethod
     def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
         """The relation paths from `topics` (`names`: id -> readable name of at least the topics)."""
+
+    def question(self) -> AbstractContextManager[None]:
+        """A block in which one question is planned several times (each topic alone, parts of a composition):
+        the plans may share what no reading changes. Nothing is shared by default."""
+        return nullcontext()
 
     def path_probability(self, plan: Plan, paths: list[RelationPath]) -> list[float]:
         """P(path | question) of relation paths `plan` may not hold (the structural reasoner's traced

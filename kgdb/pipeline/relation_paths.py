@@ -157,6 +157,10 @@ class RelationPathRetriever:
         docs/experiments/2026-11-29-attributes-and-descriptions.md)."""
         if not question or not question.strip():
             raise InputError("the question is empty", path="QUESTION")
+        with self.planner.question():  # the readings below plan one question again and again
+            return self._gather_readings(question, topics, q_emb)
+
+    def _gather_readings(self, question: str, topics: list[str] | None, q_emb: np.ndarray | None) -> Gathered:
         t = time.perf_counter()
         found, names = self._link(question, topics, q_emb)
         g = self._gather(question, found, names, {"link": _ms(t)})

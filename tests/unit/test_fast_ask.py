@@ -115,6 +115,18 @@ def test_embedder_rule_short_calls_numpy_long_calls_sentence_transformers():
     )
 
 
+def test_a_text_encoded_alone_is_encoded_once_and_its_vector_is_the_callers_own():
+    emb = Embedder(DEFAULT_EMBEDDING_MODEL, device="cpu")
+    question = "where was the wife of barack obama born?"
+    first = emb.encode([question])
+    first[0, :] = 0.0  # the caller's array: the kept vector stays as encoded
+    again = emb.encode([question])
+    assert emb._single.cache_info().hits == 1 and emb._single.cache_info().misses == 1
+    assert np.array_equal(again, emb._encode_texts([question], False)) and abs(float(again[0] @ again[0]) - 1) < 1e-5
+    assert emb.encode([question, "who is his wife?"]).shape == (2, 384)  # a batch is encoded as before
+    assert emb._single.cache_info().misses == 1
+
+
 def test_numpy_cosine_equals_the_torch_retriever():
     import torch
 

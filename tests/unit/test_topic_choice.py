@@ -4,6 +4,8 @@ elsewhere; here only the rule)."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from kgdb.cypher.linking import LinkedEntity, Topics
@@ -34,10 +36,7 @@ def _planner(best_logit: dict[str, float | None], best_path: dict[str, str] | No
     best_path = best_path or {}
     calls: list[tuple[str, tuple[str, ...]]] = []
 
-    def raw(graph, text, q_emb, topics, *, reuse=False, work=None):
-        memo = work.raw if work is not None else None
-        if memo is not None and memo[0] == (text, tuple(topics)):
-            return memo[1], memo[2]
+    def raw(graph, text, q_emb, topics, reuse, work):
         calls.append((text, tuple(topics)))
         logit = best_logit[topics[0]]
         if logit is None:
@@ -47,7 +46,7 @@ def _planner(best_logit: dict[str, float | None], best_path: dict[str, str] | No
             [logit - 1.0, logit], np.float32
         )
 
-    planner._raw_scores = raw
+    planner._rank_candidates = raw  # ranked once per reading: `_raw_scores` keeps what it ranked
     return planner, calls
 
 
@@ -309,3 +308,23 @@ def test_a_mention_that_names_several_entities_as_well_is_no_second_topic():
     assert list(
         topics_to_join(wars, {}, "Which war has France been involved in, where one of the combatants was Germany?")
     ) == ["m.fr", "m.de"]
+
+
+def test_the_readings_of_one_question_rank_each_reading_once_and_other_threads_share_nothing():
+    planner, calls = _planner({"time": 0.0, "new york knicks": 30.0})
+    question = "when was the last time the knicks won the championship?"
+    found = _linked(("time", 1.46, "time"), ("new york knicks", 1.2, "knicks"))
+    alone = Topics(["new york knicks"], "given", [], [])
+    with planner.question():
+        first = planner.plan(None, question, found, {})
+        again = planner.plan(None, question, alone, {"new york knicks": "New York Knicks"})
+        assert [t for _, t in calls] == [("time",), ("new york knicks",)]  # the topic alone: ranked already
+        assert again.paths == first.paths
+        elsewhere = threading.Thread(
+            target=planner.plan, args=(None, question, alone, {"new york knicks": "New York Knicks"})
+        )
+        elsewhere.start()
+        elsewhere.join()
+        assert [t for _, t in calls][2:] == [("new york knicks",)]  # another thread's question is its own
+    planner.plan(None, question, alone, {"new york knicks": "New York Knicks"})
+    assert len(calls) == 4  # outside the block each plan ranks its own readings
