@@ -164,7 +164,7 @@ class RelationPathRetriever:
         t = time.perf_counter()
         found, names = self._link(question, topics, q_emb)
         g = self._gather(question, found, names, {"link": _ms(t)})
-        several = topics_to_join(found, names, question)
+        several = with_the_first_topic(topics_to_join(found, names, question), g.found, found)
         if self.joint_paths and len(several) >= 2:
             t = time.perf_counter()
             composed, middle = _composed_through(g, self._join(question, g, several))
@@ -607,6 +607,24 @@ def topics_to_join(found: Topics, names: dict[str, str], question: str) -> dict[
         elif len(shared) == 1 and words > set(shared[0].mention.split()):
             picked[picked.index(shared[0])] = e
     return {e.id: e.name for e in picked}
+
+
+def with_the_first_topic(several: dict[str, str], first: Topics, found: Topics) -> dict[str, str]:
+    """`several` (the topics a linked question is read from one by one) with the topic its first reading
+    chose, which the joint reading needs as much as the others though its name may not be its mention
+    ("JFK", "USA", "American League West" for "american league"); a topic whose mention shares a word
+    with the chosen one's is a namesake of it and leaves."""
+    if found.source != "linked" or len(first.ids) != 1 or first.ids[0] in several:
+        return several
+    mentions = {e.id: e.mention for e in found.linked}
+    chosen = next((e for e in found.linked if e.id == first.ids[0]), None)
+    if chosen is None:
+        return several
+    words = set(chosen.mention.split())
+    return {
+        chosen.id: chosen.name,
+        **{i: n for i, n in several.items() if not words & set((mentions.get(i) or "").split())},
+    }
 
 
 def all_written_as_names(found: Topics, several: dict[str, str], question: str) -> bool:

@@ -192,6 +192,25 @@ def test_a_linked_question_is_read_from_each_distinct_mention_that_competes():
     assert topics_to_join(given, {"m.a": "Ada"}, "") == {"m.a": "Ada", "m.b": "m.b"}
 
 
+def test_the_topic_the_first_reading_chose_is_read_with_the_others_and_its_namesakes_leave():
+    from kgdb.pipeline.relation_paths import topics_to_join, with_the_first_topic
+
+    found = _of(
+        LinkedEntity("m.jfk", "John F. Kennedy", 3.66, "jfk"),  # its name is not its mention
+        LinkedEntity("m.la", "Los Angeles", 3.07, "los angeles"),
+        LinkedEntity("m.lad", "Los Angeles Dodgers", 2.76, "los angeles"),
+    )
+    several = topics_to_join(found, {}, "who was jfk's brother who died in los angeles?")
+    assert several == {"m.la": "Los Angeles"}
+    first = Topics(["m.jfk"], "linked", found.linked, [])
+    assert with_the_first_topic(several, first, found) == {"m.jfk": "John F. Kennedy", "m.la": "Los Angeles"}
+    namesake = Topics(["m.lad"], "linked", found.linked, [])  # read first: Los Angeles is the same words
+    assert with_the_first_topic(several, namesake, found) == {"m.lad": "Los Angeles Dodgers"}
+    assert with_the_first_topic(several, Topics(["m.la"], "linked", found.linked, []), found) == several
+    given = Topics(["m.jfk"], "given", [], [])
+    assert with_the_first_topic({"m.la": "Los Angeles"}, given, given) == {"m.la": "Los Angeles"}
+
+
 def test_a_second_name_linked_well_below_the_first_is_read_when_its_mention_has_several_words():
     from kgdb.pipeline.relation_paths import topics_to_join
 
