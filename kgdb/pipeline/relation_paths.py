@@ -215,6 +215,10 @@ class RelationPathRetriever:
         per_topic = []
         for topic, name in topics.items():
             one = Topics([topic], "given", [], [])
+            if g.found.ids == [topic] and g.names.get(topic) == name:
+                # the first reading is this topic's own: planned and grounded again, it would be the same
+                per_topic.append((topic, replace(g, found=one, structural=[], s2={}, timings={}, notes=[])))
+                continue
             # the joint reading reads each topic's planned paths only: no structural pass per topic
             per_topic.append((topic, self._gather(question, one, {topic: name}, {}, with_structural=False)))
         g.joint = joint_answer_paths(self.graph, per_topic, self.joint_paths)

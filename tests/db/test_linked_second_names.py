@@ -59,3 +59,20 @@ def test_names_with_no_answer_in_common_are_read_together_as_topics_given_are(gr
     assert {"Green Street", "The Lorax"} <= answers  # each name's films
     # in lower case the names are not written as names: the question is read from the one topic chosen
     assert len(r.gather(question.lower()).found.ids) == 1
+
+
+def test_the_joint_reading_takes_the_first_reading_as_its_topics_own(graph, monkeypatch):
+    load(graph, TRIPLES)
+    r = RelationPathRetriever(graph, graph.settings, write=False)
+    readings = []
+    gather_one = r._gather
+    monkeypatch.setattr(
+        r,
+        "_gather",
+        lambda question, found, *a, **kw: readings.append(found.ids) or gather_one(question, found, *a, **kw),
+    )
+    question = "What film with character named Ricky has Charlie Hunnam been in?"
+    g = r.gather(question)
+    assert g.found.ids == ["Charlie Hunnam"] and "joint" in g.timings
+    assert readings == [["Charlie Hunnam"], ["Ricky"]]  # Charlie Hunnam's own reading is not gathered again
+    assert {c.path.answer for c in g.joint} == {"Green Street"}
