@@ -237,8 +237,8 @@ class _Question:
     ones) and the raw scores per reading (`choose_topic` ranks each candidate topic's; the plan, and the
     joint reading of a several-topic question, rank the same reading again)."""
 
-    enumerated: dict[tuple, list] = field(default_factory=dict)
-    scores: dict[tuple, tuple[list, np.ndarray]] = field(default_factory=dict)  # (text, topics, reuse) ->
+    enumerated: dict[tuple, list] = field(default_factory=dict)  # topics -> candidates
+    scores: dict[tuple, tuple[list, np.ndarray]] = field(default_factory=dict)  # (text, topics, reuse) -> ranked
 
 
 _ONE_QUESTION: ContextVar[_Question | None] = ContextVar("kgdb_ranker_question", default=None)
