@@ -13,9 +13,10 @@ counted in a note. The order the LLM gave is the score (1, 1/2, 1/3, ...).
 from __future__ import annotations
 
 import re
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from string import Template
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, names_of
 from kgdb.qa.prompts import load_template, normalise_question
@@ -88,6 +89,10 @@ class LLMPathPlanner(PathPlanner):
             "max_hops": self.max_hops,
             "fallback": _planner_name(self.fallback) if self.fallback is not None else None,
         }
+
+    def question(self) -> AbstractContextManager[None]:
+        """The fallback's block: the readings of a question the LLM hands over share what the fallback keeps."""
+        return self.fallback.question() if self.fallback is not None else nullcontext()
 
     def messages(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[dict[str, str]]:
         """The chat: system, the worked example, then the question with the relations around its topics."""
@@ -175,6 +180,15 @@ class DeferredPlanner(PathPlanner):
         if self._planner is None:
             self._planner = self._load()
         return self._planner.plan(graph, question, topics, names)
+
+    @contextmanager
+    def question(self) -> Iterator[None]:
+        """The loaded planner's block; before its first plan nothing is loaded, and nothing is shared."""
+        if self._planner is None:
+            yield
+            return
+        with self._planner.question():
+            yield
 
 
 def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None) -> LLMPathPlanner:
