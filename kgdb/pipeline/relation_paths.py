@@ -6,6 +6,7 @@ structural reasoner and rethinking rescore them (`kgdb.pipeline.answering_rules`
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Callable
 
@@ -195,7 +196,7 @@ class RelationPathRetriever:
                         "come first"
                     )
                 g.timings["next_to"] = _ms(t)
-        g.constrain = answer_constraints(self.graph, question, g)
+        g.constrain = answer_constraints(self.graph, question, g, several)
         return g
 
     def _read_again(
@@ -486,15 +487,18 @@ class RelationPathRetriever:
         return structural, out.probability
 
 
-def answer_constraints(graph: Graph, question: str, g: Gathered) -> Callable[[list[str]], list[str]]:
+def answer_constraints(
+    graph: Graph, question: str, g: Gathered, read_from: Iterable[str] = ()
+) -> Callable[[list[str]], list[str]]:
     """`Gathered.constrain`: the question's literal constraint (`kgdb.pipeline.constraints`: a year bound,
     "last" / "first"), read over the years each answer tied on the best path carries in its name or in the
     values attached to it or its CVT node; before it, the answers whose own relations name an attribute the
     question asks about and neither its topics nor its paths name (`apply_attributes`: "the university with
     the fewest *postgraduates*" puts a school with `number_of_postgraduates` first, even where the graph lost
     the count); and ahead of all, a linked question's answers next to another entity it mentions
-    (`_next_to_other_mentions`). One answer: the order as given. Moves answers only among those tied, so the
-    ranker's choice of path stands. Measured on the training and val splits: literal constraints
+    (`_next_to_other_mentions`; `read_from`: the topics the joint reading read it from besides those of `g`).
+    One answer: the order as given. Moves answers only among those tied, so the ranker's choice of path
+    stands. Measured on the training and val splits: literal constraints
     ComplexWebQuestions val Hit@1 +0.71, WebQSP and MetaQA val unchanged
     (docs/experiments/2026-11-28-literal-constraints.md); attributes CWQ val +1.07, train +0.82
     (docs/experiments/2026-11-29-attributes-and-descriptions.md); other mentions CWQ val +1, train +5 −1,
@@ -510,7 +514,7 @@ def answer_constraints(graph: Graph, question: str, g: Gathered) -> Callable[[li
     relations = type_features(graph, tied[:LITERAL_READ]) if asked else {}
     values = attached_values(graph, tied[:LITERAL_READ]) if c.literal else {}
     years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in tied} if c.literal else {}
-    near = _next_to_other_mentions(graph, question, g, tied)
+    near = _next_to_other_mentions(graph, question, g, tied, set(g.found.ids) | set(read_from))
 
     def order(ordered: list[str]) -> list[str]:
         out = apply_attributes(ordered, relations, asked)
@@ -520,17 +524,16 @@ def answer_constraints(graph: Graph, question: str, g: Gathered) -> Callable[[li
     return order
 
 
-def _next_to_other_mentions(graph: Graph, question: str, g: Gathered, tied: list[str]) -> set[str]:
+def _next_to_other_mentions(graph: Graph, question: str, g: Gathered, tied: list[str], read: set[str]) -> set[str]:
     """The `tied` answers of a question linked from its text that are joined (by one relationship, or two
     through a CVT node) to an entity it mentions and is not read from: one of the first OTHER_MENTIONS linked
-    candidates that is neither a topic nor read as one (`topics_to_join`), whose mention shares no word with
+    candidates that is none of the topics it was `read` from, whose mention shares no word with
     theirs (a namesake of a topic) and is not the noun the question asks for ("what *state* is …"). "Who is
     JFK's brothers that are *lawyers*?" reads JFK's siblings; the one with the profession Lawyer comes first.
     Empty when none or every tied answer is; else a note names the entities."""
     found = g.found
     if found.source != "linked":
         return set()
-    read = set(found.ids) | set(topics_to_join(found, g.names, question))
     words = {w for e in found.linked if e.id in read and e.mention for w in e.mention.split()}
     words.update(answer_cue(question).split()[1:])  # the noun of "what state …" is the kind asked for
     kept = [e for e in found.linked if e.mention and e.id not in read and not words & set(e.mention.split())]

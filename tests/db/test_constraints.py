@@ -229,17 +229,19 @@ def test_a_linked_question_puts_the_tied_answers_next_to_another_entity_it_menti
     planned = [brother("m.0sib_abe", "Abe"), brother("m.0sib_zed", "Zed")]
     jack = LinkedEntity("Jack", "Jack", 3.0, "jack")
 
-    def first(question: str, found: Topics) -> tuple[list[str], list[str]]:
+    def first(question: str, found: Topics, read_from: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
         g = Gathered(
             found, {"Jack": "Jack"}, {"m.0sib_abe", "m.0sib_zed"}, planned, [], {}, {}, [], lambda ids: {}, None
         )
-        g.constrain = answer_constraints(graph, question, g)
+        g.constrain = answer_constraints(graph, question, g, read_from)
         return answers_of("planner", g, 0.5, 0.0), g.notes
 
     q = "who are jack's brothers that are lawyers?"
     linked = [jack, LinkedEntity("Lawyer", "Lawyer", 2.5, "lawyers")]
     answers, notes = first(q, Topics(["Jack"], "linked", linked, []))
     assert answers == ["Zed", "Abe"] and any("next to 'Lawyer'" in n for n in notes)
+    # a topic the joint reading read the question from is no other mention
+    assert first(q, Topics(["Jack"], "linked", linked, []), ("Lawyer",))[0] == ["Abe", "Zed"]
     # topics given: the question's other words are not read
     assert first(q, Topics(["Jack"], "given", [], []))[0] == ["Abe", "Zed"]
     # a namesake of the topic ("jack", a friend of Zed's) and the noun the question asks for are not other mentions
