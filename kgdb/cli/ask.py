@@ -230,7 +230,15 @@ def _print_answers(res) -> None:
         )
         console.print(f"[yellow]No answer[/]: {why}.", highlight=False)
         return
-    table = Table(title="Answers", show_lines=False)
+    r = res.reasoning
+    tied = r.tied_first()
+    caption = (
+        f"answers 1-{tied} share the best score ({r.scores[r.answers[0]]:.3f}): their order is the answering "
+        "rules', not the evidence's"
+        if tied > 1
+        else None
+    )
+    table = Table(title="Answers", caption=caption, show_lines=False)
     table.add_column("#", justify="right")
     table.add_column("answer")
     table.add_column("grounded")

@@ -8,6 +8,7 @@ import pytest
 
 from kgdb.pipeline.answering_rules import GroundedPath, answers_of, chosen_mode, select
 from kgdb.protocol import ScoredPath
+from kgdb.qa.reasoners.base import Reasoning
 from kgdb.qa.reasoners.extractive import Evidence
 from kgdb.qa.reasoners.rrp import PathReasoner, other_readings
 
@@ -129,8 +130,19 @@ def test_answers_tied_on_one_path_keep_the_retrievers_order():
             path(0.2, "Aarau", source),
         ]
         evidence = Evidence("q", [], ["t"], paths=paths, from_paths=True)
-        answers = PathReasoner().reason(None, evidence).answers
-        assert answers[:3] == ["Zurich", "Basel", "Bern"], source
+        reasoning = PathReasoner().reason(None, evidence)
+        assert reasoning.answers[:3] == ["Zurich", "Basel", "Bern"], source
+        # `kgdb ask` says that the evidence did not order these three
+        assert reasoning.tied_first() == 3, source
+        alone = Evidence(
+            "q", [], ["t"], paths=[path(0.9, "Zurich", source), path(0.2, "Aarau", source)], from_paths=True
+        )
+        assert PathReasoner().reason(None, alone).tied_first() == 1, source
+
+
+def test_answers_without_scores_are_never_called_tied():
+    assert Reasoning(["Paris", "Lyon"], "ans: Paris", "openai:m", True).tied_first() == 0
+    assert Reasoning([], "ans: not available", "rrp", False, refused=True).tied_first() == 0
 
 
 def test_evaluation_breaks_ties_as_the_reasoner_does():

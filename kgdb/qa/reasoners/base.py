@@ -48,6 +48,15 @@ class Reasoning:
         """How an LLM's reply became the answers (modes, dropped names, token budget); None without an LLM."""
         return None
 
+    def tied_first(self) -> int:
+        """How many of the first answers share the first one's score (0 without scores). Above one, the evidence
+        did not rank them: their order is the answering rules' (for `rrp`: how many best paths reach each, the
+        question's constraints, closeness to the question, the name)."""
+        if not self.answers or self.answers[0] not in self.scores:
+            return 0
+        top = self.scores[self.answers[0]]
+        return next((i for i, a in enumerate(self.answers) if self.scores.get(a) != top), len(self.answers))
+
 
 class EvidenceTriple(Protocol):
     """What a reasoner reads of a retrieved triple (`kgdb.protocol.ScoredTriple` fits)."""
