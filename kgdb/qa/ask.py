@@ -92,6 +92,7 @@ class AskResult:
             "malformed": r.malformed if r else None,
             "reply": r.reply if r else None,
             "alternatives": r.alternatives if r else [],
+            "tied_first": r.tied_first() if r else 0,
             "usage": {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls}
             if r
             else None,

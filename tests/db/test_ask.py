@@ -342,6 +342,8 @@ def test_cli_ask_says_when_the_first_answers_share_one_score(loaded):
     out = " ".join(tied.output.split())
     assert "Telford Medal" in out and "Peter Nicol Russell Medal" in out
     assert "answers 1-2 share the best score" in out and "not the evidence's" in out
+    payload = json.loads(cli(settings, "ask", "what awards did john bradfield win?", *args, "--json").output)
+    assert payload["tied_first"] == 2
     single = cli(settings, "ask", "what is the capital of jamaica?", "--reasoner", "rrp", "--no-write")
     assert single.exit_code == 0, single.output
     assert "Kingston" in single.output and "share the best score" not in " ".join(single.output.split())
