@@ -197,6 +197,7 @@ class RelationPathRetriever:
                     )
                 g.timings["next_to"] = _ms(t)
         g.constrain = answer_constraints(self.graph, question, g, several)
+        _note_a_time_not_reached(self.graph, question, g)
         return g
 
     def _read_again(
@@ -547,6 +548,27 @@ def _next_to_other_mentions(graph: Graph, question: str, g: Gathered, tied: list
     named = sorted({others[t] for c in joined for t in c.topics})
     g.notes.append(f"of the answers tied on the best path, those next to {', '.join(map(repr, named))} come first")
     return near
+
+
+def _note_a_time_not_reached(graph: Graph, question: str, g: Gathered) -> None:
+    """A note where the question asks for a time ("when", "what year") and no answer on the best path carries
+    a year, in its name or in a date attached to it or its CVT node: the best path then reads another relation
+    than the one asked about ("when did the bruins win the stanley cup?" answered with the teams that beat
+    them), so a user looks at the other readings. It changes no answer."""
+    cue = answer_cue(question)
+    if cue != "when" and not cue.endswith((" year", " date")):
+        return
+    paths = [p.path for p in g.joint or g.planned]
+    tied = tied_at_best(best_per_answer(paths, set(g.found.ids) | g.cvt))[:LITERAL_READ]
+    if not tied:
+        return
+    values = attached_values(graph, tied)
+    if any(years_of(a, g.names.get(a), values.get(a, ())) for a in tied):
+        return
+    g.notes.append(
+        "the question asks for a time, and no answer on the best path carries a year (in its name or a date "
+        "attached to it): the path may read another relation than the one asked about"
+    )
 
 
 def _composed_through(g: Gathered, per_topic: list[tuple[str, Gathered]]) -> tuple[Gathered | None, list[str]]:

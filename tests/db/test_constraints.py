@@ -252,3 +252,35 @@ def test_a_linked_question_puts_the_tied_answers_next_to_another_entity_it_menti
     # mentioned by another word, the same entity puts its friend first
     other = [jack, LinkedEntity("Jack Lawyer Jr.", "Jack Lawyer Jr.", 2.0, "junior")]
     assert first(q, Topics(["Jack"], "linked", other, []))[0] == ["Zed", "Abe"]
+
+
+def test_a_question_asking_when_notes_answers_that_carry_no_year(graph):
+    from kgdb.pipeline.answering_rules import Gathered, GroundedPath
+    from kgdb.pipeline.relation_paths import _note_a_time_not_reached
+    from kgdb.protocol import ScoredPath
+
+    write_graph(graph, GRAPH, embedder=None)
+
+    def reached(relation: str, end: str, direction: int = 1) -> GroundedPath:
+        path = ScoredPath(0.8, ("Giants", end), (relation,), (direction,), source="rrp-ranker")
+        return GroundedPath(path, [(f"e-{end}", "Giants", relation, end)], 0.8)
+
+    finals = [
+        reached("sports.sports_team.championships", "Final A"),
+        reached("sports.sports_team.championships", "Final B"),
+    ]
+    teams = [reached("sports.sports_team.location", "Springfield"), reached("sports.sports_team.location", "State")]
+
+    def notes(question: str, planned: list[GroundedPath]) -> list[str]:
+        g = Gathered(Topics(["Giants"], "given", [], []), {}, set(), planned, [], {}, {}, [], lambda ids: {}, None)
+        _note_a_time_not_reached(graph, question, g)
+        return g.notes
+
+    # the finals carry their dates (one directly, one through a CVT node): nothing to say
+    assert notes("when did the giants win the final?", finals) == []
+    assert notes("in what year did the giants win the final?", finals) == []
+    # places carry no year: the best path read something else than a time
+    for question in ("when did the giants win the final?", "what year did the giants win the final?"):
+        assert any("asks for a time" in n for n in notes(question, teams)), question
+    # a question that asks for no time is never noted
+    assert notes("where do the giants play?", teams) == []
