@@ -91,6 +91,11 @@ class Constraints:
     def literal(self) -> bool:
         return bool(self.bounds) or self.extreme is not None
 
+    @property
+    def asks_a_time(self) -> bool:
+        """ "when …?", "what year …?", "which date …?"""
+        return self.cue == "when" or self.cue.endswith((" year", " date"))
+
 
 def answer_cue(text: str) -> str:
     """The question's wh-word, with the noun after "what" / "which" ("what college"); "" without one."""

@@ -197,7 +197,6 @@ class RelationPathRetriever:
                     )
                 g.timings["next_to"] = _ms(t)
         g.constrain = answer_constraints(self.graph, question, g, several)
-        _note_a_time_not_reached(self.graph, question, g)
         return g
 
     def _read_again(
@@ -503,18 +502,23 @@ def answer_constraints(
     ComplexWebQuestions val Hit@1 +0.71, WebQSP and MetaQA val unchanged
     (docs/experiments/2026-11-28-literal-constraints.md); attributes CWQ val +1.07, train +0.82
     (docs/experiments/2026-11-29-attributes-and-descriptions.md); other mentions CWQ val +1, train +5 −1,
-    topics linked (docs/experiments/2026-12-01-topics-the-graph-lacks.md)."""
+    topics linked (docs/experiments/2026-12-01-topics-the-graph-lacks.md). A question asking for a time whose
+    tied answers carry no year gets a note (`_note_no_time`), even with one answer."""
     c = parse_constraints(question)
     paths = [p.path for p in g.joint or g.planned]
     best = best_per_answer(paths, set(g.found.ids) | g.cvt)
     tied = tied_at_best(best)
+    # years order tied answers for a literal constraint, and say whether a time question reached a time at all
+    dated = bool(tied) and (c.asks_a_time or (c.literal and len(tied) > 1))
+    values = attached_values(graph, tied[:LITERAL_READ]) if dated else {}
+    years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in tied} if dated else {}
+    if c.asks_a_time and tied:
+        _note_no_time(g, years)
     if len(tied) < 2:
         return list
     asked = _asked_words(question, [g.names.get(t, t) for t in g.found.ids], [r for p in paths for r in p.relations])
     # no word left to name an attribute: no query for the tied answers' relations
     relations = type_features(graph, tied[:LITERAL_READ]) if asked else {}
-    values = attached_values(graph, tied[:LITERAL_READ]) if c.literal else {}
-    years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in tied} if c.literal else {}
     near = _next_to_other_mentions(graph, question, g, tied, set(g.found.ids) | set(read_from))
 
     def order(ordered: list[str]) -> list[str]:
@@ -550,20 +554,12 @@ def _next_to_other_mentions(graph: Graph, question: str, g: Gathered, tied: list
     return near
 
 
-def _note_a_time_not_reached(graph: Graph, question: str, g: Gathered) -> None:
-    """A note where the question asks for a time ("when", "what year") and no answer on the best path carries
-    a year, in its name or in a date attached to it or its CVT node: the best path then reads another relation
-    than the one asked about ("when did the bruins win the stanley cup?" answered with the teams that beat
-    them), so a user looks at the other readings. It changes no answer."""
-    cue = answer_cue(question)
-    if cue != "when" and not cue.endswith((" year", " date")):
-        return
-    paths = [p.path for p in g.joint or g.planned]
-    tied = tied_at_best(best_per_answer(paths, set(g.found.ids) | g.cvt))[:LITERAL_READ]
-    if not tied:
-        return
-    values = attached_values(graph, tied)
-    if any(years_of(a, g.names.get(a), values.get(a, ())) for a in tied):
+def _note_no_time(g: Gathered, years: dict[str, list[int]]) -> None:
+    """For a question asking for a time: a note where no answer on the best path carries a year (`years`), in
+    its name or in a date attached to it or its CVT node. The best path then reads another relation than the
+    one asked about ("when did the bruins win the stanley cup?" answered with the teams that beat them), so a
+    user looks at the other readings. It changes no answer."""
+    if any(years.values()):
         return
     g.notes.append(
         "the question asks for a time, and no answer on the best path carries a year (in its name or a date "

@@ -256,7 +256,7 @@ def test_a_linked_question_puts_the_tied_answers_next_to_another_entity_it_menti
 
 def test_a_question_asking_when_notes_answers_that_carry_no_year(graph):
     from kgdb.pipeline.answering_rules import Gathered, GroundedPath
-    from kgdb.pipeline.relation_paths import _note_a_time_not_reached
+    from kgdb.pipeline.relation_paths import answer_constraints
     from kgdb.protocol import ScoredPath
 
     write_graph(graph, GRAPH, embedder=None)
@@ -273,7 +273,7 @@ def test_a_question_asking_when_notes_answers_that_carry_no_year(graph):
 
     def notes(question: str, planned: list[GroundedPath]) -> list[str]:
         g = Gathered(Topics(["Giants"], "given", [], []), {}, set(), planned, [], {}, {}, [], lambda ids: {}, None)
-        _note_a_time_not_reached(graph, question, g)
+        answer_constraints(graph, question, g)
         return g.notes
 
     # the finals carry their dates (one directly, one through a CVT node): nothing to say
