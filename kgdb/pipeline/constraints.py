@@ -128,22 +128,14 @@ def apply_bounds(
     candidates: Sequence[str], years: Mapping[str, Sequence[int]], bounds: Sequence[YearBound]
 ) -> list[str]:
     """Candidates with a year that meets every bound first, the rest after, each group in the given order."""
-    if not bounds:
-        return list(candidates)
-    meets = [c for c in candidates if any(all(b.holds(y) for b in bounds) for y in years.get(c, ()))]
+    meets = _meeting(candidates, years, bounds)
     return meets + [c for c in candidates if c not in set(meets)]
 
 
 def apply_extreme(candidates: Sequence[str], years: Mapping[str, Sequence[int]], extreme: str | None) -> list[str]:
     """The candidate(s) with the latest (earliest) year first, then the others in the given order; a
     candidate without a year does not compete. Ties keep the given order."""
-    if extreme is None:
-        return list(candidates)
-    dated = {c: (max(years[c]) if extreme == "latest" else min(years[c])) for c in candidates if years.get(c)}
-    if not dated:
-        return list(candidates)
-    best = max(dated.values()) if extreme == "latest" else min(dated.values())
-    first = [c for c in candidates if dated.get(c) == best]
+    first = _extreme(candidates, years, extreme)
     return first + [c for c in candidates if c not in set(first)]
 
 
@@ -152,13 +144,35 @@ def apply_literal(candidates: Sequence[str], years: Mapping[str, Sequence[int]],
     ordered = apply_bounds(candidates, years, constraints.bounds)
     if constraints.extreme is None:
         return ordered
-    meets = (
-        [c for c in ordered if any(all(b.holds(y) for b in constraints.bounds) for y in years.get(c, ()))]
-        if constraints.bounds
-        else []
-    )
-    pool = meets or ordered
+    pool = _meeting(ordered, years, constraints.bounds) or ordered
     return apply_extreme(pool, years, constraints.extreme) + [c for c in ordered if c not in set(pool)]
+
+
+def literal_choice(
+    candidates: Sequence[str], years: Mapping[str, Sequence[int]], constraints: Constraints
+) -> list[str]:
+    """The candidates the literal constraint chooses, in the given order: those with a year meeting every bound,
+    and of them (or of all, if none does) the latest / earliest; empty where no year decides."""
+    meets = _meeting(candidates, years, constraints.bounds)
+    if constraints.extreme is None:
+        return meets
+    return _extreme(meets or candidates, years, constraints.extreme)
+
+
+def _meeting(candidates: Sequence[str], years: Mapping[str, Sequence[int]], bounds: Sequence[YearBound]) -> list[str]:
+    if not bounds:
+        return []
+    return [c for c in candidates if any(all(b.holds(y) for b in bounds) for y in years.get(c, ()))]
+
+
+def _extreme(candidates: Sequence[str], years: Mapping[str, Sequence[int]], extreme: str | None) -> list[str]:
+    if extreme is None:
+        return []
+    dated = {c: (max(years[c]) if extreme == "latest" else min(years[c])) for c in candidates if years.get(c)}
+    if not dated:
+        return []
+    best = max(dated.values()) if extreme == "latest" else min(dated.values())
+    return [c for c in candidates if dated.get(c) == best]
 
 
 @dataclass

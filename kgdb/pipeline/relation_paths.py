@@ -36,9 +36,11 @@ from kgdb.pipeline.answering_rules import (
     weigh_by_answer_closeness,
 )
 from kgdb.pipeline.constraints import (
+    Constraints,
     answer_cue,
     apply_attributes,
     apply_literal,
+    literal_choice,
     parse_constraints,
     word_stems,
     years_of,
@@ -503,8 +505,12 @@ def answer_constraints(
     (docs/experiments/2026-11-28-literal-constraints.md); attributes CWQ val +1.07, train +0.82
     (docs/experiments/2026-11-29-attributes-and-descriptions.md); other mentions CWQ val +1, train +5 −1,
     topics linked (docs/experiments/2026-12-01-topics-the-graph-lacks.md). A question asking for a time whose
-    tied answers carry no year gets a note (`_note_no_time`), even with one answer."""
+    tied answers carry no year gets a note (`_note_no_time`), even with one answer. In a joint reading the
+    literal constraint first chooses among every joint answer on the planned reading's best path
+    (`_literal_over_joint`)."""
     c = parse_constraints(question)
+    if g.joint and c.literal:
+        _literal_over_joint(graph, g, c)
     paths = [p.path for p in g.joint or g.planned]
     best = best_per_answer(paths, set(g.found.ids) | g.cvt)
     tied = tied_at_best(best)
@@ -527,6 +533,37 @@ def answer_constraints(
         return [a for a in out if a in near] + [a for a in out if a not in near]
 
     return order
+
+
+def _literal_over_joint(graph: Graph, g: Gathered, c: Constraints) -> None:
+    """The answers of the planned reading's best path (tied at its best score) that the joint reading reaches
+    too and the question's literal constraint chooses among them (`literal_choice`) are raised to the joint
+    reading's best strength, so they are tied with its best answers. A joint answer's strength adds the score
+    of the path that reaches it from each topic, and the graph may store the same fact under a relation and
+    under its inverse ("Stanley Cup" reaches one final by `championship`, the others by `events`): the second
+    topic's scores then rank the answers by how their facts are stored, not by the year the question asks
+    for. Measured on the CWQ and WebQSP training and val splits, topics given and linked: one WebQSP training
+    question turned right (linked), none wrong."""
+    excluded = set(g.found.ids) | g.cvt
+    best = best_per_answer((p.path for p in g.joint), excluded)
+    top = max(best.values(), default=None)
+    planned = set(tied_at_best(best_per_answer((p.path for p in g.planned), excluded)))
+    pool = sorted((a for a in best if a in planned), key=lambda a: (-best[a], a))[:LITERAL_READ]
+    if top is None or all(best[a] == top for a in pool):
+        return
+    values = attached_values(graph, pool)
+    years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in pool}
+    raised = {a for a in literal_choice(pool, years, c) if best[a] < top}
+    if not raised:
+        return
+    g.joint = [
+        GroundedPath(replace(p.path, score=top), p.triples, p.s1) if p.path.answer in raised else p for p in g.joint
+    ]
+    g.notes.append(
+        f"the question's {'year' if c.bounds else 'last / first'} constraint chose "
+        f"{', '.join(sorted(g.names.get(a, a) for a in raised))} among the answers its best path and its topics "
+        "together reach"
+    )
 
 
 def _next_to_other_mentions(graph: Graph, question: str, g: Gathered, tied: list[str], read: set[str]) -> set[str]:

@@ -284,3 +284,48 @@ def test_a_question_asking_when_notes_answers_that_carry_no_year(graph):
         assert any("asks for a time" in n for n in notes(question, teams)), question
     # a question that asks for no time is never noted
     assert notes("where do the giants play?", teams) == []
+
+
+def test_last_chooses_among_the_best_path_answers_the_joint_reading_reaches_not_only_its_strongest(graph):
+    from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of
+    from kgdb.pipeline.relation_paths import answer_constraints
+    from kgdb.protocol import ScoredPath
+
+    # a final the Giants lost, later than every final they won
+    write_graph(
+        graph,
+        [
+            *GRAPH,
+            ("Final D", "sports.sports_championship_event.runner_up", "Giants"),
+            ("Final D", "time.event.start_date", "2016-02-07"),
+        ],
+        embedder=None,
+    )
+    won, lost = "sports.sports_team.championships", "sports.sports_championship_event.runner_up"
+
+    def reached(final: str, relation: str, score: float, source: str = "rrp-ranker") -> GroundedPath:
+        path = ScoredPath(score, ("Giants", final), (relation,), (1,), source=source)
+        return GroundedPath(path, [(f"e-{final}", "Giants", relation, final)], score)
+
+    planned = [reached("Final A", won, 0.8), reached("Final B", won, 0.8), reached("Final D", lost, 0.1)]
+    # the other topic (the cup) reaches Final A by a stronger relation than the others: Final A alone is strongest
+    joint = [
+        reached("Final A", won, 1.5, "joint-topics"),
+        reached("Final B", won, 1.2, "joint-topics"),
+        reached("Final D", lost, 0.7, "joint-topics"),
+    ]
+
+    def first(question: str) -> tuple[list[str], list[str]]:
+        g = Gathered(Topics(["Giants"], "given", [], []), {}, set(), planned, [], {}, {}, [], lambda ids: {}, None)
+        g.joint = list(joint)
+        g.constrain = answer_constraints(graph, question, g)
+        return answers_of("planner", g, 0.5, 0.0), g.notes
+
+    answers, notes = first("when was the last time the giants won the final?")
+    # the won final of 2012 joins the strongest; the lost final of 2016, off the best planned path, does not
+    assert answers == ["Final B", "Final A"]
+    assert any("constraint chose Final B" in n for n in notes)
+    assert first("when did the giants win the final?") == (["Final A"], [])
+    # the earliest won final is already the strongest: nothing is raised
+    assert first("when did the giants first win the final?")[0] == ["Final A"]
+    assert first("which final did the giants win after 2010?")[0] == ["Final B", "Final A"]

@@ -10,6 +10,8 @@ from kgdb.pipeline.constraints import (
     YearBound,
     answer_cue,
     apply_attributes,
+    apply_literal,
+    literal_choice,
     parse_constraints,
     relation_words,
     word_stems,
@@ -69,3 +71,21 @@ def test_answers_whose_relations_name_the_asked_attribute_come_first():
         "New School",
         "Tech",
     ]
+
+
+def test_the_literal_choice_is_what_the_constraint_moves_ahead():
+    years = {"Old": [1994], "Mid": [2000, 2003], "New": [2006], "Undated": []}
+    films = ["Undated", "Old", "New", "Mid"]
+    for text, chosen in [
+        ("what was his last film?", ["New"]),
+        ("what was his first film?", ["Old"]),
+        ("which film did he make after 1999?", ["New", "Mid"]),
+        ("what was his first film after 1999?", ["Mid"]),
+        ("what was his first film after 2010?", ["Old"]),  # no film meets the bound: the extreme of all
+        ("which film did he make after 2010?", []),
+        ("which film did he make?", []),
+    ]:
+        c = parse_constraints(text)
+        assert literal_choice(films, years, c) == chosen, text
+        assert apply_literal(films, years, c)[: len(chosen)] == chosen, text
+    assert literal_choice(films, {}, parse_constraints("what was his last film?")) == []
