@@ -369,9 +369,10 @@ class RelationPathRetriever:
     ) -> Retrieval:
         g = self.gather(question, topics, q_emb)
         found, names, cvt, timings = g.found, g.names, g.cvt, g.timings
+        read = topics_read(found.ids, g.joint)
         candidates = self._answer_paths(g)
         paths = [replace(c.path, names=tuple(names.get(e, e) for e in c.path.entities)) for c in candidates]
-        best = best_per_answer(paths, set(found.ids) | cvt)
+        best = best_per_answer(paths, set(read) | cvt)
         # ties: the answers tied at the best score that meet a literal constraint, then those closest to the
         # question, then by name (`ranked_answers`; `PathReasoner` keeps this order)
         place = {e: i for i, e in enumerate(ranked_answers(best, g))}
@@ -387,7 +388,7 @@ class RelationPathRetriever:
         if self.write and ordered:
             run = write_scores(
                 self.graph,
-                _as_subgraph(question, qid, found.ids, [st[1] for st in ordered]),
+                _as_subgraph(question, qid, read, [st[1] for st in ordered]),
                 np.array([st[0] for st in ordered]),
                 self.name,
                 self.k,
@@ -398,7 +399,7 @@ class RelationPathRetriever:
             qid=qid,
             retriever=self.name,
             k=self.k,
-            topics=found.ids,
+            topics=read,
             triples=top,
             paths=paths,
             entities=entities,
@@ -710,6 +711,13 @@ def _tied_with_a_namesake(e, found: Topics) -> bool:
         and names_mention(o.name, o.mention)
         for o in found.linked
     )
+
+
+def topics_read(found: list[str], joint: list[GroundedPath]) -> list[str]:
+    """The topics a question's answers were read from: those it was linked to or given, then the other topics
+    its joint reading started a path from (a linked question is read from each entity it names). They are the
+    run's topics, so its evidence and Neo4j Browser show the paths from each."""
+    return list(dict.fromkeys([*found, *(c.path.entities[0] for c in joint if c.path.entities)]))
 
 
 def _path(score: float, anchor: str, triples, source: str) -> ScoredPath:

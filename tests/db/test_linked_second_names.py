@@ -46,6 +46,26 @@ def test_a_capitalised_one_word_name_and_a_misspelt_name_are_read_as_second_topi
     }
 
 
+def test_a_linked_question_s_run_names_every_topic_its_answers_were_read_from(graph):
+    from kgdb.cypher.writeback import show_run
+
+    load(graph, TRIPLES)
+    r = RelationPathRetriever(graph, graph.settings)
+    question = "What film with character named Ricky has Charlie Hunnam been in?"
+    g = r.gather(question)
+    assert len(g.found.ids) == 1 and {c.path.entities[0] for c in g.joint} == {"Charlie Hunnam", "Ricky"}
+    res = r.retrieve(question)
+    # the topic it was linked to first, then the one its joint reading read too
+    assert res.topics == [*g.found.ids, *({"Charlie Hunnam", "Ricky"} - set(g.found.ids))]
+    assert [e.id for e in res.entities] == ["Green Street"]
+    written = show_run(graph, res.run)
+    assert written["topics"] == ["Charlie Hunnam", "Ricky"]
+    assert {(t["h"], t["t"]) for t in written["triples"]} == {
+        ("Charlie Hunnam", "Green Street"),
+        ("Green Street", "Ricky"),
+    }
+
+
 def test_names_with_no_answer_in_common_are_read_together_as_topics_given_are(graph):
     load(graph, TRIPLES)
     r = RelationPathRetriever(graph, graph.settings, write=False)
