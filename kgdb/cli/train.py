@@ -42,13 +42,18 @@ def splits_make(
 ) -> None:
     """Write the fixed 60/20/20 split (by id hash, see kgdb/models/datasets.py) of each question file."""
     table = Table("dataset", "file", *SPLITS)
+    written = 0
     for path in questions:
-        qs = read_questions(path)
+        qs = read_questions(path, out)
         summary = split_summary(qs)
-        dump_json(summary, out / f"{qs.dataset}.json")
+        if qs.split_note:  # a part of a dataset whose split is fixed already: rewriting it would drop the rest
+            console.print(f"[yellow]note:[/] {escape(qs.split_note)}; nothing written for {escape(str(path))}")
+        else:
+            dump_json(summary, out / f"{qs.dataset}.json")
+            written += 1
         table.add_row(qs.dataset, str(path), *(str(summary["counts"][s]) for s in SPLITS))
     console.print(table)
-    console.print(f"wrote {len(questions)} split file(s) to {out}/")
+    console.print(f"wrote {written} split file(s) to {out}/")
 
 
 class TrainKinds(TyperGroup):

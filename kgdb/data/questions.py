@@ -12,6 +12,7 @@ Ids: WebQSP questions carry their own (`WebQTest-…`). MetaQA lines have none, 
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -51,6 +52,13 @@ class QuestionSet:
             raise InputError(f"unknown split {name!r}; use one of {', '.join(SPLITS)} or all", path=self.path)
         return [q for q in self.questions if split_of(self.dataset, q.id) == name]
 
+    @property
+    def split_note(self) -> str | None:
+        """Says so where the file takes another dataset's fixed splits (`split_key`)."""
+        if self.path.suffix != ".jsonl" or jsonl_dataset_key(self.path) == self.dataset:
+            return None
+        return f"most ids of {self.path.name} are {self.dataset}'s: its fixed splits (splits/{self.dataset}.json) apply"
+
 
 SAMPLE_SEED = 0
 
@@ -85,13 +93,16 @@ def split_of(dataset: str, qid: str) -> str:
     return "test"
 
 
-def read_questions(path: Path | str) -> QuestionSet:
-    """Read a WebQSP-style `.jsonl` or a MetaQA `qa.txt` (format chosen by the file name)."""
+def read_questions(path: Path | str, splits_dir: Path = Path("splits")) -> QuestionSet:
+    """Read a WebQSP-style `.jsonl` or a MetaQA `qa.txt` (format chosen by the file name). A `.jsonl` file
+    most of whose ids one of the fixed splits in `splits_dir` holds takes that dataset's key
+    (`split_key`)."""
     path = Path(path)
     if not path.is_file():
         raise InputError("question file not found", path=path)
     if path.suffix == ".jsonl":
-        return QuestionSet(jsonl_dataset_key(path), path, _read_webqsp(path))
+        records = _read_webqsp(path)
+        return QuestionSet(split_key(jsonl_dataset_key(path), [r.id for r in records], Path(splits_dir)), path, records)
     if path.suffix == ".txt":
         hop = _metaqa_hop(path)
         key = f"metaqa-{hop}hop" if hop else "metaqa"
@@ -107,6 +118,25 @@ def jsonl_dataset_key(path: Path) -> str:
     """
     stem = path.parent.name if path.stem == "questions" and path.parent.name else path.stem
     return re.sub(r"[^a-z0-9_.-]+", "-", stem.lower()).strip("-") or "questions"
+
+
+def split_key(own: str, ids: list[str], splits_dir: Path) -> str:
+    """`own`, the file's key, where `splits_dir` has a fixed split for it; else the key of the fixed split
+    there that holds more than half of `ids`, so that a part or a renamed copy of a dataset's questions keeps
+    the dataset's splits (hashed with its own key, a copy would put the dataset's test questions in its train
+    and val splits); else `own`."""
+    if not ids or (splits_dir / f"{own}.json").is_file() or not splits_dir.is_dir():
+        return own
+    wanted = set(ids)
+    for path in sorted(splits_dir.glob("*.json")):
+        try:
+            fixed = json.loads(path.read_text(encoding="utf-8"))
+            held = {qid for name in SPLITS for qid in fixed.get("ids", {}).get(name, [])} & wanted
+        except (OSError, ValueError, AttributeError, TypeError):
+            continue  # not a split file kgdb wrote: it fixes nothing
+        if 2 * len(held) > len(wanted):
+            return str(fixed.get("dataset") or path.stem)
+    return own
 
 
 def file_tag(path: Path) -> str:

@@ -110,3 +110,22 @@ def test_tune_per_file_zero_skips_the_tuning_and_a_negative_count_is_refused(tmp
     assert accepted.exit_code == 1 and "cannot reach Neo4j at bolt://localhost:1" in str(accepted.exception), (
         accepted.output
     )
+
+
+def test_splits_make_never_rewrites_a_dataset_s_split_from_a_part_of_it(tmp_path):
+    import json
+
+    def questions(path, ids):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps({"id": i, "question": f"q {i}?", "answer": ["x"]}) + "\n" for i in ids))
+        return str(path)
+
+    out = tmp_path / "splits"
+    ids = [f"Q-{i}" for i in range(50)]
+    made = run_kgdb("splits", "make", questions(tmp_path / "mine" / "questions.jsonl", ids), "--out", str(out))
+    assert made.returncode == 0 and "wrote 1 split file(s)" in made.stdout
+    fixed = (out / "mine.json").read_text()
+    part = run_kgdb("splits", "make", questions(tmp_path / "mine_small.jsonl", ids[:30]), "--out", str(out))
+    said = " ".join(part.stdout.split())  # as rich wrapped it
+    assert part.returncode == 0 and "nothing written" in said and "wrote 0 split file(s)" in said
+    assert (out / "mine.json").read_text() == fixed and sorted(p.name for p in out.iterdir()) == ["mine.json"]

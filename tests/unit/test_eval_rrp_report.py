@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kgdb.data.questions import read_questions
+from kgdb.data.questions import read_questions, split_summary
 from kgdb.pipeline.rrp_report import ScoredQuestion, by_type, choose_split, question_type, summarise
 
 
@@ -98,3 +98,26 @@ def test_a_file_whose_ids_are_not_in_splits_is_scored_whole_with_a_note(tmp_path
         assert split == "all" and "whole file is evaluated" in note and name in note
         split, note = choose_split(qs, "val", splits)
         assert split == "val" and "hash-chosen" in note
+
+
+def _write(path, ids):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"id": i, "question": f"q {i}?", "answer": ["x"]}) + "\n" for i in ids))
+    return path
+
+
+def test_a_part_or_a_renamed_copy_of_a_dataset_keeps_its_fixed_splits(tmp_path):
+    splits = tmp_path / "splits"
+    splits.mkdir()
+    ids = [f"Q-{i}" for i in range(60)]
+    full = read_questions(_write(tmp_path / "mine" / "questions.jsonl", ids), splits)
+    (splits / "mine.json").write_text(json.dumps(split_summary(full)))
+    part = read_questions(_write(tmp_path / "mine_small.jsonl", ids[:35] + ["new-1"]), splits)
+    assert part.dataset == "mine" and "mine_small.jsonl" in part.split_note and "splits/mine.json" in part.split_note
+    for name in ("train", "val", "test"):  # a question of the dataset's test split is in the part's test split
+        assert [q.id for q in part.split(name) if q.id in ids] == [q.id for q in full.split(name) if q.id in ids[:35]]
+    assert choose_split(part, None, splits) == ("val", part.split_note)
+    assert full.split_note is None and choose_split(full, None, splits) == ("val", None)
+    # a file holding a minority of the dataset's ids keeps its own key, and its splits are its own
+    other = read_questions(_write(tmp_path / "other.jsonl", ids[:10] + [f"own-{i}" for i in range(20)]), splits)
+    assert other.dataset == "other" and other.split_note is None
