@@ -44,6 +44,7 @@ class QuestionSet:
     dataset: str  # split key: "webqsp", "metaqa-1hop", ...
     path: Path
     questions: list[QuestionRecord]
+    split_file: Path | None = None  # another dataset's fixed split that holds most of the ids (`split_key`)
 
     def split(self, name: str | None) -> list[QuestionRecord]:
         if name in (None, "all"):
@@ -55,9 +56,9 @@ class QuestionSet:
     @property
     def split_note(self) -> str | None:
         """Says so where the file takes another dataset's fixed splits (`split_key`)."""
-        if self.path.suffix != ".jsonl" or jsonl_dataset_key(self.path) == self.dataset:
+        if self.split_file is None:
             return None
-        return f"most ids of {self.path.name} are {self.dataset}'s: its fixed splits (splits/{self.dataset}.json) apply"
+        return f"most ids of {self.path.name} are {self.dataset}'s: its fixed splits ({self.split_file}) apply"
 
 
 SAMPLE_SEED = 0
@@ -102,7 +103,8 @@ def read_questions(path: Path | str, splits_dir: Path = Path("splits")) -> Quest
         raise InputError("question file not found", path=path)
     if path.suffix == ".jsonl":
         records = _read_webqsp(path)
-        return QuestionSet(split_key(jsonl_dataset_key(path), [r.id for r in records], Path(splits_dir)), path, records)
+        key, fixed = split_key(jsonl_dataset_key(path), [r.id for r in records], Path(splits_dir))
+        return QuestionSet(key, path, records, fixed)
     if path.suffix == ".txt":
         hop = _metaqa_hop(path)
         key = f"metaqa-{hop}hop" if hop else "metaqa"
@@ -120,13 +122,13 @@ def jsonl_dataset_key(path: Path) -> str:
     return re.sub(r"[^a-z0-9_.-]+", "-", stem.lower()).strip("-") or "questions"
 
 
-def split_key(own: str, ids: list[str], splits_dir: Path) -> str:
-    """`own`, the file's key, where `splits_dir` has a fixed split for it; else the key of the fixed split
-    there that holds more than half of `ids`, so that a part or a renamed copy of a dataset's questions keeps
-    the dataset's splits (hashed with its own key, a copy would put the dataset's test questions in its train
-    and val splits); else `own`."""
+def split_key(own: str, ids: list[str], splits_dir: Path) -> tuple[str, Path | None]:
+    """`own`, the file's key, where `splits_dir` has a fixed split for it; else the key and file of the fixed
+    split there that holds more than half of `ids`, so that a part or a renamed copy of a dataset's questions
+    keeps the dataset's splits (hashed with its own key, a copy would put the dataset's test questions in its
+    train and val splits); else `own`."""
     if not ids or (splits_dir / f"{own}.json").is_file() or not splits_dir.is_dir():
-        return own
+        return own, None
     wanted = set(ids)
     for path in sorted(splits_dir.glob("*.json")):
         try:
@@ -135,8 +137,8 @@ def split_key(own: str, ids: list[str], splits_dir: Path) -> str:
         except (OSError, ValueError, AttributeError, TypeError):
             continue  # not a split file kgdb wrote: it fixes nothing
         if 2 * len(held) > len(wanted):
-            return str(fixed.get("dataset") or path.stem)
-    return own
+            return str(fixed.get("dataset") or path.stem), path
+    return own, None
 
 
 def file_tag(path: Path) -> str:
