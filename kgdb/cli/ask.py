@@ -341,8 +341,6 @@ def eval_qa(
     except ValueError as exc:
         raise InputError(str(exc), path="--match") from exc
     qs = read_questions(questions)
-    if qs.split_note:
-        console.print(f"[yellow]note:[/] {escape(qs.split_note)}", highlight=False)
     split = split or default_split(qs.dataset)
     selected = subsample(qs.split(split), limit=limit, sample=sample)
     if not selected:

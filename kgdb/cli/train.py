@@ -47,7 +47,10 @@ def splits_make(
         qs = read_questions(path, out)
         summary = split_summary(qs)
         if qs.split_note:  # a part of a dataset whose split is fixed already: rewriting it would drop the rest
-            console.print(f"[yellow]note:[/] {escape(qs.split_note)}; nothing written for {escape(str(path))}")
+            console.print(
+                f"nothing written for {escape(str(path))}: {escape(str(qs.split_file))} fixes its split",
+                highlight=False,
+            )
         else:
             dump_json(summary, out / f"{qs.dataset}.json")
             written += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import random
 import re
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Iterator
 
 from kgdb.errors import InputError
+
+log = logging.getLogger("kgdb.questions")
 
 SPLITS = ("train", "val", "test")
 SPLIT_FRACTIONS = (0.6, 0.2, 0.2)
@@ -104,7 +107,10 @@ def read_questions(path: Path | str, splits_dir: Path = Path("splits")) -> Quest
     if path.suffix == ".jsonl":
         records = _read_webqsp(path)
         key, fixed = split_key(jsonl_dataset_key(path), [r.id for r in records], Path(splits_dir))
-        return QuestionSet(key, path, records, fixed)
+        qs = QuestionSet(key, path, records, fixed)
+        if qs.split_note:  # every command that reads the file says so, and so does the Python API
+            log.warning("note: %s", qs.split_note)
+        return qs
     if path.suffix == ".txt":
         hop = _metaqa_hop(path)
         key = f"metaqa-{hop}hop" if hop else "metaqa"

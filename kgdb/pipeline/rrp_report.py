@@ -158,7 +158,7 @@ def choose_split(qs: QuestionSet, requested: str | None, splits_dir: Path = Path
         ids = json.loads(path.read_text(encoding="utf-8")).get("ids", {})
         known = {qid for name in SPLITS for qid in ids.get(name, [])}
     if known & {q.id for q in qs.questions}:
-        return requested or "val", qs.split_note
+        return requested or "val", None
     if requested in (None, "all"):
         return "all", f"no ids of {qs.path.name} are in {path}: the whole file is evaluated (--split all)"
     return requested, (

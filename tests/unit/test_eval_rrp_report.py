@@ -106,7 +106,7 @@ def _write(path, ids):
     return path
 
 
-def test_a_part_or_a_renamed_copy_of_a_dataset_keeps_its_fixed_splits(tmp_path):
+def test_a_part_or_a_renamed_copy_of_a_dataset_keeps_its_fixed_splits(tmp_path, caplog):
     splits = tmp_path / "splits"
     splits.mkdir()
     ids = [f"Q-{i}" for i in range(60)]
@@ -116,7 +116,8 @@ def test_a_part_or_a_renamed_copy_of_a_dataset_keeps_its_fixed_splits(tmp_path):
     assert part.dataset == "mine" and "mine_small.jsonl" in part.split_note and "splits/mine.json" in part.split_note
     for name in ("train", "val", "test"):  # a question of the dataset's test split is in the part's test split
         assert [q.id for q in part.split(name) if q.id in ids] == [q.id for q in full.split(name) if q.id in ids[:35]]
-    assert choose_split(part, None, splits) == ("val", part.split_note)
+    assert choose_split(part, None, splits) == ("val", None)
+    assert [r.getMessage() for r in caplog.records] == [f"note: {part.split_note}"]  # said once, on reading
     assert full.split_note is None and choose_split(full, None, splits) == ("val", None)
     # a file holding a minority of the dataset's ids keeps its own key, and its splits are its own
     other = read_questions(_write(tmp_path / "other.jsonl", ids[:10] + [f"own-{i}" for i in range(20)]), splits)
