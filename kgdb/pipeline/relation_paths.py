@@ -510,15 +510,13 @@ def answer_constraints(
     literal constraint first chooses among every joint answer on the planned reading's best path
     (`_literal_over_joint`)."""
     c = parse_constraints(question)
-    if g.joint and c.literal:
-        _literal_over_joint(graph, g, c)
+    known = _literal_over_joint(graph, g, c) if g.joint and c.literal else {}
     paths = [p.path for p in g.joint or g.planned]
     best = best_per_answer(paths, set(g.found.ids) | g.cvt)
     tied = tied_at_best(best)
     # years order tied answers for a literal constraint, and say whether a time question reached a time at all
     dated = bool(tied) and (c.asks_a_time or (c.literal and len(tied) > 1))
-    values = attached_values(graph, tied[:LITERAL_READ]) if dated else {}
-    years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in tied} if dated else {}
+    years = _answer_years(graph, g, tied, known) if dated else {}
     if c.asks_a_time and tied:
         _note_no_time(g, years)
     if len(tied) < 2:
@@ -536,7 +534,15 @@ def answer_constraints(
     return order
 
 
-def _literal_over_joint(graph: Graph, g: Gathered, c: Constraints) -> None:
+def _answer_years(graph: Graph, g: Gathered, answers: list[str], known: dict[str, list[int]]) -> dict[str, list[int]]:
+    """The years each of `answers` carries (`years_of`: its name, and the values attached to it or its CVT node,
+    read for the first LITERAL_READ); those in `known` are not read again."""
+    new = [a for a in answers if a not in known]
+    values = attached_values(graph, new[:LITERAL_READ]) if new else {}
+    return {a: known[a] if a in known else years_of(a, g.names.get(a), values.get(a, ())) for a in answers}
+
+
+def _literal_over_joint(graph: Graph, g: Gathered, c: Constraints) -> dict[str, list[int]]:
     """The answers of the planned reading's best path (tied at its best score) that the joint reading reaches
     too and the question's literal constraint chooses among them (`literal_choice`) are raised to the joint
     reading's best strength, so they are tied with its best answers. A joint answer's strength adds the score
@@ -544,19 +550,18 @@ def _literal_over_joint(graph: Graph, g: Gathered, c: Constraints) -> None:
     under its inverse ("Stanley Cup" reaches one final by `championship`, the others by `events`): the second
     topic's scores then rank the answers by how their facts are stored, not by the year the question asks
     for. Measured on the CWQ and WebQSP training and val splits, topics given and linked: one WebQSP training
-    question turned right (linked), none wrong."""
+    question turned right (linked), none wrong. Returns the years it read."""
     excluded = set(g.found.ids) | g.cvt
     best = best_per_answer((p.path for p in g.joint), excluded)
     top = max(best.values(), default=None)
     planned = set(tied_at_best(best_per_answer((p.path for p in g.planned), excluded)))
     pool = sorted((a for a in best if a in planned), key=lambda a: (-best[a], a))[:LITERAL_READ]
     if top is None or all(best[a] == top for a in pool):
-        return
-    values = attached_values(graph, pool)
-    years = {a: years_of(a, g.names.get(a), values.get(a, ())) for a in pool}
+        return {}
+    years = _answer_years(graph, g, pool, {})
     raised = {a for a in literal_choice(pool, years, c) if best[a] < top}
     if not raised:
-        return
+        return years
     g.joint = [
         GroundedPath(replace(p.path, score=top), p.triples, p.s1) if p.path.answer in raised else p for p in g.joint
     ]
@@ -565,6 +570,7 @@ def _literal_over_joint(graph: Graph, g: Gathered, c: Constraints) -> None:
         f"{', '.join(sorted(g.names.get(a, a) for a in raised))} among the answers its best path and its topics "
         "together reach"
     )
+    return years
 
 
 def _next_to_other_mentions(graph: Graph, question: str, g: Gathered, tied: list[str], read: set[str]) -> set[str]:
