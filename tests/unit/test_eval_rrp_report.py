@@ -69,14 +69,14 @@ def test_question_type_is_read_from_the_wording(text, topics, kind):
     assert question_type(text, topics) == kind
 
 
+def _write(path, ids):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"id": i, "question": f"q {i}?", "answer": ["x"]}) + "\n" for i in ids))
+    return path
+
+
 def _questions(tmp_path, name, ids):
-    path = tmp_path / name
-    path.write_text(
-        "".join(
-            json.dumps({"id": i, "question": f"q {i}?", "q_entity": ["Lou Seal"], "answer": ["x"]}) + "\n" for i in ids
-        )
-    )
-    return read_questions(path)
+    return read_questions(_write(tmp_path / name, ids))
 
 
 def test_a_file_with_a_fixed_split_is_scored_on_val_by_default(tmp_path):
@@ -98,12 +98,6 @@ def test_a_file_whose_ids_are_not_in_splits_is_scored_whole_with_a_note(tmp_path
         assert split == "all" and "whole file is evaluated" in note and name in note
         split, note = choose_split(qs, "val", splits)
         assert split == "val" and "hash-chosen" in note
-
-
-def _write(path, ids):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"id": i, "question": f"q {i}?", "answer": ["x"]}) + "\n" for i in ids))
-    return path
 
 
 def test_a_part_or_a_renamed_copy_of_a_dataset_keeps_its_fixed_splits(tmp_path, caplog):
