@@ -137,8 +137,11 @@ class Settings:
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
+    # The deadline of one LLM request: connect and every read of one attempt, however the server sends its reply.
     # None: 600 s for a server on this machine (a CPU reads a long prompt slowly), 60 s otherwise.
     llm_timeout: float | None = None
+    # The deadline of one question: every attempt, retry and follow-up turn together. None: 2 x llm_timeout + 10 s.
+    llm_ask_timeout: float | None = None
     llm_max_retries: int = 3
     # None: learnt from the endpoint (vLLM's /v1/models, llama.cpp's /props); set it for servers that do not say.
     llm_context: int | None = None
@@ -270,6 +273,7 @@ _LEAST = {
     "rrp_joint_paths": 0,
     "embedding_batch_size": 1,
     "llm_timeout": 0,
+    "llm_ask_timeout": 0,
     "llm_max_retries": 0,
     "llm_context": 1,
     "llm_concurrency": 1,
@@ -327,5 +331,7 @@ def load_settings(**overrides: Any) -> Settings:
 
 def dump_json(obj: Any, path: Path) -> None:
     """Write JSON deterministically (sorted keys) next to checkpoints and results."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    from kgdb.private_files import private_dir, write_private_text
+
+    private_dir(path.parent)
+    write_private_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")

@@ -120,11 +120,15 @@ class LLMPathPlanner(PathPlanner):
         usage = Reasoning(answers=[], reply="", reasoner=self.llm.name, llm_used=True)
         notes: list[str] = []
         messages = self.messages(graph, question, topics.ids, list(named))
-        reply = self.llm.complete(messages, usage)  # LLMError (the client's retries spent) reaches the caller
+        deadline = self.llm.deadline()  # the plan and its follow-up turn share the deadline of one question
+        # LLMError (the client's retries spent, or the deadline passed) reaches the caller
+        reply = self.llm.complete(messages, usage, deadline=deadline)
         paths = self._usable(graph, reply, notes)
         if not paths:  # one follow-up turn, as `kgdb label` does
             second = self.llm.complete(
-                [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": FOLLOW_UP}], usage
+                [*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": FOLLOW_UP}],
+                usage,
+                deadline=deadline,
             )
             paths = self._usable(graph, second, notes)
         counts = {

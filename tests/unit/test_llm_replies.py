@@ -15,29 +15,8 @@ from kgdb.qa.reasoners.candidates import CandidatesReasoner
 from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
 from kgdb.qa.reasoners.replies import ANS_LINE, FREE_TEXT, SCHEMA, SCHEMA_AFTER_PROSE, Names, read_reply
 from kgdb.qa.token_budget import context_from_error, forget_endpoints
+from support.evidence import E, T
 from support.openai_server import OpenAIServer, echo_first_evidence
-
-
-@dataclass
-class T:
-    head: str
-    relation: str
-    tail: str
-    score: float = 1.0
-    head_id: str = ""
-    tail_id: str = ""
-
-
-@dataclass
-class E:
-    question: str
-    triples: list
-    topics: list
-    topic_names: list
-    cvt: set
-    paths: tuple = ()
-    from_paths: bool = False
-
 
 TRIPLES = [
     T("France", "location.country.capital", "Paris", 1.0, "France", "Paris"),

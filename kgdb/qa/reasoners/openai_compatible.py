@@ -2,7 +2,9 @@
 
 Temperature 0 and a fixed seed. Transient failures (timeouts, 429, 5xx, dropped connections) are
 retried by the `openai` client itself (exponential backoff that honours Retry-After); whatever is
-left becomes one clear `LLMError` line.
+left becomes one clear `LLMError` line. Two deadlines bound every call whatever the server does
+(`deadlines`): one per request (`timeout`: connect and every read of one attempt) and one per ask
+(`ask_timeout`: every attempt and follow-up turn of one question).
 
 Built for small local models as much as for hosted ones:
 - where the endpoint honours `response_format` (llama.cpp, vLLM, OpenAI), answers are asked for as
@@ -12,7 +14,7 @@ Built for small local models as much as for hosted ones:
   names the prose mentions;
 - the prompt is cut to the endpoint's context in tokens (`kgdb.qa.token_budget`), worst evidence first;
 - requests to a server wait for one of its slots (one at a time for a local llama.cpp server), and
-  a local server gets a timeout long enough for a CPU.
+  a local server gets deadlines long enough for a CPU.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from kgdb.qa.reasoners.base import (
     Reasoning,
     finish,
 )
+from kgdb.qa.reasoners.deadlines import Deadline, TimeUp, bounded_client, shared_transport
 from kgdb.qa.reasoners.replies import (
     SCHEMA_AFTER_PROSE,
     LLMReasoning,
@@ -55,6 +58,11 @@ from kgdb.qa.token_budget import (
 REMOTE_TIMEOUT = 60.0
 # A 135M model on one CPU core took 60 s for its first 2,500-token prompt; larger local models take longer.
 LOCAL_TIMEOUT = 600.0
+# The deadline of one ask: two requests' deadlines (a question's reply and its follow-up turn may each take a
+# full request on a slow server) and the client's back-off before a retry; a silent server costs that, not
+# (retries + 1) request deadlines per request.
+ASK_TIMEOUT_REQUESTS = 2
+ASK_TIMEOUT_BACKOFF = 10.0
 _GATES: dict[tuple[str | None, str], threading.Semaphore] = {}
 _GATES_LOCK = threading.Lock()
 
@@ -76,6 +84,7 @@ class OpenAIReasoner:
         api_key: str | None = None,
         *,
         timeout: float | None = None,
+        ask_timeout: float | None = None,
         max_retries: int = 3,
         temperature: float = 0.0,
         seed: int | None = DEFAULT_SEED,
@@ -85,7 +94,9 @@ class OpenAIReasoner:
         concurrency: int | None = None,
         structured: bool | None = None,
     ):
-        """`timeout` None: 600 s for a server on this machine, 60 s otherwise. `max_tokens` None: what
+        """`timeout`: the deadline of one request (connect and every read, per attempt); None: 600 s for a
+        server on this machine, 60 s otherwise. `ask_timeout`: the deadline of one question, all attempts
+        and follow-up turns together; None: 2 x `timeout` + 10 s. `max_tokens` None: what
         the answer needs. `context` / `concurrency` None: learnt from the endpoint. `structured` None:
         JSON answers where the endpoint honours `response_format` (found out on the first call); False:
         replies in prose (a schema only when a prose reply held nothing readable); True: JSON."""
@@ -105,12 +116,21 @@ class OpenAIReasoner:
         self.max_tokens = max_tokens
         self.follow_up = follow_up
         self.timeout = timeout if timeout is not None else (LOCAL_TIMEOUT if is_local(base_url) else REMOTE_TIMEOUT)
+        self.ask_timeout = (
+            ask_timeout if ask_timeout is not None else ASK_TIMEOUT_REQUESTS * self.timeout + ASK_TIMEOUT_BACKOFF
+        )
         self.context, self.concurrency, self.structured = context, concurrency, structured
         self._endpoint: Endpoint | None = None
         # The client retries timeouts, dropped connections, 408/409/429 and 5xx itself, with
-        # exponential backoff and jitter, waiting as long as a Retry-After header asks.
+        # exponential backoff and jitter, waiting as long as a Retry-After header asks; each call gets
+        # an http client of its own that holds its requests to their deadlines (`_create`).
+        self._transport = shared_transport(base_url)
         self.client = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "EMPTY", timeout=self.timeout, max_retries=self.max_retries
+            base_url=base_url,
+            api_key=api_key or "EMPTY",
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            http_client=bounded_client(self._transport, self.timeout, None, self.timeout),
         )
 
     @classmethod
@@ -118,6 +138,7 @@ class OpenAIReasoner:
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
         options = {
             "timeout": settings.llm_timeout,
+            "ask_timeout": settings.llm_ask_timeout,
             "max_retries": settings.llm_max_retries,
             "context": settings.llm_context,
             "concurrency": settings.llm_concurrency,
@@ -153,25 +174,31 @@ class OpenAIReasoner:
             "follow_up": self.follow_up,
             "max_retries": self.max_retries,
             "timeout": self.timeout,
+            "ask_timeout": self.ask_timeout,
             "endpoint": self.endpoint.describe(),
         }
+
+    def deadline(self) -> Deadline:
+        """A fresh deadline for one ask; calls handed the same one (`complete(..., deadline=)`) share it."""
+        return Deadline(self.ask_timeout)
 
     def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
         start = time.perf_counter()
         out = LLMReasoning(answers=[], reply="", reasoner=self.name, llm_used=True)
         ep = self.endpoint
+        deadline = self.deadline()
         candidates = evidence_names(evidence) if evidence is not None else []
         question = prompt.question or getattr(evidence, "question", "")
         structured = bool(candidates) and self.structured is not False and ep.structured is not False
         try:
-            reply, sent = self._ask(prompt, candidates, structured, out)
+            reply, sent = self._ask(prompt, candidates, structured, out, deadline)
         except _SchemaRefused:
             ep.structured = structured = False
-            reply, sent = self._ask(prompt, candidates, False, out)
+            reply, sent = self._ask(prompt, candidates, False, out, deadline)
         if not candidates:  # no evidence object (a bare prompt): the `ans:` lines as written
             finish(out, reply, names)
             if self.follow_up and out.malformed:
-                finish(out, self._followed_up(prompt, sent, reply, out), names)
+                finish(out, self._followed_up(prompt, sent, reply, out, deadline), names)
         else:
             known = Names(_shown(candidates, sent), question)
             read = read_reply(reply, known, names, structured=structured)
@@ -179,7 +206,7 @@ class OpenAIReasoner:
                 # a server that ignores response_format answers in prose: ask it in prose from now on
                 ep.structured = structured = bool(reply.lstrip().startswith("{"))
             if self.follow_up and read.malformed and not structured:
-                reply, read = self._read_again(prompt, candidates, sent, reply, known, names, out)
+                reply, read = self._read_again(prompt, candidates, sent, reply, known, names, out, deadline)
             finish(out, reply, names, read)
             out.modes, out.dropped = read.modes, read.dropped
         out.budget["structured_output"] = structured
@@ -195,15 +222,16 @@ class OpenAIReasoner:
         known: Names,
         names: dict[str, str] | None,
         out: LLMReasoning,
+        deadline: Deadline,
     ) -> tuple[str, ReadReply]:
         """A prose reply with nothing readable: SubgraphRAG's follow-up turn, then, where the endpoint
         may hold a reply to a schema, the question once more with at least one evidence name required."""
-        reply = self._followed_up(prompt, sent, reply, out)
+        reply = self._followed_up(prompt, sent, reply, out, deadline)
         read = read_reply(reply, known, names)
         if not read.malformed or self.endpoint.structured is False:
             return reply, read
         try:
-            third, _ = self._ask(prompt, candidates, True, out, at_least=1)
+            third, _ = self._ask(prompt, candidates, True, out, deadline, at_least=1)
         except _SchemaRefused:
             self.endpoint.structured = False
             return reply, read
@@ -214,13 +242,21 @@ class OpenAIReasoner:
         held.modes = dict.fromkeys(held.answers, SCHEMA_AFTER_PROSE)
         return reply + "\n\n" + third, held
 
-    def _followed_up(self, prompt: Prompt, sent: list[dict[str, str]], reply: str, out: LLMReasoning) -> str:
+    def _followed_up(
+        self, prompt: Prompt, sent: list[dict[str, str]], reply: str, out: LLMReasoning, deadline: Deadline
+    ) -> str:
         """The reply with SubgraphRAG's follow-up turn's answer after it (the conversation as sent, then the reply)."""
-        second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out)
+        second = self._again(follow_up(Prompt(prompt.template, sent, prompt.evidence_lines), reply), out, deadline)
         return reply + "\n\n" + second
 
     def _ask(
-        self, prompt: Prompt, candidates: list[str], structured: bool, out: LLMReasoning, at_least: int = 0
+        self,
+        prompt: Prompt,
+        candidates: list[str],
+        structured: bool,
+        out: LLMReasoning,
+        deadline: Deadline,
+        at_least: int = 0,
     ) -> tuple[str, list[dict[str, str]]]:
         """One fitted request; a server whose 400 states a smaller context than assumed gets one refitted retry."""
         ep = self.endpoint
@@ -231,6 +267,7 @@ class OpenAIReasoner:
                 return self._complete(
                     sent,
                     out,
+                    deadline,
                     max_tokens=max_tokens,
                     schema=answer_schema(shown, at_least=at_least) if structured else None,
                 ), sent
@@ -278,16 +315,19 @@ class OpenAIReasoner:
             )
         return min(wanted, left)
 
-    def complete(self, messages: list[dict[str, str]], out: Reasoning) -> str:
+    def complete(self, messages: list[dict[str, str]], out: Reasoning, *, deadline: Deadline | None = None) -> str:
         """One chat completion (the client's own retries included); calls and tokens added to `out`.
+        `deadline`: one shared with the other calls of the same ask (`deadline()`); None: its own.
         Thread-safe: `kgdb label` runs several at once; they queue for the endpoint's slots."""
-        return self._again(messages, out, self.max_tokens or DEFAULT_MAX_TOKENS)
+        return self._again(messages, out, deadline or self.deadline(), self.max_tokens or DEFAULT_MAX_TOKENS)
 
-    def _again(self, messages: list[dict[str, str]], out: Reasoning, wanted: int | None = None) -> str:
+    def _again(
+        self, messages: list[dict[str, str]], out: Reasoning, deadline: Deadline, wanted: int | None = None
+    ) -> str:
         """A request as it is (a follow-up turn, a label or planning prompt), its answer within what the context leaves."""
         try:
             return self._complete(
-                messages, out, max_tokens=self._room(messages, wanted or self.max_tokens or ANSWER_TOKENS)
+                messages, out, deadline, max_tokens=self._room(messages, wanted or self.max_tokens or ANSWER_TOKENS)
             )
         except _ContextExceeded as exc:
             raise LLMError(exc.message) from None
@@ -303,6 +343,7 @@ class OpenAIReasoner:
         self,
         messages: list[dict[str, str]],
         out: Reasoning,
+        deadline: Deadline,
         *,
         max_tokens: int | None = None,
         schema: dict | None = None,
@@ -312,9 +353,15 @@ class OpenAIReasoner:
         where = f"LLM endpoint {self.base_url or 'https://api.openai.com/v1'} (model {self.model!r})"
         extra = {"response_format": _schema_form(schema, self.endpoint.schema_form)} if schema else {}
         try:
-            resp = self._create(messages, max_tokens or self.max_tokens or DEFAULT_MAX_TOKENS, extra)
+            resp = self._create(messages, max_tokens or self.max_tokens or DEFAULT_MAX_TOKENS, extra, deadline)
+        except TimeUp as exc:
+            because = f" ({exc.why})" if exc.why else ""
+            raise LLMError(
+                f"{where}: no answer within the {deadline.seconds:g} s deadline for one question{because} "
+                "(KGDB_LLM_ASK_TIMEOUT; each request has KGDB_LLM_TIMEOUT)"
+            ) from None
         except (openai.APIError, ValueError) as exc:  # a body that is not a chat completion (JSON errors: ValueErrors)
-            raise _failure(exc, where, schema, attempts=self.max_retries + 1) from exc
+            raise _failure(exc, where, schema, attempts=self.max_retries + 1, timeout=self.timeout) from exc
         out.calls += 1
         if resp.usage is not None:
             out.prompt_tokens += resp.usage.prompt_tokens or 0
@@ -324,12 +371,16 @@ class OpenAIReasoner:
             raise LLMError(f"{where} sent a malformed reply: no choices/message in the completion")
         return choices[0].message.content or ""
 
-    def _create(self, messages: list[dict[str, str]], max_tokens: int, extra: dict) -> Any:
+    def _create(self, messages: list[dict[str, str]], max_tokens: int, extra: dict, deadline: Deadline) -> Any:
         gate = self._gate()
         if gate is not None:
-            gate.acquire()  # waiting here, not on the server, keeps the timeout for the request itself
+            with deadline.paused():  # waiting here, not on the server, keeps the deadlines for the requests
+                gate.acquire()
         try:
-            return self.client.chat.completions.create(
+            client = self.client.with_options(
+                http_client=bounded_client(self._transport, self.timeout, deadline, self.timeout)
+            )
+            return client.chat.completions.create(
                 model=self.model,
                 messages=messages,  # type: ignore[arg-type]
                 temperature=self.temperature,
@@ -342,7 +393,7 @@ class OpenAIReasoner:
                 gate.release()
 
 
-def _failure(exc: Exception, where: str, schema: dict | None, attempts: int) -> Exception:
+def _failure(exc: Exception, where: str, schema: dict | None, attempts: int, timeout: float) -> Exception:
     """The one-line error for a failed request; a schema or context refusal gets its own type, as callers retry those."""
     import openai
 
@@ -356,7 +407,7 @@ def _failure(exc: Exception, where: str, schema: dict | None, attempts: int) -> 
         return _bad_request(_detail(exc), where, schema)
     transient = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
     if isinstance(exc, transient):
-        return LLMError(f"{where}: {_describe(exc)}, still failing after {attempts} attempt(s)")
+        return LLMError(f"{where}: {_describe(exc, timeout)}, still failing after {attempts} attempt(s)")
     if isinstance(exc, openai.UnprocessableEntityError):
         if schema:  # a server whose request model has no such response_format (llama-cpp-python: 422)
             return _SchemaRefused(_detail(exc))
@@ -432,7 +483,7 @@ def _detail(exc: Any) -> str:
     return str(getattr(exc, "message", exc))
 
 
-def _describe(exc: Exception) -> str:
+def _describe(exc: Exception, timeout: float) -> str:
     import openai
 
     if isinstance(exc, openai.RateLimitError):
@@ -440,5 +491,5 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, openai.InternalServerError):
         return f"server error (HTTP {exc.status_code})"
     if isinstance(exc, openai.APITimeoutError):
-        return "timed out (raise KGDB_LLM_TIMEOUT?)"
+        return f"timed out: no complete reply within the {timeout:g} s deadline per request (KGDB_LLM_TIMEOUT)"
     return "cannot connect (is the server running? check KGDB_LLM_BASE_URL)"

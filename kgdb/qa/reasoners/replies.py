@@ -3,7 +3,8 @@
 Three readings, tried in order, and recorded per answer (a fourth, `schema-after-prose`, marks answers
 from the schema-held request an OpenAI reasoner sends when a prose reply held nothing readable):
 - `schema`: the JSON object `{"answers": [...]}` that `response_format` asked for (a cut-off reply
-  still yields the names it completed);
+  still yields the names it completed; one broken off before any name is malformed, while a whole
+  `{"answers": []}` is the model's refusal);
 - `ans-line`: SubgraphRAG's `ans:` lines (kgdb.qa.answers), each mapped onto an evidence entity: the
   line itself, or the evidence names it mentions ("ans: The capital is Canberra" -> Canberra);
 - `free-text`: no `ans:` line at all ("The capital of Australia is Canberra."): the evidence names the
@@ -133,31 +134,39 @@ class Names:
 
 def read_schema(reply: str) -> list[str] | None:
     """The `answers` of a JSON reply; a reply cut off by the token limit yields its complete strings."""
+    return _schema_answers(reply)[0]
+
+
+def _schema_answers(reply: str) -> tuple[list[str] | None, bool]:
+    """`read_schema`'s answers, and whether the JSON was whole (a broken reply's list is what it completed)."""
     text = reply.strip()
     if text.startswith("```"):
         text = text.strip("`").removeprefix("json").strip()
     if not text.startswith("{"):
-        return None
+        return None, False
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
         if '"answers"' not in text:
-            return None
+            return None, False
         inside = text.split('"answers"', 1)[1]
-        return [json.loads(f'"{s}"') for s in _JSON_STRING.findall(inside)]
+        return [json.loads(f'"{s}"') for s in _JSON_STRING.findall(inside)], False
     if not isinstance(data, dict) or not isinstance(data.get("answers"), list):
-        return None
-    return [str(a) for a in data["answers"] if isinstance(a, (str, int, float))]
+        return None, True
+    return [str(a) for a in data["answers"] if isinstance(a, (str, int, float))], True
 
 
 def read_reply(reply: str, names: Names, ids: Mapping[str, str] | None = None, structured: bool = False) -> ReadReply:
     """Answers from `reply`, each an evidence entity. `structured`: the reply was asked for as JSON."""
     out = ReadReply()
-    listed = read_schema(reply) if structured or reply.lstrip().startswith(("{", "```")) else None
+    listed, whole = _schema_answers(reply) if structured or reply.lstrip().startswith(("{", "```")) else (None, False)
     if listed is not None:
         for item in listed[:MAX_ANSWERS]:
             _keep(out, item, names, SCHEMA)
-        out.refused = not out.answers and not out.dropped
+        named_nothing = not out.answers and not out.dropped
+        # `{"answers": []}` is the model's choice; JSON that breaks off before naming anything is no choice at all
+        out.refused = named_nothing and whole
+        out.malformed = named_nothing and not whole
         return out
     parsed = parse_answers(reply, ids)
     if not parsed.malformed:
