@@ -23,3 +23,12 @@ class DatabaseError(KgdbError):
 
 class TransactionMemoryError(DatabaseError):
     """The server refused a query for its per-transaction memory limit."""
+
+
+class ClosedError(KgdbError):
+    """A connection (`kgdb.connect`) was used after it, or the `neo4j.Driver` it was given, was closed."""
+
+
+class LLMUnavailableError(KgdbError):
+    """The LLM endpoint stopped answering (or refuses every request): a run that needs it stops, and
+    resumes once it is back, as it does for a lost database."""

@@ -63,3 +63,13 @@ DENSE_THRESHOLD = 10_000
 # paths: 30.00 / 35.33 / 38.00 / 39.33 / 41.00 / 41.00; the smallest of the best). 0: one joint plan only
 # (KGDB_RRP_JOINT_PATHS).
 RRP_JOINT_PATHS = 12
+
+# Longest line (with its line end) the readers of triple and text lines take: TSV, CSV, N-Triples, MetaQA
+# `qa.txt`, mid lists. Their values are entity ids and relation names, capped at 4,000 bytes for Neo4j's
+# indexes, or names and literal values of at most a few KB (the longest line of the WebQSP, CWQ, MetaQA
+# and FB15k-237 sources is 3,154 bytes). A longer line is refused while it is read, in chunks of this
+# size: a 2 GB file of one line was read whole before it was refused (4.4 GB resident).
+MAX_LINE_BYTES = 1 << 20
+# Longest line of a JSONL file, whose one line is a whole record: a RoG row carries a question's whole
+# subgraph (thousands of triples). The longest line of the shipped WebQSP questions is 123 KB.
+MAX_RECORD_BYTES = 16 << 20

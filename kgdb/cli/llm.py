@@ -42,7 +42,8 @@ def llm_start(
 
 @llm_app.command("stop")
 def llm_stop() -> None:
-    """Stop the server `kgdb llm start` started."""
+    """Stop the server `kgdb llm start` started: only that process (its pid, start time and command line are
+    checked); a record naming any other process is removed and nothing is signalled."""
     from kgdb.llm_server import stop
 
     state = stop()

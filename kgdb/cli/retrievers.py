@@ -29,6 +29,7 @@ from kgdb.config import dump_json
 from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import DatabaseError, InputError, KgdbError
 from kgdb.models.default import SHIPPED_FOLDER
+from kgdb.private_files import private_dir, write_private_text
 
 
 @app.command("retrievers")
@@ -281,8 +282,8 @@ def _evaluate_resumably(
         console.print(f"resuming: {already} of {len(records)} questions already in {escape(str(log))}", highlight=False)
     tag = hashlib.sha256(str(log.resolve()).encode()).hexdigest()[:8]
     if not done:  # a fresh log starts with the settings it holds results of
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(json.dumps({"settings": run_settings}, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        private_dir(log.parent)
+        write_private_text(log, json.dumps({"settings": run_settings}, sort_keys=True, default=str) + "\n")
     with open_results(log) as fh, progress() as bar:
         task = bar.add_task(f"eval {pipe.name}", total=len(records))
 

@@ -33,6 +33,7 @@ import numpy as np
 from kgdb.cypher import Graph
 from kgdb.data.cache import UNREADABLE, remove_quietly, without_cache
 from kgdb.errors import KgdbError
+from kgdb.private_files import make_private, private_dir
 
 PAGE = 5_000  # idx per tables_entities_by_idx query
 UNKNOWN, HAVE, NONE = 0, 1, 2  # state.npy values
@@ -201,7 +202,7 @@ def _relation_table(graph: Graph, folder: Path, dim: int, info: dict) -> tuple[n
     # Cached only when complete (relation vectors are written by every load except --no-embed).
     if rel_rows and all(r["embedding"] is not None for r in rel_rows):
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            private_dir(folder)
             _atomic(names_path, lambda tmp: tmp.write_text(json.dumps(names), encoding="utf-8"))
             _atomic(path, lambda tmp: np.save(tmp, relation))
         except OSError as exc:
@@ -264,10 +265,11 @@ def _whole(path: Path, shape: tuple[int, ...], dtype: np.dtype) -> bool:
 
 
 def _create(path: Path, shape: tuple[int, ...], dtype: np.dtype) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=shape).flush()
+        make_private(tmp)
         if not path.is_file():
             tmp.replace(path)
     finally:
@@ -278,6 +280,7 @@ def _atomic(path: Path, write) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp{path.suffix}")
     try:
         write(tmp)
+        make_private(tmp)
         tmp.replace(path)
     finally:
         remove_quietly(tmp)

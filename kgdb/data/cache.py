@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from kgdb.private_files import open_private, private_dir, write_private_text
+
 CACHE_VERSION = 1
 log = logging.getLogger("kgdb.cache")
 _warned: set[str] = set()
@@ -138,9 +140,10 @@ def _write_atomically(path: Path, arrays: dict[str, np.ndarray], side: dict) -> 
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
     tmp_side = path.with_name(f"{path.stem}.{os.getpid()}.tmp.json")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(tmp, **arrays)
-        tmp_side.write_text(json.dumps(side, sort_keys=True) + "\n", encoding="utf-8")
+        private_dir(path.parent)
+        with open_private(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+        write_private_text(tmp_side, json.dumps(side, sort_keys=True) + "\n")
         # the sidecar goes last: a reader that finds it finds the arrays it describes
         tmp.replace(path)
         tmp_side.replace(path.with_suffix(".json"))

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from kgdb.data.lines import bounded_lines
 from kgdb.errors import InputError
+from kgdb.limits import MAX_LINE_BYTES, MAX_RECORD_BYTES
 
 log = logging.getLogger("kgdb.questions")
 
@@ -149,7 +151,8 @@ def split_key(own: str, ids: list[str], splits_dir: Path) -> tuple[str, Path | N
 
 def file_tag(path: Path) -> str:
     """Eight hex digits of the file's sha256: result names say which file they came from."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:8]
+    with Path(path).open("rb") as fh:  # in blocks: a question file is never held whole for its tag
+        return hashlib.file_digest(fh, "sha256").hexdigest()[:8]
 
 
 def default_split(dataset: str, splits_dir: Path = Path("splits")) -> str:
@@ -162,7 +165,7 @@ def _read_webqsp(path: Path) -> list[QuestionRecord]:
     from kgdb.data.question_rows import QuestionRowError, parse_line
 
     out = []
-    for line_no, text in _lines(path):
+    for line_no, text in _lines(path, MAX_RECORD_BYTES):
         try:
             row = parse_line(text)
         except QuestionRowError as exc:
@@ -173,11 +176,12 @@ def _read_webqsp(path: Path) -> list[QuestionRecord]:
     return out
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+def _lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str]]:
     """(1-based line number, text) of each non-blank line, decoded as UTF-8 line by line so a bad
-    byte is reported where it is; a byte-order mark at the start is dropped."""
+    byte is reported where it is; a byte-order mark at the start is dropped. A line over `limit` bytes
+    is refused as it is read."""
     with path.open("rb") as fh:
-        for line_no, raw in enumerate(fh, 1):
+        for line_no, raw in bounded_lines(fh, path, limit):
             try:
                 text = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterator
 
+from kgdb.data.lines import bounded_lines
 from kgdb.errors import InputError
 from kgdb.ids import normalise_mid
 from kgdb.loaders.badlines import BadLines, decode_line, normalise_text
@@ -62,7 +63,7 @@ def _statements(path: Path, bad: BadLines, progress: ProgressFn | None) -> Itera
         gzip.open(raw_file, "rb") if path.name.lower().endswith(".gz") else raw_file as fh,
     ):
         try:
-            for line_no, raw in enumerate(fh, 1):
+            for line_no, raw in bounded_lines(fh, path, too_long=bad):
                 if progress and line_no % 100_000 == 0:
                     progress(raw_file.tell(), total)
                 text = decode_line(raw, path, line_no, bad)
@@ -158,8 +159,9 @@ def read_mids(path: Path) -> set[str]:
         raise InputError("mid list not found", path=path, line=None)
     out = set()
     bad = BadLines()
-    for line_no, raw in enumerate(path.read_bytes().splitlines(), 1):
-        line = (decode_line(raw, path, line_no, bad) or "").strip()
-        if line and not line.startswith("#"):
-            out.add(normalise_mid(normalise_text(line)))
+    with path.open("rb") as fh:
+        for line_no, raw in bounded_lines(fh, path):
+            line = (decode_line(raw, path, line_no, bad) or "").strip()
+            if line and not line.startswith("#"):
+                out.add(normalise_mid(normalise_text(line)))
     return out

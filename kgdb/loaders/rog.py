@@ -9,8 +9,10 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from kgdb.data.lines import bounded_lines
 from kgdb.errors import InputError, KgdbError
 from kgdb.ids import normalise_mid, normalise_relation
+from kgdb.limits import MAX_RECORD_BYTES
 from kgdb.loaders.badlines import BadLines, decode_line
 from kgdb.loaders.source import Record, SourceStream, TripleSource, collect
 
@@ -38,7 +40,7 @@ def rog_rows(path: Path, bad: BadLines) -> Iterator[tuple[int, dict[str, Any]]]:
             raise InputError(f"not a readable parquet file ({exc})", path=path) from exc
         return
     with path.open("rb") as fh:
-        for line_no, raw in enumerate(fh, 1):
+        for line_no, raw in bounded_lines(fh, path, MAX_RECORD_BYTES, bad):
             text = decode_line(raw, path, line_no, bad)
             if text is None or not text.strip():
                 continue

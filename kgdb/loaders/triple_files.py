@@ -11,6 +11,7 @@ import csv
 from pathlib import Path
 from typing import Callable, Iterator
 
+from kgdb.data.lines import bounded_lines
 from kgdb.errors import InputError
 from kgdb.ids import normalise_mid, normalise_relation
 from kgdb.loaders.badlines import BadLines, decode_line
@@ -35,12 +36,10 @@ def _records(path: Path, bad: BadLines, progress: ProgressFn | None = None) -> I
         raise InputError("file not found", path=path)
     split = _split_for(path)
     total = path.stat().st_size
-    read = 0
     with path.open("rb") as fh:
-        for line_no, raw in enumerate(fh, 1):
-            read += len(raw)
+        for line_no, raw in bounded_lines(fh, path, too_long=bad):
             if progress and line_no % 50_000 == 0:
-                progress(read, total)
+                progress(fh.tell(), total)
             text = decode_line(raw, path, line_no, bad)
             if text is None or not text.strip():
                 continue

@@ -7,7 +7,6 @@ next to it (`eval-<dataset>-<split>-<retriever>.json`).
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -16,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from kgdb.config import dump_json
 from kgdb.errors import KgdbError
+from kgdb.private_files import make_private, private_dir
+from kgdb.scoring.checkpoint_config import CONFIG, check_config, read_config
 from kgdb.scoring.weights import CheckpointError, read_arrays  # the torch-free reader raises CheckpointError too
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 # JSON only and must not cost a cold process the torch import.
 
 WEIGHTS = "model.safetensors"
-CONFIG = "config.json"
 
 
 @dataclass
@@ -55,25 +55,6 @@ def build_model(config: dict[str, Any]) -> Retriever:
     dim = int(config.get("embedding_dim") or model_cfg.pop("embedding_dim", 0) or 0)
     model_cfg.pop("embedding_dim", None)
     return registry.build(str(config.get("retriever")), model_cfg, dim)
-
-
-def check_config(config: Any, where: Path) -> None:
-    """Refuse a config.json whose fields have the wrong JSON types (a hand edit, another tool's file)
-    before any of it reaches a model constructor, which would fail with a traceback or, worse, not fail."""
-    if not isinstance(config, dict):
-        raise CheckpointError(f"{where}: expected a JSON object, got {type(config).__name__}")
-    if not isinstance(config.get("retriever"), str):
-        raise CheckpointError(f"{where}: `retriever` must be a retriever name, got {config.get('retriever')!r}")
-    dim = config.get("embedding_dim")
-    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 0):
-        raise CheckpointError(f"{where}: `embedding_dim` must be a whole number, got {dim!r}")
-    model = config.get("model")
-    if model is not None and not isinstance(model, dict):
-        raise CheckpointError(f"{where}: `model` must be a JSON object of settings, got {type(model).__name__}")
-    for key, value in (model or {}).items():
-        # the JSON scalars a model setting can be: a list or object here is an edit, never a setting
-        if value is not None and not isinstance(value, (bool, int, float, str)):
-            raise CheckpointError(f"{where}: model setting `{key}` must be a number, true/false or text, got {value!r}")
 
 
 def _check_settings_types(retriever: str, model: dict[str, Any], where: Path) -> None:
@@ -109,7 +90,7 @@ def save_checkpoint(model: Retriever, directory: Path, config: dict[str, Any]) -
     """Write weights and config; `config` gets `retriever`, `model` and `created` filled in."""
     from safetensors.torch import save_file
 
-    directory.mkdir(parents=True, exist_ok=True)
+    private_dir(directory)
     full = {
         **config,
         "retriever": model.name,
@@ -120,23 +101,9 @@ def save_checkpoint(model: Retriever, directory: Path, config: dict[str, Any]) -
     full["kgdb_version"] = kgdb_version()  # the code that wrote it: a later load can say which one
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     save_file(tensors, str(directory / WEIGHTS), metadata={"retriever": model.name})
+    make_private(directory / WEIGHTS)
     dump_json(full, directory / CONFIG)
     return directory
-
-
-def read_config(path: Path) -> dict[str, Any]:
-    """A checkpoint's config.json as a dict, or CheckpointError naming the file."""
-    try:
-        config = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        why = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-        raise CheckpointError(
-            f"{path}: not valid JSON ({why}); restore the file or train the checkpoint again"
-        ) from None
-    except OSError as exc:
-        raise CheckpointError(f"{path}: cannot be read ({exc.strerror})") from None
-    check_config(config, path)
-    return config
 
 
 def kgdb_version() -> str:

@@ -18,6 +18,7 @@ from kgdb.errors import InputError
 from kgdb.limits import RRP_STEP_SCAN
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, check_compatible, checkpoint_for_graph, find_checkpoint
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, RelationPath, names_of
+from kgdb.private_files import make_private, private_dir
 from kgdb.scoring.path_tokens import step_of, text_features, token_of
 from kgdb.scoring.weights import read_arrays
 
@@ -256,12 +257,13 @@ def save_relation_model(out, model, kind: str, config: dict) -> None:
     from kgdb.config import dump_json
     from kgdb.models.checkpoints import CONFIG, WEIGHTS, kgdb_version
 
-    out.mkdir(parents=True, exist_ok=True)
+    private_dir(out)
     save_file(
         {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
         str(out / WEIGHTS),
         metadata={"retriever": kind},
     )
+    make_private(out / WEIGHTS)
     dump_json({"retriever": kind, "kgdb_version": kgdb_version(), "model": model.cfg.to_json(), **config}, out / CONFIG)
 
 

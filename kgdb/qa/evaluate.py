@@ -7,6 +7,9 @@ A database error is an error, not an answer: once the driver's own retries (with
 the run stops with the results so far kept. No record is ever made of a question
 whose query failed, and a resumed run asks again every question recorded as "topic not in the graph"
 or as a retrieval error (files written before this rule may hold such rows from a lost server).
+A lost LLM endpoint is the same: when an LLM call fails (the client's retries spent) and the endpoint
+no longer answers, or refuses the API key, the run stops and the question is asked again on resume;
+an LLM failure while the endpoint answers is the question's own and is recorded.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import urllib.error
+import urllib.request
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict
 from pathlib import Path
@@ -24,13 +29,20 @@ import numpy as np
 from kgdb.config import dump_json
 from kgdb.cypher.linking import NoTopicError
 from kgdb.data.questions import QuestionRecord
-from kgdb.errors import DatabaseError, InputError, KgdbError, TransactionMemoryError
+from kgdb.errors import DatabaseError, InputError, KgdbError, LLMUnavailableError, TransactionMemoryError
+from kgdb.private_files import open_private, private_dir
 from kgdb.qa.ask import ASK_STAGES, AskPipeline, AskResult
 from kgdb.qa.metrics import MatchRules, normalize, score_question, summarize
+from kgdb.qa.reasoners import LLMError
 
 RESULTS_FILE = "results.jsonl"
 # Stages asked again on resume: cheap to redo, and what a lost server used to leave behind.
 RECOMPUTED_STAGES = ("retrieval", "no_topic_in_graph")
+# Failures that end a run (the rest of it would only record failures); the run resumes once they are fixed.
+RUN_STOPPERS = (DatabaseError, LLMUnavailableError)
+OPENAI_URL = "https://api.openai.com/v1"
+# Seconds the LLM endpoint has to answer `GET /models` after a failed call before it counts as lost.
+LLM_PROBE_TIMEOUT = 5.0
 
 
 def kgdb_version() -> str:
@@ -61,11 +73,11 @@ def read_done(path: Path, *, recompute: tuple[str, ...] = RECOMPUTED_STAGES) -> 
 
 def open_results(path: Path):
     """`path` opened for appending records, after a line torn by a crash is ended."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     if path.is_file() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
-        with path.open("a", encoding="utf-8") as fh:
+        with open_private(path, "a", encoding="utf-8") as fh:
             fh.write("\n")
-    return path.open("a", encoding="utf-8")
+    return open_private(path, "a", encoding="utf-8")
 
 
 def database_error(graph, exc: BaseException) -> DatabaseError | None:
@@ -84,6 +96,30 @@ def database_error(graph, exc: BaseException) -> DatabaseError | None:
     except Exception:  # any driver failure here means the same: the server is not answering
         return DatabaseError(f"the database stopped answering ({' '.join(str(exc).split())[:200]})")
     return None
+
+
+def llm_unavailable(asker: AskPipeline, why: str) -> LLMUnavailableError | None:
+    """The loss of the LLM endpoint behind a failed LLM call (`why`), or None when the endpoint still
+    answers: then the failure was the question's own (a prompt its context cannot hold, a reply it could
+    not read) and is recorded. Lost: `GET /models` is refused, times out, or answers 5xx; an endpoint that
+    refuses the API key (401/403) fails every question the same way, so it stops the run too."""
+    base_url = str(asker.reasoner.settings().get("base_url") or asker.settings.llm_base_url or OPENAI_URL)
+    key = asker.settings.llm_api_key
+    request = urllib.request.Request(
+        base_url.rstrip("/") + "/models",
+        headers={"Authorization": f"Bearer {key.get_secret_value() if key else 'EMPTY'}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=LLM_PROBE_TIMEOUT):
+            return None
+    except urllib.error.HTTPError as exc:
+        if exc.code not in (401, 403) and exc.code < 500:
+            return None  # no such route here, but the server answers
+        state = f"answers HTTP {exc.code}"
+    except (OSError, ValueError) as exc:  # refused, reset, timed out, unresolvable
+        state = f"does not answer ({getattr(exc, 'reason', exc)})"
+    detail = " ".join(why.split())[:300]
+    return LLMUnavailableError(f"the LLM endpoint {base_url} {state}; the last call failed: {detail}")
 
 
 def _answers_in_graph(
@@ -124,6 +160,15 @@ def _failed_record(
     return base
 
 
+def _raise_if_run_lost(asker: AskPipeline, exc: Exception) -> None:
+    """The database or LLM failure behind a failed ask, raised: not an answer, never recorded (see
+    `evaluate_qa`); returns when the question failed on its own."""
+    if (lost := database_error(asker.graph, exc)) is not None:
+        raise lost from exc
+    if isinstance(exc, LLMError) and (gone := llm_unavailable(asker, str(exc))) is not None:
+        raise gone from exc  # an LLM planner whose endpoint is gone
+
+
 def question_record(
     asker: AskPipeline,
     q: QuestionRecord,
@@ -131,15 +176,16 @@ def question_record(
     answer_ids: list[str] | Callable[[], list[str]] | None = None,
 ) -> dict[str, Any]:
     """Ask one question and score it; errors become records too (they count as wrong), except a
-    database error, which is raised. `answer_ids` may be a function: it is called after the question
-    was asked, so a lost server is found by one query, not by one per gold answer."""
+    database error or a lost LLM endpoint, which are raised. `answer_ids` may be a function: it is called
+    after the question was asked, so a lost server is found by one query, not by one per gold answer."""
     base: dict[str, Any] = {"qid": q.id, "question": q.text, "gold": q.answers, "topics_gold": q.topics, "hop": q.hop}
     try:
         res = asker.ask(q.text, q.topics or None, q.id)
     except Exception as exc:  # one failed question must not end a long run; it is recorded and scored 0
-        if (lost := database_error(asker.graph, exc)) is not None:
-            raise lost from exc  # not an answer: never recorded (see `evaluate_qa`)
+        _raise_if_run_lost(asker, exc)
         return _failed_record(base, q, rules, answer_ids, exc)
+    if res.error and (gone := llm_unavailable(asker, res.error)) is not None:
+        raise gone  # the reasoner's LLM is gone: the question is asked again on resume
     if res.missing_topics and (lost := database_error(asker.graph, KgdbError("topic lookup"))) is not None:
         raise lost  # a topic "missing" because its lookup failed: the answer is not the graph's
     preds = [a.answer for a in res.answers]
@@ -266,7 +312,7 @@ def evaluate_qa(
     if concurrency < 1:
         raise InputError(f"--concurrency must be at least 1, got {concurrency}", path="--concurrency")
     rules = rules or MatchRules()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(out_dir)
     results = out_dir / RESULTS_FILE
     settings = {
         **(run_settings or {}),
@@ -288,9 +334,10 @@ def evaluate_qa(
     failure = _run_concurrently(work, [q for q in questions if q.id not in done], done, results, concurrency, on_done)
     if failure is not None:
         kept = sum(1 for q in questions if q.id in done)
-        raise DatabaseError(
+        what = "LLM call" if isinstance(failure, LLMUnavailableError) else "query"
+        raise type(failure)(
             f"{' '.join(str(failure).split())}; evaluation stopped: {kept} of {len(questions)} questions are kept in "
-            f"{results}, none recorded from a failed query; run the same command again to resume"
+            f"{results}, none recorded from a failed {what}; run the same command again to resume"
         ) from failure
     wanted = {q.id for q in questions}
     metrics = summarize_records(r for qid, r in done.items() if qid in wanted)
@@ -307,12 +354,20 @@ def _refuse_other_run(out_dir: Path, settings: dict[str, Any], resuming: bool) -
     old = json.loads(previous.read_text(encoding="utf-8"))
     # hops and cap change every retrieved subgraph (the default cap moved from 500 to 100)
     keys = ("retriever", "checkpoint", "k", "hops", "cap", "format", "reasoner", "questions", "split")
-    changed = [k for k in keys if old.get(k) != settings.get(k)]
+    changed = [k for k in keys if _chosen(old.get(k)) != _chosen(settings.get(k))]
     if changed:
         raise InputError(
             f"{out_dir} holds results of a different run ({', '.join(changed)} differ); use another --out",
             path=out_dir,
         )
+
+
+def _chosen(value: Any) -> Any:
+    """A setting as the user chose it: without the facts an LLM endpoint reported about itself (context,
+    slots), which a server that is down, or restarted, reports otherwise; resuming then says why it stops."""
+    if isinstance(value, dict) and "endpoint" in value:
+        return {k: v for k, v in value.items() if k != "endpoint"}
+    return value
 
 
 def _run_concurrently(
@@ -322,9 +377,10 @@ def _run_concurrently(
     results: Path,
     concurrency: int,
     on_done: Callable[[dict], None] | None,
-) -> DatabaseError | None:
+) -> KgdbError | None:
     """Answer `todo` on `concurrency` threads, appending each record to `results` as it finishes (and
-    to `done`); the first DatabaseError stops the run, keeping what was recorded, and is returned."""
+    to `done`); the first DatabaseError or LLMUnavailableError stops the run, keeping what was recorded,
+    and is returned."""
     lock = threading.Lock()
     stop = threading.Event()
     with open_results(results) as fh, ThreadPoolExecutor(max_workers=concurrency) as pool:
@@ -339,14 +395,14 @@ def _run_concurrently(
                 pending.add(pool.submit(work, q))
 
         submit_more()
-        failure: DatabaseError | None = None
+        failure: KgdbError | None = None
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for f in finished:
                 pending.discard(f)
                 try:
                     rec = f.result()
-                except DatabaseError as exc:  # the rest of the run would only record failures: stop it
+                except RUN_STOPPERS as exc:  # the rest of the run would only record failures: stop it
                     failure = failure or exc
                     stop.set()
                     continue

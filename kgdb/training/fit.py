@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from kgdb.private_files import open_private, private_dir
 from kgdb.training import distributed
 from kgdb.training.events import TrainEvents
 from kgdb.training.seeding import seed_everything
@@ -232,22 +233,23 @@ def _device(model: nn.Module) -> torch.device:
 
 
 def _save(path: Path, task: FitTask, run: _Run, epoch: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_suffix(".tmp")
-    torch.save(
-        {
-            "retriever": task.kind,  # the kind's name (the key predates the other kinds)
-            "config": asdict(task.config),
-            "epoch": epoch,
-            "model": task.model.state_dict(),
-            "optimizer": run.opt.state_dict(),
-            "best_state": run.best_state,
-            "best_key": list(run.outcome.best_key or ()),
-            "bad_epochs": run.bad_epochs,
-            "order_rng": run.order_rng.bit_generator.state,
-            "torch_rng": torch.get_rng_state(),
-            "outcome": run.outcome,
-        },
-        tmp,
-    )
+    with open_private(tmp, "wb") as fh:
+        torch.save(
+            {
+                "retriever": task.kind,  # the kind's name (the key predates the other kinds)
+                "config": asdict(task.config),
+                "epoch": epoch,
+                "model": task.model.state_dict(),
+                "optimizer": run.opt.state_dict(),
+                "best_state": run.best_state,
+                "best_key": list(run.outcome.best_key or ()),
+                "bad_epochs": run.bad_epochs,
+                "order_rng": run.order_rng.bit_generator.state,
+                "torch_rng": torch.get_rng_state(),
+                "outcome": run.outcome,
+            },
+            fh,
+        )
     tmp.replace(path)  # a kill during the write leaves the previous epoch's state intact

@@ -7,7 +7,11 @@ scripted. Each scripted step is a dict:
   5xx carries `retry-after-ms` (default 10 ms, `{"retry_after_ms": N}` to change it), the header real
   endpoints send and the openai client honours;
 - `{"delay": 2.0, ...}`: wait before answering (to trigger client timeouts);
-- `{"raw": "not json"}`: a body that is not a chat completion.
+- `{"raw": "not json"}`: a body that is not a chat completion;
+- `{"dribble": 1.0, ...}`: the whole response (status line, headers, body) one byte per second, so
+  that no single socket read ever waits long; `"headers_first": True` sends the headers at once and
+  dribbles the body only;
+- `{"silent": True}`: reads the request and never answers, until the client hangs up or the server stops.
 When the script runs out, `responder(messages) -> str` answers (default: "ans: not available").
 
 What the server says about itself, like a local llama.cpp server (all optional):
@@ -29,7 +33,10 @@ Run as a script (`python tests/support/openai_server.py --port 8999`) to point `
 from __future__ import annotations
 
 import json
+import os
 import re
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -55,6 +62,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(
         self, status: int, body: bytes, content_type: str = "application/json", headers: dict | None = None
     ) -> None:
+        if self._dribble:
+            self._send_dribbled(status, body, content_type, headers)
+            return
         try:
             self.send_response(status)
             for key, value in (headers or {}).items():
@@ -65,6 +75,35 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
             pass
+
+    _dribble: float = 0.0
+    _headers_first = False
+
+    def _send_dribbled(self, status: int, body: bytes, content_type: str, headers: dict | None) -> None:
+        head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
+        head += [f"{k}: {v}" for k, v in {**(headers or {}), "Content-Type": content_type}.items()]
+        head += [f"Content-Length: {len(body)}", "", ""]
+        data = "\r\n".join(head).encode() + body
+        start = len(data) - len(body) if self._headers_first else 0
+        try:
+            self.wfile.write(data[:start])
+            self.wfile.flush()
+            for i in range(start, len(data)):
+                if self.server.owner._stopping.wait(self._dribble):
+                    break
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+        except OSError:  # the client hung up: what a deadline should make it do
+            pass
+        self.close_connection = True
+
+    def _stay_silent(self) -> None:
+        """Hold the request unanswered until the client hangs up (EOF on the socket) or the server stops."""
+        while not self.server.owner._stopping.is_set():
+            readable, _, _ = select.select([self.connection], [], [], 0.05)
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                break
+        self.close_connection = True
 
     def do_GET(self) -> None:
         owner = self.server.owner
@@ -141,6 +180,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(400, json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode())
                 return
         step = owner._next_step(request)
+        if step.get("silent"):
+            self._stay_silent()
+            return
+        self._dribble, self._headers_first = float(step.get("dribble") or 0), bool(step.get("headers_first"))
         if step.get("delay"):
             time.sleep(float(step["delay"]))
         if "raw" in step:
@@ -212,6 +255,7 @@ class OpenAIServer:
         self.calls = 0
         self.structured, self.context, self.slots, self.report_context = structured, context, slots, report_context
         self._lock = threading.Lock()
+        self._stopping = threading.Event()  # ends dribbling and silent replies when the server stops
         self._slots = threading.BoundedSemaphore(MAX_THREADS)
         self._httpd = _Server(("127.0.0.1", port), _Handler)
         self._httpd.owner = self
@@ -240,6 +284,7 @@ class OpenAIServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread:
@@ -374,6 +419,28 @@ def scripted_llm(messages: list[dict[str, Any]]) -> str:
     return echo_first_evidence(messages)
 
 
+def crashing(
+    responder: Callable[[list[dict[str, Any]]], str], log: str | None = None, exit_after: int | None = None
+) -> Callable[[list[dict[str, Any]]], str]:
+    """`responder`, appending each prompt's last message to `log` (one JSON string a line) and, once it has
+    answered `exit_after` requests, ending the whole process on the next one before it replies: the server
+    dies with a request in flight, as a crashed or killed LLM server does."""
+    lock = threading.Lock()
+    answered = [0]
+
+    def respond(messages: list[dict[str, Any]]) -> str:
+        with lock:
+            if exit_after is not None and answered[0] >= exit_after:
+                os._exit(1)
+            answered[0] += 1
+            if log:
+                with open(log, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(messages[-1].get("content", "") if messages else "") + "\n")
+        return responder(messages)
+
+    return respond
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -381,8 +448,10 @@ if __name__ == "__main__":
         description="Scripted OpenAI-compatible server (answers with the first evidence line; selects label paths by a fixed rule)."
     )
     parser.add_argument("--port", type=int, default=8999)
+    parser.add_argument("--log", help="append each prompt's last message to this file (one JSON string a line)")
+    parser.add_argument("--exit-after", type=int, help="answer this many completions, then die on the next one")
     args = parser.parse_args()
-    server = OpenAIServer(responder=scripted_llm, port=args.port).start()
+    server = OpenAIServer(responder=crashing(scripted_llm, args.log, args.exit_after), port=args.port).start()
     print(f"serving {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
         while True:
