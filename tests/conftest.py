@@ -153,13 +153,13 @@ def _free(path: Path) -> int:
 
 
 HERE = Path(__file__).parent
-TIER_MARKERS = {"db": pytest.mark.db, "llm": pytest.mark.llm}  # folder under tests/ -> its marker
+TIER_MARKERS = {"db": pytest.mark.db, "llm": pytest.mark.llm, "browser": pytest.mark.browser}  # folder -> marker
 USES_THE_SERVER = {"neo4j_settings", "local_server"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Markers from the folder: `db` on every test under tests/db, `llm` on every test under tests/llm
-    (and `db` as well where one uses the server), `slow` on any test that reads the datasets under
+    """Markers from the folder: `db` on every test under tests/db, `llm` on every test under tests/llm,
+    `browser` on every test under tests/browser (and `db` as well where one of those uses the server), `slow` on any test that reads the datasets under
     KGDB_DATA. A test elsewhere that uses the server is refused: it belongs under tests/db."""
     misplaced = []
     for item in items:
@@ -169,7 +169,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if tier in TIER_MARKERS:
             item.add_marker(TIER_MARKERS[tier])
         if names & USES_THE_SERVER:
-            if tier == "llm":
+            if tier in ("llm", "browser"):
                 item.add_marker(pytest.mark.db)
             elif tier != "db":
                 misplaced.append(item.nodeid)

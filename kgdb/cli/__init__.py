@@ -61,7 +61,7 @@ def _global_options(
 
 def _register() -> None:
     # Each module adds its commands to `app` (or to the shared eval/runs sub-apps).
-    from kgdb.cli import admin, ask, embed, label, llm, load, retrieval, retrievers, train  # noqa: F401
+    from kgdb.cli import admin, ask, embed, label, llm, load, mcp, retrieval, retrievers, serve, train  # noqa: F401
 
     app.add_typer(eval_app, name="eval")
     app.add_typer(runs_app, name="runs")

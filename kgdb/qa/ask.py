@@ -11,6 +11,7 @@ pipeline is built.
 from __future__ import annotations
 
 import json
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -414,14 +415,18 @@ def ground_answers(
 
 
 def browser_query(run: str | None) -> str | None:
-    """Paste into Neo4j Browser: the `:param` line, then the named query that draws the run's evidence."""
+    """Paste into Neo4j Browser: the named query that draws the run's evidence, with the run written in.
+    Browser runs text holding a `:param` line as a script of several statements, whose frames show no
+    graph; one statement is drawn. The run id is written as a JSON string, which is a Cypher string."""
     if not run:
         return None
     try:
         text = query(BROWSER_QUERY)
     except KgdbError:
         return None
-    return f":param run => {json.dumps(run)}\n\n{text.strip()}"
+    # the file's `:param` example names another run: left out, so only the user's run is named
+    lines = [line for line in text.strip().splitlines() if not (line.startswith("//") and ":param" in line)]
+    return re.sub(r"\$run\b", lambda _: json.dumps(run), "\n".join(lines))
 
 
 def _ms(start: float) -> float:

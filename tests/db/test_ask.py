@@ -71,7 +71,7 @@ def test_ask_extractive_answers_with_grounded_evidence(loaded):
     assert [a.answer for a in res.answers][:1] == ["Kingston"]
     assert res.answers[0].grounded and res.answers[0].evidence
     assert res.run and res.topics == ["Jamaica"]
-    assert res.browser_query.startswith(f':param run => "{res.run}"') and "MATCH" in res.browser_query
+    assert f'{{run: "{res.run}"}}' in res.browser_query and "$run" not in res.browser_query
     assert set(res.timings) >= {"embed", "link", "fetch", "score", "write", "chains", "prompt", "reason"}
     assert "(Jamaica,location.country.capital,Kingston)" in res.evidence_lines
     data = res.to_json()
