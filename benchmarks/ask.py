@@ -216,9 +216,18 @@ def cold(args: argparse.Namespace) -> None:
         "kgdb status": kgdb + ["status"],
         "kgdb neo4j status": kgdb + ["neo4j", "status"],
         "kgdb runs list": kgdb + ["runs", "list", "--limit", "5"],
-        f"kgdb ask ({args.retriever}, no LLM)": kgdb
-        + ["ask", args.question, "--retriever", args.retriever, "--reasoner", "extractive", "--no-write"],
     }
+    # Without --retriever the cold runs time the cosine retriever: it needs no checkpoint on any graph.
+    retriever = args.retriever or "cosine"
+    commands[f"kgdb ask ({retriever}, no LLM)"] = kgdb + [
+        "ask",
+        args.question,
+        "--retriever",
+        retriever,
+        "--reasoner",
+        "extractive",
+        "--no-write",
+    ]
     if args.default_ask:
         # the default retriever with the extractive reasoner (SubgraphRAG, or the shipped cosine-dde without a checkpoint),
         # and plain `kgdb ask` without an LLM (RRP: the graph's own model, else the shipped portable ranker)
