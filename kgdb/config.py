@@ -11,7 +11,7 @@ import types
 import typing
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from platformdirs import user_cache_dir, user_data_dir
 
@@ -97,6 +97,14 @@ class SecretStr:
 
 # Settings are a stdlib dataclass read by `_coerce` rather than a pydantic-settings model: importing
 # pydantic costs ~0.2 s, a third of the start-up budget of `kgdb status` and `kgdb runs list`.
+class FetchBounds(TypedDict):
+    """The bounds of a subgraph fetch, typed so that `**settings.fetch_bounds` type-checks."""
+
+    chunk: int
+    max_triples: int
+    hub_scan: int
+
+
 @dataclasses.dataclass(init=False)
 class Settings:
     """Everything kgdb can be told. Field `x` is read from env var `KGDB_X` or key `x` in kgdb.toml;
@@ -204,7 +212,7 @@ class Settings:
         return out
 
     @property
-    def fetch_bounds(self) -> dict[str, int]:
+    def fetch_bounds(self) -> FetchBounds:
         """The bounds of a subgraph fetch, as the keyword arguments every fetch function takes."""
         return {"chunk": self.fetch_chunk, "max_triples": self.fetch_max_triples, "hub_scan": self.fetch_hub_scan}
 

@@ -141,7 +141,7 @@ class _Progress(Progress):
         now = time.monotonic()
         last_frac, last_t = self._lines.get(task_id, (-1.0, 0.0))
         frac = task.completed / task.total if task.total else 0.0
-        finished = bool(task.total) and task.completed >= task.total
+        finished = bool(task.total) and task.completed >= (task.total or 0.0)
         if frac - last_frac < self.STEP and now - last_t < self.EVERY_S and not (finished and last_frac < 1.0):
             return
         self._lines[task_id] = (frac if not finished else 1.0, now)

@@ -43,7 +43,7 @@ def embed(
         embedder = get_embedder(model, settings.device, settings.embedding_batch_size)
         init_schema(graph, embedder.name, embedder.dim)  # records the model of a --no-embed graph; refuses another dim
         scope = None if all_entities else (graph.single("embed_scope") or {}).get("idx") or []
-        what = "every entity" if all_entities else f"{len(scope):,} entities around the loaded questions' topics"
+        what = "every entity" if scope is None else f"{len(scope):,} entities around the loaded questions' topics"
         say("embedding the names of {} that have no vector yet, with {}", what, model)
         t0 = time.perf_counter()
         with phase_progress() as (_, report):

@@ -9,7 +9,7 @@ from typing import Callable, Iterator, List, Optional
 from urllib.parse import urlparse
 
 import typer
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from kgdb.cli import app
@@ -23,7 +23,7 @@ app.add_typer(load_app, name="load")
 @contextmanager
 def phase_progress() -> Iterator[tuple[Progress, Callable[[str, int, int], None]]]:
     """One progress bar per phase, created the first time the phase reports."""
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
     with progress() as bar:
 
         def report(phase: str, done: int, total: int) -> None:

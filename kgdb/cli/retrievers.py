@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Optional, cast
 
 import typer
 from rich.markup import escape
@@ -99,7 +99,7 @@ def retrieve(
             else:
                 _print_result(result, show, pipe)
             return
-        records = read_questions(questions).split(split)[:limit]
+        records = read_questions(cast(Path, questions)).split(split)[:limit]  # the check above: one of the two
         inputs = [QuestionInput(q.text, q.topics, q.id) for q in records]
         done, failed = 0, 0
         with progress() as bar:

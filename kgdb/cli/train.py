@@ -9,9 +9,8 @@ import inspect
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -30,6 +29,10 @@ from kgdb.config import dump_json
 from kgdb.data.questions import SPLITS, read_questions, split_summary
 from kgdb.pipeline.trainables import flag_of
 from kgdb.training.events import TrainEvents
+
+if TYPE_CHECKING:
+    # The click classes TyperGroup works with: typer's own copy of click (typer._click) since typer 0.2x.
+    from typer._click.core import Command, Context
 
 splits_app = typer.Typer(help="Fixed train/val/test splits of the question sets.", no_args_is_help=True)
 app.add_typer(splits_app, name="splits")
@@ -62,12 +65,12 @@ def splits_make(
 class TrainKinds(TyperGroup):
     """`kgdb train`'s sub-commands: the registry's kinds, each command built when it is asked for."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         from kgdb.pipeline.trainables import trainable_names
 
         return trainable_names()
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         from kgdb.pipeline.trainables import UnknownTrainableError, trainable
 
         try:
@@ -111,7 +114,7 @@ def _parameter(kind_type: Any, f: dataclasses.Field) -> inspect.Parameter:
     )
 
 
-def kind_command(kind) -> click.Command:
+def kind_command(kind) -> Command:
     """The click command of one trainable kind, its options generated from `kind.options`."""
     hints = kind.option_types()
     questions_help = QUESTIONS_HELP + (" Repeatable (one model for all files)." if kind.several_files else "")
@@ -128,7 +131,7 @@ def kind_command(kind) -> click.Command:
     def command(ctx: typer.Context, questions: list[Path], **values: Any) -> None:
         run_kind(ctx, kind, questions, values)
 
-    command.__signature__ = inspect.Signature(params)
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # what typer reads
     command.__annotations__ = {p.name: p.annotation for p in params}
     command.__doc__ = kind.summary
     one = typer.Typer(rich_markup_mode="rich", add_completion=False)

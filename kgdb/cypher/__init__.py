@@ -164,7 +164,7 @@ class Graph:
                     f"query {_name!r} exceeded the server's transaction memory: {_first_line(exc.message)}"
                 ) from exc
             raise DatabaseError(f"query {_name!r} failed: {_first_line(exc.message)}") from exc
-        if profiled:
+        if profiled and self.memory_log is not None:
             profile = result.summary.profile or {}
             self.memory_log.append((_name, int((profile.get("args") or {}).get("GlobalMemory", 0))))
         if _raw:
@@ -183,7 +183,7 @@ class Graph:
         ) as session:
             result = session.run(text, params)
             keys, records = result.keys(), list(result)
-            return EagerResult(records, result.consume(), keys)
+            return EagerResult(records, result.consume(), list(keys))  # a list, as the driver's own
 
     def columns(self, name: str, **params: Any) -> dict[str, Any] | None:
         """The one row of a query returning parallel lists of primitives, without per-element conversion."""

@@ -656,7 +656,7 @@ def _phrase(text: str) -> str:
     return '"' + " ".join(words) + '"' if words else ""
 
 
-def strip_mentions(question: str, names: list[str] | tuple[str, ...]) -> str:
+def strip_mentions(question: str, names: Sequence[str]) -> str:
     """The question without the topic entity names (so its vector is about the relations asked)."""
     q = question
     for name in sorted((n for n in names if n), key=len, reverse=True):

@@ -61,7 +61,7 @@ def relation_steps(
             scan=scan,
         )
         for r in rows:
-            sampled = Counter()  # (relation, direction) -> relationships of its sampled steps
+            sampled: Counter[tuple[str, int]] = Counter()  # (relation, direction) -> relationships of its sampled steps
             for b in chain.from_iterable(r["sampled"]):
                 sampled[b["relation"], int(b["direction"])] += int(b["n"])
             steps[int(r["key"])] = [
@@ -149,7 +149,7 @@ def relation_paths_around(
     for hop in range(1, cvt_hops + 1):
         if not frontier:
             break
-        if prefixes is not None and hop > 1:
+        if prefixes is not None and prefix_score is not None and hop > 1:  # _check_bounds: one needs the other
             frontier = best_prefixes(frontier, prefixes, prefix_score)
         entity_sets = [ids for _, _, ids in frontier]
         if hub_scan is not None and hop > 1:

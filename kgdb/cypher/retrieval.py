@@ -10,12 +10,12 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import Iterable
+from typing import Any, Iterable, cast
 
 import numpy as np
 
 from kgdb.cypher import Graph
-from kgdb.errors import KgdbError, TransactionMemoryError
+from kgdb.errors import DatabaseError, KgdbError, TransactionMemoryError
 from kgdb.limits import DEFAULT_CAP, FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES, MAX_HOPS
 from kgdb.subgraph import Subgraph
 
@@ -73,7 +73,7 @@ def relation_similarities(graph: Graph, question_embedding: np.ndarray, names: I
         known = [n for n in wanted if rows.vectors[n] is not None]
         if not known:  # no vector yet (e.g. a load stopped before embedding relations)
             return {}
-        vectors = np.stack([rows.vectors[n] for n in known])
+        vectors = np.stack([cast(np.ndarray, rows.vectors[n]) for n in known])  # known: those with a vector
     q = np.asarray(question_embedding, dtype=np.float64)
     # Row by row, not a BLAS gemv: gemv's result for one row depends on the rows around it, and a
     # type's similarity must not depend on which other types this question needed.
@@ -157,6 +157,14 @@ def fetch_subgraph(
     return sg
 
 
+def _columns(graph: Graph, name: str, **params: Any) -> dict[str, Any]:
+    """`Graph.columns` of a query that always returns its one row (it aggregates)."""
+    row = graph.columns(name, **params)
+    if row is None:
+        raise DatabaseError(f"query {name!r} returned no row")
+    return row
+
+
 def _check_settings(hops: int, cap: int, chunk: int, max_triples: int, hub_scan: int) -> None:
     if not 1 <= hops <= MAX_HOPS:
         raise KgdbError(f"--hops must be between 1 and {MAX_HOPS}, got {hops}")
@@ -186,12 +194,12 @@ class _Fetch:
         """The question similarities of the relation types at the hubs among these entities."""
         if self.emb is None:
             return {}
-        types = self.graph.columns("hub_relation_types", ids=ids, idx=idx, cap=self.cap)["types"]
+        types = _columns(self.graph, "hub_relation_types", ids=ids, idx=idx, cap=self.cap)["types"]
         return relation_similarities(self.graph, self.emb, types) if types else {}
 
     def first_level(self, topics: list[str], more: bool) -> None:
         sims = self._hub_sims(topics, [])
-        first = self.graph.columns("subgraph", ids=topics, idx=[], degrees=more, cap=self.cap, relation_sims=sims)
+        first = _columns(self.graph, "subgraph", ids=topics, idx=[], degrees=more, cap=self.cap, relation_sims=sims)
         missing = sorted(set(topics) - set(first["expanded_id"]))
         if missing:
             raise KgdbError(f"topic entity {missing[0]!r} is not in the graph (use `kgdb link` to find its id)")
@@ -233,9 +241,12 @@ class _Fetch:
         hubs = frontier[deg > self.cap]
         sims = self._hub_sims([], hubs.tolist()) if hubs.size else {}
         self.degree = _Degrees()
-        added, reached_parts, parts = 0, [], {c: [] for c in _EDGE_COLUMNS}
+        added = 0
+        reached_parts: list[np.ndarray] = []
+        parts: dict[str, list] = {c: [] for c in _EDGE_COLUMNS}
         for start_at in range(0, frontier.size, chunk):
-            row = self.graph.columns(
+            row = _columns(
+                self.graph,
                 "subgraph",
                 ids=[],
                 idx=frontier[start_at : start_at + chunk].tolist(),

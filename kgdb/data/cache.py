@@ -15,6 +15,7 @@ import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -142,7 +143,7 @@ def _write_atomically(path: Path, arrays: dict[str, np.ndarray], side: dict) -> 
     try:
         private_dir(path.parent)
         with open_private(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **cast(dict[str, Any], arrays))  # numpy's stub types the keywords as allow_pickle
         write_private_text(tmp_side, json.dumps(side, sort_keys=True) + "\n")
         # the sidecar goes last: a reader that finds it finds the arrays it describes
         tmp.replace(path)

@@ -235,7 +235,7 @@ def mask_from_paths(
     mask = np.zeros(head.shape[0], dtype=bool)
     complete = 0
     for path in paths:
-        hits = []
+        hits: list[int] = []
         for h, r, t in path:
             key = (local.get(h, -1), r, local.get(t, -1))
             if key not in index:

@@ -74,7 +74,7 @@ def parse_relations(reply: str, candidates: list[RelationCandidate]) -> Selectio
     A name written without an arrow selects every direction it is a candidate in; a name (or
     arrow + name) that is not a candidate is ignored and reported in `ignored`. Statuses as for paths:
     "ok" (at least one candidate), "none" (`ans: none`), "malformed" (no usable `ans:` line)."""
-    exact = {(c.name, c.direction): i for i, c in enumerate(candidates)}
+    exact: dict[tuple[str, int | None], int] = {(c.name, c.direction): i for i, c in enumerate(candidates)}
     by_name: dict[str, list[int]] = {}
     for i, c in enumerate(candidates):
         by_name.setdefault(c.name, []).append(i)

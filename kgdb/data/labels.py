@@ -172,7 +172,7 @@ def _pair_paths(
 
 def _walks(sg: Subgraph, order, starts, to_end, s: int, e: int, length: int):
     """Simple paths s → e of exactly `length` triples (DFS pruned by the distance to e)."""
-    stack = [(s, (), (s,))]
+    stack: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = [(s, (), (s,))]
     while stack:
         node, edges, nodes = stack.pop()
         if len(edges) == length:
@@ -181,7 +181,7 @@ def _walks(sg: Subgraph, order, starts, to_end, s: int, e: int, length: int):
             continue
         if node == e and edges:
             continue
-        nxt = []
+        nxt: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
         for i in order[starts[node] : starts[node + 1]].tolist():
             t = int(sg.tail[i])
             if t in nodes or len(edges) + 1 + to_end[t] > length:

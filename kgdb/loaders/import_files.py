@@ -33,7 +33,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, cast
 
 import numpy as np
 
@@ -141,7 +141,7 @@ def read_into_keys(stream: SourceStream, folder: Path) -> tuple[set[str], int, b
     relations: set[str] = set()
     read = 0
     escaped = multiline = False
-    enc = {"encoding": "utf-8", "newline": "\n", "buffering": 1 << 20}
+    enc: dict[str, Any] = {"encoding": "utf-8", "newline": "\n", "buffering": 1 << 20}
     with (
         (folder / "triples.keys").open("w", **enc) as ft,
         (folder / "tails.keys").open("w", **enc) as fl,
@@ -301,14 +301,15 @@ def entity_ids(folder: Path) -> Iterator[tuple[str, bool]]:
     heads, tails = _lines(folder / "heads.sorted"), _lines(folder / "tails.sorted")
     h, t = next(heads, None), next(tails, None)
     while h is not None or t is not None:
-        if t is None or (h is not None and h < t):
+        # The loop's condition: one of h and t is not None.
+        if h is not None and (t is None or h < t):
             yield h, True
             h = next(heads, None)
-        elif h is None or t < h:
+        elif t is not None and (h is None or t < h):
             yield t, False
             t = next(tails, None)
         else:
-            yield h, True
+            yield cast(str, h), True  # equal to t, so neither is None
             h, t = next(heads, None), next(tails, None)
 
 

@@ -285,8 +285,8 @@ def _write_locked(
         mode = resolve_embedding_mode(embeddings, left)
         stats.embeddings = mode.value
         kinds = ("entity", "relation") if mode is EmbeddingMode.eager else ("relation",)
-        done = embed_missing(graph, embedder, progress=progress, kinds=kinds)
-        stats.entity_embeddings, stats.relation_embeddings = done.get("entity", 0), done["relation"]
+        embedded = embed_missing(graph, embedder, progress=progress, kinds=kinds)
+        stats.entity_embeddings, stats.relation_embeddings = embedded.get("entity", 0), embedded["relation"]
         stats.entity_embeddings_left = left - stats.entity_embeddings
         stats.seconds["embeddings"] = time.perf_counter() - t0
     return stats
@@ -314,6 +314,8 @@ def assign_idx(graph: Graph, batch_size: int = 10_000) -> None:
     """
     for kind in ("entity", "relation"):
         row = graph.single(f"load_{kind}_missing_idx")
+        if row is None:
+            raise DatabaseError(f"query load_{kind}_missing_idx returned no row")
         start, keys = row["next"], row["keys"]
         rows = [{"key": key, "idx": start + i} for i, key in enumerate(keys)]
         for batch in graph.iter_batches(rows, batch_size):

@@ -74,12 +74,13 @@ def _check_settings_types(retriever: str, model: dict[str, Any], where: Path) ->
     fields = {f.name for f in dataclasses.fields(cls.Config)}
     for key, value in model.items():
         kind = hints.get(key) if key in fields else None
-        ok = {
+        checks: dict[Any, bool] = {
             int: isinstance(value, int) and not isinstance(value, bool),
             float: isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
             bool: isinstance(value, bool),
             str: isinstance(value, str),
-        }.get(kind, True)  # type: ignore[call-overload]
+        }
+        ok = checks.get(kind, True)
         if not ok:
             raise CheckpointError(
                 f"{where}: model setting `{key}` must be {getattr(kind, '__name__', kind)}, got {value!r}"

@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import torch
 
 from kgdb.errors import KgdbError
 from kgdb.models.base import SubgraphTensors, TensorTables
-from kgdb.subgraph import Subgraph
+
+
+class SubgraphArrays(Protocol):
+    """What `featurise` reads: a fetched `kgdb.subgraph.Subgraph` or a cached training item
+    (`kgdb.data.cache.CachedQuestion`), which hold the same arrays."""
+
+    @property
+    def head(self) -> np.ndarray: ...
+
+    @property
+    def relation(self) -> np.ndarray: ...
+
+    @property
+    def tail(self) -> np.ndarray: ...
+
+    @property
+    def entity_idx(self) -> np.ndarray: ...
+
+    @property
+    def topic(self) -> np.ndarray: ...
+
+    @property
+    def is_cvt(self) -> np.ndarray: ...
+
+    @property
+    def question_embedding(self) -> np.ndarray | None: ...
 
 
 def _long(a: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -59,7 +86,9 @@ def build_tensors(
     )
 
 
-def featurise(sg: Subgraph, tables: TensorTables, question_embedding: np.ndarray | None = None) -> SubgraphTensors:
+def featurise(
+    sg: SubgraphArrays, tables: TensorTables, question_embedding: np.ndarray | None = None
+) -> SubgraphTensors:
     """Tensors for one fetched subgraph (or a cached training item with the same array fields);
     the question embedding defaults to `sg.question_embedding`."""
     q = question_embedding if question_embedding is not None else sg.question_embedding

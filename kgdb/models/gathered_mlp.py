@@ -21,10 +21,12 @@ CHUNK = 512  # rows per chunk: a [512, 1024] float32 block (2 MiB) stays in L2
 
 
 def _sum_rows(groups: list[tuple[Tensor, Tensor]], start: int, end: int) -> Tensor:
-    a = None
+    a: Tensor | None = None
     for table, index in groups:
         part = F.embedding_bag(index[start:end], table, mode="sum")
         a = part if a is None else a.add_(part)
+    if a is None:
+        raise ValueError("no (table, index) groups to sum")
     return a
 
 
@@ -62,9 +64,10 @@ class _GatheredMLP(torch.autograd.Function):
             gw.addmv_(a.T, g)  # d score / d w = relu(a)
             ga = torch.ops.aten.threshold_backward(torch.outer(g, w), a, 0.0)  # relu'(a): 0 at a <= 0, as autograd
             for gi, cols in enumerate(columns):
-                if grads[gi] is not None:
+                grad_i = grads[gi]
+                if grad_i is not None:
                     for col in cols:
-                        grads[gi].index_add_(0, col[start:end], ga)
+                        grad_i.index_add_(0, col[start:end], ga)
         gb = grad.sum().reshape(ctx.b_shape) if needs[1] else None
         return (gw if needs[0] else None, gb, None, None, *grads)
 

@@ -19,6 +19,8 @@ Token ids as the planner's: 1 + 2*r forward, 2 + 2*r backward, 0 = padding.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import nn
 
@@ -28,8 +30,10 @@ from kgdb.scoring.path_ranker import RankerConfig
 class PathRanker(nn.Module):
     """Scores of candidate relation paths; `relation_emb` [R, d] is the graph's relation text table."""
 
-    name = "rrp-ranker"
-    Config = RankerConfig  # as the registered retrievers: `kgdb.models.registry.make_config` types `--set` values
+    name: ClassVar[str] = "rrp-ranker"
+    # as the registered retrievers: `kgdb.models.registry.make_config` types `--set` values
+    Config: ClassVar[type[RankerConfig]] = RankerConfig
+    relation_emb: torch.Tensor  # a buffer
 
     def __init__(self, config: RankerConfig, relation_emb: torch.Tensor):
         super().__init__()

@@ -154,7 +154,8 @@ class PathDecoder(nn.Module):
             if k == 0:
                 break
             top = torch.topk(flat, k)
-            nxt, rows = [], []
+            nxt: list[tuple[tuple[int, ...], float]] = []
+            rows: list[int] = []
             for score, idx in zip(top.values.tolist(), top.indices.tolist()):
                 row, tok = divmod(idx, self.num_tokens)
                 if tok == STOP:

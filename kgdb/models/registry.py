@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from kgdb.bounds import out_of_range
 from kgdb.errors import InputError
@@ -19,6 +19,14 @@ from kgdb.models.base import Retriever
 
 _REGISTRY: dict[str, type[Retriever]] = {}
 _loaded = False
+
+
+class Configurable(Protocol):
+    """What `make_config` reads of a model class: its name and its `Config` dataclass (a registered
+    retriever's, or a model's that is no retriever, such as the path ranker)."""
+
+    name: ClassVar[str]
+    Config: ClassVar[type]
 
 
 class UnknownRetrieverError(InputError):
@@ -67,7 +75,7 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def make_config(cls: type[Retriever], values: dict[str, Any], *, where: str = "--set") -> Any:
+def make_config(cls: type[Configurable], values: dict[str, Any], *, where: str = "--set") -> Any:
     """A typed `cls.Config` from loose values (strings from the command line are converted by field type)."""
     fields = {f.name: f for f in dataclasses.fields(cls.Config)}
     unknown = sorted(set(values) - set(fields))

@@ -124,6 +124,7 @@ class Propagation:
 
 class StructuralReasoner(nn.Module):
     name = "rrp-structural"
+    relation_emb: torch.Tensor  # a buffer
 
     def __init__(self, config: StructuralConfig, relation_emb: torch.Tensor):
         super().__init__()
@@ -217,16 +218,18 @@ def trace_paths(
     probability at step i-1 (a self-loop means the path was already there: no relation added).
     Returns (nodes from the start, relation ids, directions +1/-1) per end entity."""
     num_nodes = prop.states.shape[0]
-    edge_index, rel, kind = message_edges(head, relation, tail, num_nodes)
+    edge_index, rel_t, kind_t = message_edges(head, relation, tail, num_nodes)
     src, dst = edge_index[0].tolist(), edge_index[1].tolist()
-    rel, kind = rel.tolist(), kind.tolist()
+    rel, kind = rel_t.tolist(), kind_t.tolist()
     into: dict[int, list[int]] = {}
     for e, d in enumerate(dst):
         into.setdefault(d, []).append(e)
     probs = [lp.exp().tolist() for lp in prop.log_probs]
     out = []
     for end in ends:
-        nodes, rels, dirs = [end], [], []
+        nodes: list[int] = [end]
+        rels: list[int] = []
+        dirs: list[int] = []
         for step in range(len(probs) - 1, 0, -1):
             here = nodes[0]
             best = max(into.get(here, []), key=lambda e: (probs[step - 1][src[e]], kind[e] == SELF), default=None)

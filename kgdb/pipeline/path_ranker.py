@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, cast
 
 import numpy as np
 
@@ -259,11 +259,11 @@ def competing_topics(
     score; with a wider count and margin, those a several-topic question is read from when it was linked
     (`kgdb.pipeline.relation_paths.topics_to_join`)."""
     candidates: list[LinkedEntity] = []
-    for e in (e for e in found.linked if e.mention):
-        if sum(c.mention == e.mention for c in candidates) >= NAMESAKES_COMPETING:
+    for e in found.linked:
+        if not e.mention or sum(c.mention == e.mention for c in candidates) >= NAMESAKES_COMPETING:
             continue
         # a word inside a longer mention ("stone" in "philip stone") stays below it, as the linker ranks it
-        if not any(len(c.mention) > len(e.mention) and f" {e.mention} " in f" {c.mention} " for c in candidates):
+        if not any(len(c.mention or "") > len(e.mention) and f" {e.mention} " in f" {c.mention} " for c in candidates):
             candidates.append(e)
     return [e for e in candidates[:first] if e.score >= candidates[0].score - margin] if candidates else []
 
@@ -277,11 +277,12 @@ def names_first(question: str, found: Topics) -> list[LinkedEntity]:
     Religion) and is seldom what the question is about."""
     written = capitalised(question)
     candidates = competing_topics(found)
-    names = [e for e in candidates if written_as_name(question, e.mention, written)]
+    # competing_topics keeps the candidates with a mention only
+    names = [e for e in candidates if written_as_name(question, cast(str, e.mention), written)]
     if names:
         return names
     wider = competing_topics(found, TOPIC_CANDIDATES, NAME_LINK_MARGIN)
-    return [e for e in wider if written_as_name(question, e.mention, written)] or candidates
+    return [e for e in wider if written_as_name(question, cast(str, e.mention), written)] or candidates
 
 
 def _inner_answers(graph: Graph, inner: RelationPathCandidate, topics: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -302,6 +303,7 @@ class RankedPathPlanner(PathPlanner):
     of the structural reasoner's paths)."""
 
     name = RANKER
+    beam: int
 
     def __init__(
         self,
@@ -369,7 +371,7 @@ class RankedPathPlanner(PathPlanner):
     def path_probability(self, plan: Plan, paths: list[RelationPath]) -> list[float]:
         """The ranker's probability of given relation paths among the plan's candidates; 0 for a path not among them."""
         seen = {relations_directions(c.steps): p for c, p in plan.scored}
-        return [seen.get(tuple(p), 0.0) for p in paths]
+        return [seen.get(cast(RelationPath, tuple(p)), 0.0) for p in paths]
 
     @contextmanager
     def question(self) -> Iterator[None]:
@@ -602,9 +604,7 @@ class RankedPathPlanner(PathPlanner):
         ranked = [(kept[i], float(p[i])) for i in order]
         return self._without_values(graph, ranked, topics) if asks_for_an_entity(text) else ranked
 
-    def _without_values(
-        self, graph: Graph, ranked: list[tuple[object, float]], topics: list[str]
-    ) -> list[tuple[object, float]]:
+    def _without_values(self, graph: Graph, ranked: Ranked, topics: list[str]) -> Ranked:
         """`ranked` (a where / who question's, a description's) without the paths among its first `beam`
         whose answers are all literal values, the others' probabilities renormalised; unchanged when every
         one of the first `beam` answers with values (the graph has nothing else to say)."""

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,6 +37,10 @@ from kgdb.pipeline.vectors import data_fingerprint
 from kgdb.scoring.path_ranker import DENSE_FEATURES, PLANNER_FEATURES, PORTABLE_FEATURES, RankerConfig
 from kgdb.scoring.path_tokens import text_features
 from kgdb.training.events import TrainEvents
+
+if TYPE_CHECKING:
+    from kgdb.pipeline.planners import TrainedPathPlanner
+    from kgdb.training.path_ranker import RankerExample
 
 
 def _f1(pred: set[str], gold: set[str]) -> float:
@@ -157,7 +162,8 @@ def split_examples(
     from kgdb.data.questions import subsample
 
     events = events or TrainEvents()
-    train, val = [], []
+    train: list[RankerExample] = []
+    val: list[list[RankerExample]] = []
     for qs, g, (relations, offset) in zip(sets, graphs, per_file):
         for split, n in (("train", sample_train), ("val", sample_val)):
             records = subsample(qs.split(split), sample=n)
@@ -182,7 +188,7 @@ class RankerData:
     fingerprints: list
     model_name: str | None
     stacked: np.ndarray
-    base: object  # the planner a graph's own ranker reads (None when portable)
+    base: TrainedPathPlanner | None  # the planner a graph's own ranker reads (None when portable)
     max_hops: int
     train: list
     val: list
@@ -233,7 +239,7 @@ def _ranker_data(
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
     fingerprints = [graph_fingerprint(g) for g in graphs]
-    base = None if opts.portable else load_planner(graph, settings, planner)
+    base: TrainedPathPlanner | None = None
     if opts.portable:
         models = {info.get("model") or settings.embedding_model for _, info in fingerprints}
         if len(models) > 1:
@@ -246,6 +252,7 @@ def _ranker_data(
         per_file, stacked = stacked_relations(graphs, fingerprints, settings)
         max_hops = 3
     else:
+        base = load_planner(graph, settings, planner)
         model_name, embedder = base.checkpoint.config.get("embedding_model") if base.checkpoint else None, base.embedder
         own = RelationText.of(base.relation_names, base.model.relation_emb)
         per_file, stacked, max_hops = [(own, 0)] * len(sets), own.table, base.model.cfg.max_hops
@@ -275,7 +282,7 @@ def _ranker_checkpoint_config(
     base, margin = data.base, opts.positive_margin
     one_graph = len({fp for fp, _ in data.fingerprints}) == 1
     return {
-        "relation_names": None if opts.portable else base.relation_names,
+        "relation_names": None if opts.portable or base is None else base.relation_names,
         "planner": base.checkpoint.name if base and base.checkpoint else None,
         "embedding_model": data.model_name,
         "embedding_dim": int(data.stacked.shape[1]),
@@ -426,12 +433,8 @@ def tune_ranker_and_store(
     tuned, answering = tune_answering(
         retriever, questions, per_file=per_file, on_start=on_start, on_progress=on_progress
     )
-    tuned |= {
-        "beam": retriever.planner.beam,
-        "structural": retriever.structural.checkpoint.name
-        if getattr(retriever.structural, "checkpoint", None)
-        else None,
-    }
+    structural = getattr(retriever.structural, "checkpoint", None)
+    tuned |= {"beam": retriever.planner.beam, "structural": structural.name if structural else None}
     dump_json({**ranker.config, "rethinking": tuned, "answering": answering}, ranker.path / CONFIG)
     return {**tuned, "answering": answering}
 

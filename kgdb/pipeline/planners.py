@@ -137,7 +137,8 @@ class TrainedPathPlanner(PathPlanner):
 
         def allowed(prefixes: list[tuple[int, ...]]) -> list[list[int]]:
             new = [p for p in dict.fromkeys(prefixes) if p not in reached]
-            asks, keys = [], []
+            asks: list[tuple[list[str], str | None, int]] = []
+            keys: list[tuple[int, ...]] = []
             for p in new:
                 if not p:
                     asks.append((list(topics), None, 0))

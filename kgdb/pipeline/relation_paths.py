@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 
@@ -21,8 +21,8 @@ from kgdb.cypher.tables import graph_fingerprint
 from kgdb.cypher.topic_intersection import topics_next_to
 from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
-from kgdb.errors import InputError
-from kgdb.models.checkpoints import NoCheckpointError
+from kgdb.errors import InputError, KgdbError
+from kgdb.models.checkpoints import Checkpoint, NoCheckpointError
 from kgdb.pipeline.answering_rules import (
     MODES,
     Gathered,
@@ -358,9 +358,10 @@ class RelationPathRetriever:
         first, now = (first_path(p, excluded) for p in (planned, weighed))
         if now == first:
             return weighed, []
+        # the same paths reweighed: both reach an answer (or neither, which is equal)
         return weighed, [
-            f"what the paths reach put {relation_path_text(*now)} first, above the planner's first, "
-            f"{relation_path_text(*first)}: its answers fit the question's words better "
+            f"what the paths reach put {relation_path_text(*cast(tuple, now))} first, above the planner's first, "
+            f"{relation_path_text(*cast(tuple, first))}: its answers fit the question's words better "
             f"(answering.closeness_weight {self.closeness_weight:g})"
         ]
 
@@ -459,6 +460,8 @@ class RelationPathRetriever:
         """RRP §IV-B over the grounded triples: S2 per entity (P^n over its largest non-topic P^n)
         and the structural paths traced back from P^n, each with S1 = the planner's P(relation path | q)."""
         by_key: dict[tuple, tuple] = {(tr[1], tr[2], tr[3]): tr for c in planned for tr in c.triples}
+        if self.structural is None:
+            raise KgdbError("no structural reasoner to run")
         text_emb = plan.text_emb if plan.text_emb is not None else self.embedder.encode([plan.text])[0]
         out = self.structural.run(
             plan.text, text_emb, plan.topics.ids, list({tr[0]: tr for c in planned for tr in c.triples}.values()), cvt
@@ -663,12 +666,13 @@ def topics_to_join(found: Topics, names: dict[str, str], question: str) -> dict[
     written = capitalised(question)
     asked = answer_cue(question).split()[1:]  # the noun of "which politician …", "what time zone …"
     for e in competing_topics(found, JOIN_CANDIDATES, JOIN_MARGIN):
-        words = set(e.mention.split())
-        if asked and e.mention.split()[0] == asked[0] and not words <= written:
+        mention = cast(str, e.mention)  # competing_topics keeps the candidates with a mention only
+        words = set(mention.split())
+        if asked and mention.split()[0] == asked[0] and not words <= written:
             continue  # the kind of thing asked for, not a thing the answer is reached from
-        if e.id not in near and len(e.mention.split()) < JOIN_WIDE_WORDS and not words <= written:
+        if e.id not in near and len(mention.split()) < JOIN_WIDE_WORDS and not words <= written:
             continue
-        if not names_mention(e.name, e.mention) or _tied_with_a_namesake(e, found):
+        if not names_mention(e.name, mention) or _tied_with_a_namesake(e, found):
             continue
         shared = [p for p in picked if words & set(p.mention.split())]
         if not shared:
@@ -689,7 +693,7 @@ def with_the_first_topic(several: dict[str, str], first: Topics, found: Topics) 
     chosen = next((e for e in found.linked if e.id == first.ids[0]), None)
     if chosen is None:
         return several
-    words = set(chosen.mention.split())
+    words = set((chosen.mention or "").split())  # a topic found by its vector alone has no mention
     return {
         chosen.id: chosen.name,
         **{i: n for i, n in several.items() if not words & set((mentions.get(i) or "").split())},
@@ -714,7 +718,7 @@ def _tied_with_a_namesake(e, found: Topics) -> bool:
         o.id != e.id
         and o.mention == e.mention
         and abs(o.score - e.score) <= NAMESAKE_TIE
-        and names_mention(o.name, o.mention)
+        and names_mention(o.name, cast(str, o.mention))  # e's mention: e is one of competing_topics
         for o in found.linked
     )
 
@@ -832,7 +836,7 @@ def _trained_planner(
     portable ranker shipped with kgdb, if it fits."""
     ranker = load_ranker(graph, settings, checkpoint, beam=beam)
     if ranker is not None:
-        return ranker, ranker.checkpoint.config, None
+        return ranker, cast(Checkpoint, ranker.checkpoint).config, None  # a loaded ranker names its checkpoint
     try:
         tuned_beam = int((chose.get("rethinking") or {}).get("beam", 3))
         return (
@@ -845,12 +849,13 @@ def _trained_planner(
     except NoCheckpointError:  # nothing trained on this graph: the portable ranker shipped with kgdb, if it fits
         if checkpoint or (ranker := shipped_ranker(graph, settings, beam=beam)) is None:
             raise
+    shipped = cast(Checkpoint, ranker.checkpoint)  # a loaded ranker names its checkpoint
     note = (
         f"no RRP planner or ranker in {settings.checkpoints_dir} was trained on this graph, so the portable rrp-ranker "
-        f"shipped with kgdb ranked the relation paths (trained on {ranker.checkpoint.config.get('dataset', '?')}); "
+        f"shipped with kgdb ranked the relation paths (trained on {shipped.config.get('dataset', '?')}); "
         "`kgdb train rrp-ranker` trains one for this graph"
     )
-    return ranker, ranker.checkpoint.config, note
+    return ranker, shipped.config, note
 
 
 def _trained_elsewhere(graph: Graph, checkpoints: list) -> list[str]:

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Protocol, cast
 
 import numpy as np
 
@@ -35,11 +35,13 @@ from kgdb.pipeline.vectors import (
 )
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
-from kgdb.scoring.twins import numpy_scorer
+from kgdb.scoring.twins import NumpyScorer, numpy_scorer
 from kgdb.subgraph import Subgraph
 
 if TYPE_CHECKING:
-    from kgdb.models.base import Retriever
+    from torch import Tensor
+
+    from kgdb.models.base import Retriever, SubgraphTensors
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +118,7 @@ class RetrievePipeline:
             # spin-wait, which on a shared 2-core machine costs 10-100x at the p95.
             torch.set_num_threads(threads)
         self._open_vectors()
-        self.model: Retriever = registry.with_inference_settings(self._load_model(retriever), inference or {})
+        self.model: Retriever | None = registry.with_inference_settings(self._load_model(retriever), inference or {})
         self.inference = {k: getattr(self.model.cfg, k) for k in inference or {}}  # typed, for the results file
         self.rows = EntityRowCache(self.vectors, self.device)  # the entity rows questions touched, projected once
         self._fetch_settings(hops, cap)
@@ -247,7 +249,7 @@ class RetrievePipeline:
         each group of `batch_size` subgraphs is scored in one forward pass over their disjoint union
         (featurise/score timings are the group's time divided by its size).
         """
-        embs = self.embed([q.text for q in questions]) if questions else []
+        embs: np.ndarray | list[np.ndarray] = self.embed([q.text for q in questions]) if questions else []
         for start in range(0, len(questions), batch_size):
             group: list[_Fetched | KgdbError] = []
             for q, emb in zip(questions[start : start + batch_size], embs[start : start + batch_size]):
@@ -267,12 +269,12 @@ class RetrievePipeline:
                 for f, scores, paths in zip(ok, all_scores, all_paths):
                     f.timings.update(featurise=featurise_ms, score=score_ms)
                     f.scores, f.paths = scores, [paths]
-            for f in group:
-                if isinstance(f, KgdbError):
-                    yield f
+            for item in group:
+                if isinstance(item, KgdbError):
+                    yield item
                     continue
                 try:
-                    yield self._finish(f, f.scores)
+                    yield self._finish(item, cast(np.ndarray, item.scores))  # scored above with its group
                 except KgdbError as exc:
                     yield exc
 
@@ -328,25 +330,26 @@ class RetrievePipeline:
         """Scores of a (possibly batched) featurised subgraph, split per question."""
         if self.model is None:
             rel = self.vectors.tables.relation
+            twin = cast(NumpyScorer, self._numpy_score)  # no torch model: the numpy twin scores
             with blas_threads(self.threads or None):
-                return [self._numpy_score(rows, rel, sg, q) for sg, q, rows in x]
+                return [twin(rows, rel, sg, q) for sg, q, rows in x]
         import torch
 
         with torch.no_grad():
             s = self.model.score(x) if x.num_triples else torch.zeros(0, device=x.head.device)
-        s = s.float().cpu().numpy()
-        off = x.triple_offsets or [0, len(s)]
-        return [s[a:b] for a, b in zip(off[:-1], off[1:])]
+        scores = s.float().cpu().numpy()
+        off = x.triple_offsets or [0, len(scores)]
+        return [scores[a:b] for a, b in zip(off[:-1], off[1:])]
 
     def _score_paths(self, x) -> tuple[list[np.ndarray], list]:
         """`_score`, and for a "paths" retriever also each question's sampled paths."""
         if not self._passes_paths or not x.num_triples:
             scores = self._score(x)
             return scores, [[] for _ in scores]
-        s, paths = self.model.paths(x)
-        s = s.float().cpu().numpy()
-        off = x.triple_offsets or [0, len(s)]
-        return [s[a:b] for a, b in zip(off[:-1], off[1:])], paths
+        s, paths = cast(_PathRetriever, self.model).paths(x)  # _passes_paths: a "paths" retriever
+        flat = s.float().cpu().numpy()
+        off = x.triple_offsets or [0, len(flat)]
+        return [flat[a:b] for a, b in zip(off[:-1], off[1:])], paths
 
     def score(self, sg: Subgraph, q_emb: np.ndarray) -> np.ndarray:
         """Scores of every triple of one fetched subgraph (no write-back)."""
@@ -390,6 +393,12 @@ class RetrievePipeline:
             subgraph=sg,
             scores=scores,
         )
+
+
+class _PathRetriever(Protocol):
+    """A retriever whose `returns` is "paths" (RAPL): it also samples each question's paths."""
+
+    def paths(self, x: SubgraphTensors) -> tuple[Tensor, list]: ...
 
 
 @dataclass

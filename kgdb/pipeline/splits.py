@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -118,7 +118,14 @@ def _with_llm_labels(
     if items is not None:
         meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
         return CachedSplit(items, path, base.from_disk, base.counts, base.errors, meta.get("label_counts", {}))
-    items, counts = [], {"source": method, "llm": 0, "fallback_shortest": 0, "paths": 0, "paths_not_in_subgraph": 0}
+    items = []
+    counts: dict[str, Any] = {  # the source's name, then counts (`CachedSplit.label_counts`)
+        "source": method,
+        "llm": 0,
+        "fallback_shortest": 0,
+        "paths": 0,
+        "paths_not_in_subgraph": 0,
+    }
     for it in base.items:
         paths = stored.paths.get(it.qid, [])
         mask, complete = mask_from_paths(it.entity_idx, it.head, it.relation, it.tail, paths)
@@ -158,7 +165,7 @@ def _with_relation_targets(graph: Graph, base: CachedSplit, dataset: str, split:
     if items is not None:
         meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
         return dataclasses.replace(base, items=items, path=path, relation_counts=meta.get("relation_counts", {}))
-    counts = {
+    counts: dict[str, Any] = {  # the source's name, then counts (`CachedSplit.relation_counts`)
         "source": RELATIONS_METHOD,
         "questions": 0,
         "relations": 0,

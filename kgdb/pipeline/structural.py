@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from kgdb.pipeline.answering_rules import ABLATIONS, QuestionPaths, answers_of, 
 from kgdb.pipeline.relation_paths import relation_path_retriever
 from kgdb.pipeline.structural_runner import STRUCTURAL
 from kgdb.scoring.path_tokens import text_features
+
+if TYPE_CHECKING:
+    from kgdb.training.structural import StructuralExample
 
 # imported from here by the CLI, benchmarks and reports: the rules live in `answering_rules`
 __all__ = [
@@ -123,7 +126,7 @@ def train_structural(
     cfg = StructuralTrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
     datasets = "+".join(qs.dataset for qs in sets)
     out = settings.checkpoints_dir / (name or f"{STRUCTURAL}-{datasets}")
-    examples = {"train": [], "val": []}
+    examples: dict[str, list[StructuralExample]] = {"train": [], "val": []}
     done = resume and finished(out, cfg)  # resuming a finished run: no data needed, only the checkpoint
     for split in () if done else ("train", "val"):
         records = [q for qs in sets for q in qs.split(split)]

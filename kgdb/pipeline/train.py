@@ -6,18 +6,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
-from kgdb.data.cache import CachedSplit
+from kgdb.data.cache import CachedQuestion, CachedSplit
 from kgdb.data.questions import QuestionRecord
-from kgdb.embeddings import get_embedder
+from kgdb.embeddings import Embedder, get_embedder
 from kgdb.errors import InputError, KgdbError
 from kgdb.limits import DEFAULT_CAP
 from kgdb.models import registry
-from kgdb.models.base import resolve_device
+from kgdb.models.base import TensorTables, resolve_device
 from kgdb.models.checkpoints import find_checkpoint
 from kgdb.pipeline.planners import PLANNER, save_relation_model
 from kgdb.pipeline.splits import LABEL_SOURCES, SHORTEST, prepare_split
@@ -25,6 +26,9 @@ from kgdb.pipeline.trainable_kinds import PlannerOptions, RetrieverOptions, pars
 from kgdb.pipeline.vectors import data_fingerprint, entity_vectors, with_local_entities
 from kgdb.scoring.path_tokens import text_features, token_of
 from kgdb.training.events import TrainEvents
+
+if TYPE_CHECKING:
+    from kgdb.data.relation_paths import TripleArrays
 
 
 @dataclass
@@ -45,9 +49,9 @@ class RetrieverData:
     model_name: str
     train: CachedSplit
     val: CachedSplit
-    tables: object  # kgdb.models.base.TensorTables
-    train_items: list
-    val_items: list
+    tables: TensorTables
+    train_items: list[CachedQuestion]
+    val_items: list[CachedQuestion]
     seconds: float
 
 
@@ -91,6 +95,10 @@ def _retriever_data(
         records = qs.split(split)
         if limit is not None:
             records = records[:limit]  # splits are in file order, so a prefix is a fixed subsample
+
+        def on_start(total: int, split: str = split) -> None:
+            events.phase(f"fetch+label {split}", total)
+
         splits[split] = prepare_split(
             graph,
             cache_dir=settings.cache_dir,
@@ -103,7 +111,7 @@ def _retriever_data(
             embedding_model=model_name,
             hops=opts.hops or 2,
             cap=cap,
-            on_start=lambda total, split=split: events.phase(f"fetch+label {split}", total),
+            on_start=on_start,
             on_progress=events.advance,
             **settings.fetch_bounds,
             labels=opts.labels if split == "train" else SHORTEST,
@@ -297,12 +305,12 @@ class RelationVocabulary:
 
     fingerprint: str
     graph_data: str  # kgdb.pipeline.vectors.data_fingerprint
-    tables: object  # kgdb.models.base.TensorTables: the relation table (no entity rows)
+    tables: TensorTables  # the relation table (no entity rows)
     model_name: str
     relation_names: list[str]
     relation_index: dict[str, int]
-    arrays: object  # kgdb.data.relation_paths.TripleArrays
-    embedder: object
+    arrays: TripleArrays
+    embedder: Embedder
 
 
 def relation_vocabulary(graph: Graph, settings: Settings) -> RelationVocabulary:

@@ -12,6 +12,7 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import cache
+from typing import TYPE_CHECKING
 
 from kgdb.errors import InputError, KgdbError
 from kgdb.pipeline.trainables import (
@@ -21,6 +22,9 @@ from kgdb.pipeline.trainables import (
     about,
     option,
 )
+
+if TYPE_CHECKING:
+    from kgdb.models.base import Retriever
 
 LABEL_CHOICES = ("shortest", "rapl", "reg")
 
@@ -287,10 +291,12 @@ BUILTIN = (PLANNER_KIND, RANKER_KIND, STRUCTURAL_KIND)
 
 
 @cache
-def retriever_kind(cls: type) -> TrainableKind:
+def retriever_kind(cls: type[Retriever]) -> TrainableKind:
     """The kind of a trainable registered retriever: its options carry its name (`kind`); the options
     its loss has no use for are left out."""
-    options = dataclass(type(f"{cls.__name__}Options", (RetrieverOptions,), {"kind": cls.name, "__module__": __name__}))
+    options: type = dataclass(
+        type(f"{cls.__name__}Options", (RetrieverOptions,), {"kind": cls.name, "__module__": __name__})
+    )
     without = (() if cls.uses_relation_targets else ("relation_targets",)) + (
         () if cls.batched_training else ("batch_size",)
     )
@@ -308,4 +314,8 @@ def retriever_kind(cls: type) -> TrainableKind:
 def retriever_kinds() -> dict[str, TrainableKind]:
     from kgdb.models import registry
 
-    return {name: retriever_kind(registry.get(name)) for name in registry.names() if registry.get(name).trainable}
+    return {
+        name: retriever_kind(registry.get(name))  # type: ignore[arg-type]  # mypy: a type[nn.Module] is not Hashable
+        for name in registry.names()
+        if registry.get(name).trainable
+    }

@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -110,7 +110,7 @@ def _names(names: list[str]) -> str:
 
 
 def build_messages(
-    method: str, version: int, question: str, lines: list[str], answers: list[str], entities: list[str] = ()
+    method: str, version: int, question: str, lines: list[str], answers: list[str], entities: Sequence[str] = ()
 ) -> tuple[str, list[dict[str, str]]]:
     template = load_template(template_format(method), version)
     user = Template(template.sections["user"]).safe_substitute(
@@ -337,10 +337,11 @@ class _LabelRun:
             # No call has ever succeeded: the endpoint or its settings are wrong (key, URL, model), so
             # stop with the client's clear error instead of recording every question as failed.
             raise LLMError(asked.error)
-        if lab.status == "ok" and isinstance(pool, RelationPool):
-            lab.relations = selected_relations(pool, asked.selection)
-        elif lab.status == "ok":
-            lab.paths = selected_paths(sg, pool, asked.selection)
+        if lab.status == "ok":
+            if isinstance(pool, RelationPool):
+                lab.relations = selected_relations(pool, asked.selection)
+            else:
+                lab.paths = selected_paths(sg, pool, asked.selection)
         self.store(lab)
 
 

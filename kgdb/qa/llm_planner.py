@@ -18,6 +18,7 @@ from dataclasses import replace
 from string import Template
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
+from kgdb.errors import KgdbError
 from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, names_of
 from kgdb.qa.prompts import load_template, normalise_question
 
@@ -177,12 +178,15 @@ class DeferredPlanner(PathPlanner):
     """A trained planner loaded on its first `plan` call: the LLM usually answers, and loading the
     fallback's weights and embedding model for every process would cost more than most plans."""
 
-    def __init__(self, name: str, load: Callable[[], PathPlanner]):
-        self.name, self._load, self._planner = name, load, None
+    def __init__(self, name: str, load: Callable[[], PathPlanner | None]):
+        self.name, self._load = name, load
+        self._planner: PathPlanner | None = None
 
     def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
         if self._planner is None:
             self._planner = self._load()
+        if self._planner is None:
+            raise KgdbError(f"{self.name} holds no path planner")
         return self._planner.plan(graph, question, topics, names)
 
     @contextmanager
@@ -216,7 +220,11 @@ def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None)
                 ckpt = checkpoint_for_graph(settings.checkpoints_dir, RANKER, fingerprint)
             except NoCheckpointError:
                 ckpt = checkpoint_for_graph(settings.checkpoints_dir, PLANNER, fingerprint)
-        load = {RANKER: load_ranker, PLANNER: load_planner}.get(ckpt.config.get("retriever"))
+        loaders: dict[str | None, Callable[[Graph, Settings, str], PathPlanner | None]] = {
+            RANKER: load_ranker,
+            PLANNER: load_planner,
+        }
+        load = loaders.get(ckpt.config.get("retriever"))
         if load is not None:
             fallback = DeferredPlanner(ckpt.name, lambda: load(graph, settings, str(ckpt.path)))
     except NoCheckpointError:

@@ -186,8 +186,8 @@ def _train_epoch(
         loss_sum, weighted, questions = loss_sum + value, weighted + value * len(batch), questions + len(batch)
         events.step(value, len(batch))
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
-    loss_sum, n_steps, weighted, questions = distributed.all_sum([loss_sum, len(steps), weighted, questions])
-    return EpochTotals(loss_sum, int(n_steps), weighted, int(questions), seconds, cpu_seconds, 0.0)
+    loss_sum, n_steps, weighted, all_questions = distributed.all_sum([loss_sum, len(steps), weighted, questions])
+    return EpochTotals(loss_sum, int(n_steps), weighted, int(all_questions), seconds, cpu_seconds, 0.0)
 
 
 def _trajectory(config: Any, saved: dict) -> dict:
@@ -197,6 +197,8 @@ def _trajectory(config: Any, saved: dict) -> dict:
 
 
 def _restore(run: _Run, task: FitTask, cfg: FitConfig) -> None:
+    if cfg.state_path is None:
+        raise ValueError("no training state to restore: the fit configuration names no state_path")
     saved = torch.load(cfg.state_path, map_location=_device(task.model), weights_only=False)
     if (
         "outcome" not in saved

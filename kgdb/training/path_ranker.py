@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import cast
 
 import numpy as np
 import torch
@@ -142,7 +143,7 @@ def evaluate_groups(model: PathRanker, groups: Sequence[Sequence[RankerExample]]
     """`evaluate_ranker` averaged over groups (one per question file), so each file counts the same
     whatever its size."""
     scores = np.array([evaluate_ranker(model, g) for g in groups])
-    return tuple(float(x) for x in scores.mean(axis=0))
+    return cast(tuple[float, float, float, float], tuple(float(x) for x in scores.mean(axis=0)))
 
 
 class RankerTask(FitTask):
@@ -150,6 +151,7 @@ class RankerTask(FitTask):
     Hit@1, then Macro-F1, then the val loss."""
 
     kind = "rrp-ranker"
+    model: PathRanker
 
     def __init__(
         self,
@@ -166,7 +168,8 @@ class RankerTask(FitTask):
     def loss(self, objective: torch.nn.Module, batch: list[int]) -> torch.Tensor:
         examples = [self.usable[i] for i in batch]
         q, words, offsets, tokens, dense, owner, positive = collate(examples, self.model.relation_emb.device)
-        return objective.loss(objective(q, words, offsets, tokens, dense, owner), owner, positive) / len(examples)
+        loss = cast(PathRanker, objective).loss  # `objective()` is the model itself
+        return loss(objective(q, words, offsets, tokens, dense, owner), owner, positive) / len(examples)
 
     def validate(self) -> tuple[tuple, tuple[float, float, float, float]]:
         hit, f1, path, val_loss = evaluate_groups(self.model, self.val)

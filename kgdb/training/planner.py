@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import cast
 
 import numpy as np
 import torch
@@ -76,8 +77,8 @@ def _batch(model: PathDecoder, batch: Sequence[PlannerExample], cap: int):
             weights.append(1.0 / len(paths))
     width = max(len(p) for p in rows_p)
     paths_t = torch.full((len(rows_p), width), -1, dtype=torch.long, device=device)
-    for r, p in enumerate(rows_p):
-        paths_t[r, : len(p)] = torch.tensor(p)
+    for r, row in enumerate(rows_p):
+        paths_t[r, : len(row)] = torch.tensor(row)
     q = torch.from_numpy(np.stack([batch[i].q_emb for i in rows_q])).to(device)
     words, offsets = pack_questions([batch[i].words for i in rows_q], device)
     return q, words, offsets, paths_t, torch.tensor(weights, device=device)
@@ -101,6 +102,7 @@ class PlannerTask(FitTask):
     """The planner's part of `fit`: Eq. 2's loss over a batch's labelled paths, val path Hit@1."""
 
     kind = "rrp-planner"
+    model: PathDecoder
 
     def __init__(
         self,
@@ -116,7 +118,8 @@ class PlannerTask(FitTask):
 
     def loss(self, objective: torch.nn.Module, batch: list[int]) -> torch.Tensor:
         examples = [self.usable[i] for i in batch]
-        return objective.loss(*_batch(self.model, examples, self.config.max_paths_per_question)) / len(examples)
+        loss = cast(PathDecoder, objective).loss  # `objective()` is the model itself
+        return loss(*_batch(self.model, examples, self.config.max_paths_per_question)) / len(examples)
 
     def validate(self) -> tuple[tuple, tuple[float, float]]:
         hit1, hitk = evaluate_planner(self.model, self.val, self.config.beam)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -104,6 +105,7 @@ class StructuralTask(FitTask):
     """The structural reasoner's part of `fit`: Eq. 8's loss on a batch of subgraphs, val Hit@1."""
 
     kind = "rrp"
+    model: StructuralReasoner
 
     def __init__(
         self,
@@ -118,7 +120,8 @@ class StructuralTask(FitTask):
         return len(self.train)
 
     def loss(self, objective: torch.nn.Module, batch: list[int]) -> torch.Tensor:
-        return objective.loss(collate([to_data(self.train[i]) for i in batch], self.model.relation_emb.device))
+        loss = cast(StructuralReasoner, objective).loss  # `objective()` is the model itself
+        return loss(collate([to_data(self.train[i]) for i in batch], self.model.relation_emb.device))
 
     def validate(self) -> tuple[tuple, float]:
         value = hit1(self.model, self.val)

@@ -183,6 +183,8 @@ class RetrieverTask(FitTask):
     """A registered retriever's part of `fit`: its loss on one question (or a disjoint union of
     several), validation triple recall@K with recall at K/10 breaking ties."""
 
+    model: Retriever
+
     def __init__(
         self,
         model: Retriever,

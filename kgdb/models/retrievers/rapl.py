@@ -194,7 +194,7 @@ class RAPL(Retriever):
         return zq + self.prefix(agg), self.stop(torch.cat([agg, zq], dim=1))
 
     # ---- training ------------------------------------------------------------------------------
-    def loss(self, enc: Encoded, targets: Targets) -> Tensor:
+    def loss(self, enc: Encoded, targets: Targets) -> Tensor:  # type: ignore[override]  # forward returns Encoded
         """L_q (Eq. 9) + L_path (Eq. 6 with STOP), one target path drawn per step."""
         x = enc.x
         paths = getattr(targets, "_rapl_paths", None)
@@ -208,7 +208,7 @@ class RAPL(Retriever):
                 self.cfg.max_len,
                 self.cfg.max_targets,
             )
-            targets._rapl_paths = paths  # computed once per training item
+            targets._rapl_paths = paths  # type: ignore[attr-defined]  # computed once per training item
         if not paths or not x.topic_mask.index_select(0, enc.src).any():
             return enc.first.sum() * 0.0
         lq, _, _ = self.question_triple_loss(enc, paths, targets)
@@ -348,7 +348,7 @@ class RAPL(Retriever):
             rows = np.flatnonzero(question == b)
             rows = rows[np.argsort(-lp_np[rows], kind="stable")]
             walks: list[tuple[tuple[int, ...], float]] = []
-            seen = set()
+            seen: set[tuple[int, ...]] = set()
             for r in rows:
                 walk = tuple(int(a) for a in seq_np[r] if a >= 0)
                 if walk in seen:
@@ -382,7 +382,8 @@ class RAPL(Retriever):
         other walks, then the rest of the siblings."""
         m = enc.x.num_triples
         budget = self.cfg.max_triples if self.cfg.max_triples > 0 else None
-        kept, taken, siblings = [], set(), []
+        kept, siblings = [], []
+        taken: set[int] = set()
         for walk, prob in walks:
             new = {a % m for a in walk} - taken
             if budget is not None and len(taken) + len(new) > budget:

@@ -59,7 +59,7 @@ class SubgraphRAG(Retriever):
         nn.init.normal_(self.cvt_embedding, std=d**-0.5)
         # (entity storage, parameter version, rows projected): what `prepare` has projected
         self._prepared: tuple[int, int, int] | None = None
-        self._ent_proj: Tensor | None = None
+        self._ent_proj: tuple[Tensor, Tensor] | None = None  # (as head, as tail)
         self._rel_proj: Tensor | None = None
 
     # Column blocks of the first layer, in input order [q, h, r, t, s_h, s_t].
@@ -181,7 +181,7 @@ class SubgraphRAG(Retriever):
         return ents, row.index_select(0, ends)
 
     # ---- inference with whole-table projections -------------------------------------------------
-    def _version(self) -> int:
+    def _version(self) -> int:  # type: ignore[override]  # shadows nn.Module's state_dict version number
         return sum(p._version for p in self.parameters())
 
     @staticmethod
@@ -192,7 +192,7 @@ class SubgraphRAG(Retriever):
         row_bytes = max(ent.shape[1] * ent.element_size(), 1)
         return (
             ent.untyped_storage().data_ptr(),
-            ent.untyped_storage().nbytes() // row_bytes - ent.storage_offset() // max(ent.shape[1], 1),
+            int(ent.untyped_storage().nbytes() // row_bytes - ent.storage_offset() // max(ent.shape[1], 1)),
         )
 
     def _is_prepared(self, tables: TensorTables) -> bool:
@@ -222,6 +222,8 @@ class SubgraphRAG(Retriever):
             torch.matmul(cvt, Wt.T, out=tails[capacity:])
             self._ent_proj = (heads, tails)
             self._rel_proj = tables.relation @ Wr.T
+        if self._ent_proj is None:
+            raise RuntimeError("no entity projections to extend")
         heads, tails = self._ent_proj
         for lo in range(start, n, chunk):
             hi = min(lo + chunk, n)
@@ -244,6 +246,8 @@ class SubgraphRAG(Retriever):
         term folded in; a batch of questions therefore costs no more per triple than one.
         """
         Wq, Wh, Wr, Wt, Wsh, Wst = self._blocks()
+        if self._ent_proj is None or self._rel_proj is None:
+            raise RuntimeError("no whole-table projections: call prepare() first")
         heads, tails = self._ent_proj
         dde_h, dde_t, which = self._dde_terms(x, Wq, Wsh, Wst)
         row = torch.where(x.cvt_mask, heads.shape[0] - 1, x.entity_idx)

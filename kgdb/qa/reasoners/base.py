@@ -59,14 +59,26 @@ class Reasoning:
 
 
 class EvidenceTriple(Protocol):
-    """What a reasoner reads of a retrieved triple (`kgdb.protocol.ScoredTriple` fits)."""
+    """What a reasoner reads of a retrieved triple (`kgdb.protocol.ScoredTriple` fits). Read-only members,
+    so that frozen dataclasses fit."""
 
-    head: str
-    relation: str
-    tail: str
-    score: float
-    head_id: str
-    tail_id: str
+    @property
+    def head(self) -> str: ...
+
+    @property
+    def relation(self) -> str: ...
+
+    @property
+    def tail(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def head_id(self) -> str: ...
+
+    @property
+    def tail_id(self) -> str: ...
 
 
 @dataclass
