@@ -149,8 +149,9 @@ def _ask(llm, prepared: _Prepared) -> _Asked:
     """One selection call, plus one follow-up turn when the reply has no usable `ans:` line."""
     usage = Reasoning(answers=[], reply="", reasoner=llm.name, llm_used=True)
     messages = prepared.messages
+    deadline = llm.deadline()  # one for the call and its follow-up turn, as a question's calls share one
     try:
-        reply = llm.complete(messages, usage)
+        reply = llm.complete(messages, usage, deadline=deadline)
         selection = prepared.parse(reply)
         if selection.status == "malformed":
             follow_up = [
@@ -158,7 +159,7 @@ def _ask(llm, prepared: _Prepared) -> _Asked:
                 {"role": "assistant", "content": reply},
                 {"role": "user", "content": prepared.follow_up},
             ]
-            second = llm.complete(follow_up, usage)
+            second = llm.complete(follow_up, usage, deadline=deadline)
             reply = reply + "\n\n--- follow-up ---\n" + second
             selection = prepared.parse(second)
     except LLMError as exc:
