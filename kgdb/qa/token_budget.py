@@ -179,10 +179,30 @@ def _requests(api_key: str | None, timeout: float) -> tuple[Callable[[str], Any]
     """A tolerant GET (None where the route is missing) and a strict POST, both with the key and timeout."""
     headers = {"Authorization": f"Bearer {api_key or 'EMPTY'}", "Content-Type": "application/json"}
 
-    def call(url: str, body: dict | None = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
+    def fetch(url: str, data: bytes | None) -> Any:
         with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=timeout) as r:
             return json.loads(r.read())
+
+    def call(url: str, body: dict | None = None) -> Any:
+        # urllib's timeout bounds each socket read, so a server sending a byte at a time would hold the
+        # caller for ever: the call runs on its own thread, and the caller waits `timeout` at the most.
+        data = json.dumps(body).encode() if body is not None else None
+        out: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                out["reply"] = fetch(url, data)
+            except Exception as exc:  # handed to the caller, which knows which failures it tolerates
+                out["error"] = exc
+
+        worker = threading.Thread(target=run, name="kgdb-endpoint-probe", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            raise TimeoutError(f"{url}: no complete reply within {timeout:g} s")
+        if "error" in out:
+            raise out["error"]
+        return out["reply"]
 
     def get(url: str) -> Any:
         try:

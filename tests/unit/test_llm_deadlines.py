@@ -166,3 +166,39 @@ def test_a_cut_off_json_reply_still_yields_the_names_it_completed():
     with OpenAIServer(script=[{"content": '{"answers": ["Paris", "Ly'}], structured="json") as server:
         out = reasoner(server, max_retries=0).reason(build_prompt("triples", QUESTION, LINES), EVIDENCE)
     assert out.answers == ["Paris"] and not out.malformed and not out.refused
+
+
+def test_the_endpoint_probe_ends_at_its_timeout_while_the_server_dribbles():
+    """The first call to an endpoint reads its facts (models, context): a server sending one byte at a
+    time there must not hold the question past the probe's timeout either."""
+    import socket
+
+    from kgdb.qa.token_budget import endpoint
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def dribble() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" * 100:
+                    if stop.wait(0.3):
+                        return
+                    conn.sendall(bytes([byte]))
+
+    threading.Thread(target=dribble, daemon=True).start()
+    forget_endpoints()
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        took, found = timed(lambda: endpoint(url, "kgdb-test-model", timeout=1.0), 1.0 * 4 + SLACK)
+    finally:
+        stop.set()
+        forget_endpoints()
+        listener.close()
+    assert not isinstance(found, BaseException), found
+    assert took <= 1.0 * 4 + SLACK  # a few probes of 1 s each at the most, not the dribble's whole length
