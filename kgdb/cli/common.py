@@ -7,7 +7,7 @@ import os
 import re
 import sys
 import time
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import typer
 from rich.console import Console
@@ -120,7 +120,7 @@ class _Progress(Progress):
     STEP = 0.10
     EVERY_S = 30.0
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._lines: dict[TaskID, tuple[float, float]] = {}  # task -> (fraction printed, time printed)
 

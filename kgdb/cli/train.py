@@ -31,6 +31,8 @@ from kgdb.pipeline.trainables import flag_of
 from kgdb.training.events import TrainEvents
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     # The click classes TyperGroup works with: typer's own copy of click (typer._click) since typer 0.2x.
     from typer._click.core import Command, Context
 
@@ -179,7 +181,7 @@ def run_kind(ctx: typer.Context, kind, questions: list[Path], values: dict[str, 
 class ProgressEvents(TrainEvents):
     """A training run's events as progress bars (data preparation, epochs, steps) and printed lines."""
 
-    def __init__(self, bar):
+    def __init__(self, bar: Progress) -> None:
         self.bar = bar
         self.work = bar.add_task("prepare", total=None, visible=False)
         self.epochs = bar.add_task("epochs", total=None, visible=False)
