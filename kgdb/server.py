@@ -23,13 +23,14 @@ import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import psutil
 from platformdirs import user_cache_dir
 
 from kgdb.errors import KgdbError
 from kgdb.limits import DENSE_THRESHOLD
+from kgdb.server_disk import SERVER_LOGS, databases_down_message, disk_problem
 
 NEO4J_VERSION = "5.26.30"
 BROWSER_VERSION = "5.24.0"
@@ -39,13 +40,6 @@ DEFAULT_PASSWORD = "kgdb-password"  # the documented one: fine on loopback, refu
 # long-running JVM is where a password would otherwise sit for its whole life.
 _SECRET_ENV = ("KGDB_NEO4J_PASSWORD", "KGDB_LLM_API_KEY", "KGDB_TEST_NEO4J_PASSWORD", "NEO4J_AUTH", "NEO4J_PASSWORD")
 ADMIN_TOOL = "org.neo4j.cli.AdminTool"
-# Neo4j preallocates each transaction log file (db.tx_log.rotation.size, 256 MiB by default): with less
-# free space than this in the data folder a database fails to start or turns read-only.
-LOW_DISK = 512 * 1024 * 1024
-# What Neo4j writes to its logs when a write finds the disk full (errno 28, ENOSPC).
-DISK_FULL_SIGNS = ("No space left on device", "running out of disk space", "ErrorCode=28")
-SERVER_LOGS = ("debug.log", "neo4j.log", "console.log")
-_LOG_READ_LIMIT = 4 * 1024 * 1024  # bytes of a log read for the signs: the end of what a start appended
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -173,50 +167,6 @@ def browser_link(host: str, http_port: int, bolt_port: int) -> str:
 
     host = url_host(host)
     return f"http://{host}:{http_port}/browser/?connectURL={quote(f'bolt://{host}:{bolt_port}', safe='')}"
-
-
-def _size(n: int) -> str:
-    return f"{n / 2**20:,.0f} MiB" if n < 2**30 else f"{n / 2**30:,.1f} GiB"
-
-
-def disk_problem(data_dir: Path, logs: Iterable[tuple[Path, int]] = ()) -> str | None:
-    """Why the disk holding `data_dir` keeps Neo4j from its databases, or None when nothing says so.
-
-    `logs` are the server's log files, each with the offset to read it from (what a start appended):
-    a line there naming a full disk, or less free space than a transaction log takes, is the reason."""
-    line = _disk_full_line(logs)
-    at = Path(data_dir)
-    while not at.exists() and at != at.parent:
-        at = at.parent
-    try:
-        usage = shutil.disk_usage(at)
-    except OSError:
-        usage = None
-    space = f"{_size(usage.free)} free of {_size(usage.total)}" if usage else "free space unknown"
-    if line:
-        return f"the disk holding {data_dir} is full ({space}); Neo4j's log says: {line}"
-    if usage is not None and usage.free < LOW_DISK:
-        return (
-            f"the disk holding {data_dir} is nearly full ({space}; Neo4j preallocates transaction logs of 256 MiB each)"
-        )
-    return None
-
-
-def _disk_full_line(logs: Iterable[tuple[Path, int]]) -> str | None:
-    for path, offset in logs:
-        try:
-            with open(path, "rb") as fh:
-                end = fh.seek(0, os.SEEK_END)
-                start = offset if offset <= end else 0  # a log shorter than before was rotated: all of it is new
-                fh.seek(max(start, end - _LOG_READ_LIMIT))
-                text = fh.read().decode("utf-8", errors="replace")
-        except OSError:
-            continue
-        for line in text.splitlines():
-            if any(sign in line for sign in DISK_FULL_SIGNS):
-                # Without the time stamp, level and logger: what Neo4j says.
-                return " ".join(line.rsplit("] ", 1)[-1].split())[:300]
-    return None
 
 
 def require_tool(name: str, fix: str) -> str:
@@ -533,7 +483,9 @@ class LocalServer:
             down = self.databases_down(wait_s=min(timeout, 30.0))
             if down:
                 logs = [(path, 0) for path, _ in self._log_offsets()]  # not this start's: the end of each log
-                raise KgdbError(self._unavailable(f"Neo4j is running, but {_names(down)}", logs, running=True))
+                raise KgdbError(
+                    self._unavailable(f"Neo4j is running, but {databases_down_message(down)}", logs, running=True)
+                )
             return False
         if not self.jars_installed():
             raise KgdbError(f"Neo4j is not installed in {self.home}: run `kgdb neo4j install` first")
@@ -586,7 +538,11 @@ class LocalServer:
                 down = self.databases_down(wait_s=max(10.0, deadline - time.monotonic()))
                 if down:
                     self.stop(log=lambda _msg: None)  # up without its database is not started: no half server
-                    raise KgdbError(self._unavailable(f"Neo4j started, but {_names(down)}; stopped it again", offsets))
+                    raise KgdbError(
+                        self._unavailable(
+                            f"Neo4j started, but {databases_down_message(down)}; stopped it again", offsets
+                        )
+                    )
                 log(f"Neo4j is up: Bolt {self.bolt_uri}, Browser {self.browser_link}")
                 if not fresh_password:
                     self.warn_if_password_differs(log)
@@ -717,16 +673,6 @@ class LocalServer:
             if path.is_file():
                 return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
         return ""
-
-
-def _names(down: list[dict]) -> str:
-    """`database 'neo4j' is not available (offline: An error occurred! ...)`, for each one down."""
-    parts = [
-        f"database '{r['name']}' is not available ({r['currentStatus']}"
-        + (f": {' '.join(str(r['statusMessage']).split())[:200]})" if r["statusMessage"] else ")")
-        for r in down
-    ]
-    return ", ".join(parts)
 
 
 def server_from_settings(settings) -> LocalServer:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from kgdb.errors import KgdbError
-from kgdb.server import LocalServer, disk_problem, free_port
+from kgdb.server import LocalServer, free_port
+from kgdb.server_disk import disk_problem
 from support.server import PASSWORD, shared_lib
 
 
