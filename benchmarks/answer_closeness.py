@@ -1,5 +1,5 @@
 """Choose how much the closeness of a relation path's answers to the question weighs
-(`kgdb.pipeline.answer_closeness`), on val splits, for an RRP path-ranker checkpoint.
+(`kgdb.rrp.closeness`), on val splits, for an RRP path-ranker checkpoint.
 
     python benchmarks/answer_closeness.py --checkpoint kgdb/models/default/rrp-ranker-portable \\
         --graph $WEBQSP_URI,/work/cache-webqsp,$KGDB_DATA/webqsp/questions.jsonl \\
@@ -40,8 +40,8 @@ def main() -> None:
     from kgdb.cypher import Graph
     from kgdb.errors import InputError
     from kgdb.models.checkpoints import find_checkpoint
-    from kgdb.pipeline.answer_closeness import WEIGHTS, mean_over
-    from kgdb.pipeline.path_ranker_training import choose_closeness_weight
+    from kgdb.rrp.closeness import WEIGHTS, mean_over
+    from kgdb.rrp.ranker_training import choose_closeness_weight
 
     specs = []
     for spec in args.graph:

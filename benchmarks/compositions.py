@@ -19,9 +19,9 @@ from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import KgdbError
-from kgdb.pipeline.path_ranker import RankedPathPlanner
-from kgdb.pipeline.relation_paths import relation_path_retriever
-from kgdb.pipeline.structural import answers_of
+from kgdb.rrp.path_ranker import RankedPathPlanner
+from kgdb.rrp.retriever import relation_path_retriever
+from kgdb.rrp.structural import answers_of
 
 
 def main() -> None:

@@ -23,13 +23,13 @@ from pathlib import Path
 from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.cypher.answer_evidence import attached_values, type_features
-from kgdb.pipeline.constraints import (
+from kgdb.rrp.constraints import (
     AnswerTypeModel,
     apply_literal,
     parse_constraints,
     years_of,
 )
-from kgdb.pipeline.rrp_report import QUESTION_TYPES
+from kgdb.rrp.report import QUESTION_TYPES
 
 
 def _evidence(graph: Graph, questions: list[dict], *, dates: bool) -> tuple[dict, dict]:

@@ -1,6 +1,6 @@
 """ComplexWebQuestions by question type: Hit, Hit@1, Macro-F1, reachable and seconds per question of RRP without an
 LLM, overall and for each of CWQ's four kinds (composition, conjunction, comparative, superlative; read from the
-question's wording by `kgdb.pipeline.rrp_report.question_type`, since the file carries no label).
+question's wording by `kgdb.rrp.report.question_type`, since the file carries no label).
 
     KGDB_NEO4J_URI=bolt://localhost:7687 KGDB_CHECKPOINTS_DIR=/tmp/none .venv/bin/python benchmarks/cwq.py \\
         --questions $KGDB_DATA/cwq/questions.jsonl --split val --checkpoint kgdb/models/default/rrp-ranker-portable \\
@@ -23,15 +23,15 @@ from pathlib import Path
 from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.data.questions import read_questions, subsample
-from kgdb.pipeline.relation_paths import relation_path_retriever
-from kgdb.pipeline.rrp_report import (
+from kgdb.rrp.retriever import relation_path_retriever
+from kgdb.rrp.report import (
     QUESTION_TYPES,
     by_type,
     choose_split,
     rrp_rows,
     summarise,
 )
-from kgdb.pipeline.structural import gather_questions
+from kgdb.rrp.structural import gather_questions
 
 
 def main() -> None:

@@ -325,7 +325,7 @@ def _pack_examples(examples: list, tokens_of) -> dict:
 
 
 def _unpack_examples(path: Path) -> list:
-    from kgdb.training.path_ranker import RankerExample
+    from kgdb.rrp.training.path_ranker import RankerExample
 
     z = dict(np.load(path))  # an NpzFile decompresses an array again at every access
     c, w = z["cand_off"], z["word_off"]
@@ -358,7 +358,7 @@ def rrp_export(args) -> None:
     from kgdb.data.questions import read_questions
     from kgdb.embeddings import get_embedder
     from kgdb.models.default import shipped_checkpoint
-    from kgdb.pipeline.path_ranker_training import ExampleRules, split_examples, stacked_relations
+    from kgdb.rrp.ranker_training import ExampleRules, split_examples, stacked_relations
     from kgdb.training.events import TrainEvents
 
     if len(args.on) != len(args.questions):
@@ -436,9 +436,9 @@ def rrp_run(args) -> None:
 
     from kgdb.models.checkpoints import read_weights
     from kgdb.models.default import shipped_checkpoint
-    from kgdb.models.path_ranker import PathRanker
-    from kgdb.scoring.path_ranker import RankerConfig
-    from kgdb.training.path_ranker import RankerTrainConfig, evaluate_groups, rank_scores, train_ranker_model
+    from kgdb.rrp.models.path_ranker import PathRanker
+    from kgdb.rrp.scoring import RankerConfig
+    from kgdb.rrp.training.path_ranker import RankerTrainConfig, evaluate_groups, rank_scores, train_ranker_model
     from kgdb.training.trainer import seed_everything
 
     if not (args.folder / "rrp-meta.json").is_file():
@@ -509,10 +509,10 @@ def rrp_train_export(args) -> None:
     from kgdb.cypher import Graph
     from kgdb.data.path_subgraphs import EdgesByStep
     from kgdb.data.questions import read_questions
-    from kgdb.models.planner import PlannerConfig
-    from kgdb.models.structural import StructuralConfig
-    from kgdb.pipeline.structural import structural_examples
-    from kgdb.pipeline.train import planner_examples, relation_vocabulary
+    from kgdb.rrp.models.planner import PlannerConfig
+    from kgdb.rrp.models.structural import StructuralConfig
+    from kgdb.rrp.structural import structural_examples
+    from kgdb.rrp.planner_training import planner_examples, relation_vocabulary
 
     settings = load_settings()
     graph = Graph.connect(settings)
@@ -561,10 +561,10 @@ def rrp_train_run(args) -> None:
     import torch
     from retrieve import sync
 
-    from kgdb.models.planner import PathDecoder, PlannerConfig
-    from kgdb.models.structural import StructuralConfig, StructuralReasoner
-    from kgdb.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
-    from kgdb.training.structural import StructuralTrainConfig, hit1, train_structural_model
+    from kgdb.rrp.models.planner import PathDecoder, PlannerConfig
+    from kgdb.rrp.models.structural import StructuralConfig, StructuralReasoner
+    from kgdb.rrp.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
+    from kgdb.rrp.training.structural import StructuralTrainConfig, hit1, train_structural_model
     from kgdb.training.trainer import seed_everything
 
     if not (args.folder / "rrp-train.pkl").is_file():

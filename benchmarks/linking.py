@@ -25,7 +25,7 @@ from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.cypher.linking import NoTopicError, link_entities, question_topics
 from kgdb.embeddings import get_embedder
-from kgdb.pipeline.path_ranker import load_ranker, shipped_ranker
+from kgdb.rrp.path_ranker import load_ranker, shipped_ranker
 
 DATA = Path(os.environ.get("KGDB_DATA", "data"))
 logging.getLogger("neo4j").setLevel(logging.ERROR)

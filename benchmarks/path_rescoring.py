@@ -2,7 +2,7 @@
 and measured on the val split (topics from the file, Hit@1 as `kgdb eval rrp`, with the questions it turns
 right (+) and wrong (-)):
 
-- answer kinds: `kgdb.pipeline.constraints.AnswerTypeModel` (per wh-cue, the log-odds that an answer carrying
+- answer kinds: `kgdb.rrp.constraints.AnswerTypeModel` (per wh-cue, the log-odds that an answer carrying
   a relation type of the graph is gold) fitted on every grounded answer of the training questions; a path
   whose answer scores more than MARGIN below the best-fitting answer of a path of probability at least 0.05
   loses its place (its score times 1e-6).
@@ -31,10 +31,10 @@ from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.cypher.answer_evidence import type_features
 from kgdb.data.questions import read_questions
-from kgdb.pipeline.answering_rules import answers_of
-from kgdb.pipeline.constraints import AnswerTypeModel, parse_constraints
-from kgdb.pipeline.relation_paths import relation_path_retriever
-from kgdb.pipeline.structural import gather_questions
+from kgdb.rrp.answering import answers_of
+from kgdb.rrp.constraints import AnswerTypeModel, parse_constraints
+from kgdb.rrp.retriever import relation_path_retriever
+from kgdb.rrp.structural import gather_questions
 
 MARGINS = (2.0, 5.0, 10.0, 20.0)
 DECAYS = (0.001, 0.01, 0.1)

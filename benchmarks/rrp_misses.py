@@ -56,8 +56,8 @@ def main() -> None:
     from kgdb.cypher.paths import graph_triples
     from kgdb.data.questions import read_questions
     from kgdb.data.relation_paths import TripleArrays, shortest_relation_paths
-    from kgdb.pipeline import relation_path_retriever
-    from kgdb.pipeline.structural import gather_questions
+    from kgdb.rrp import relation_path_retriever
+    from kgdb.rrp.structural import gather_questions
 
     settings = load_settings()
     graph = Graph.connect(settings)
@@ -112,7 +112,7 @@ def main() -> None:
 
 def answer_f1(q, it, mode, retriever) -> float:
     """F1 of the answered entity ids against the gold ids (`score_mode`'s Macro-F1 term)."""
-    from kgdb.pipeline.structural import answers_of
+    from kgdb.rrp.structural import answers_of
 
     if it.gathered is None or not q.answers:
         return 0.0
@@ -122,7 +122,7 @@ def answer_f1(q, it, mode, retriever) -> float:
 
 
 def classify(q, it, arrays, mode, retriever, hops, shortest_relation_paths) -> tuple[str, str]:
-    from kgdb.pipeline.structural import answers_of
+    from kgdb.rrp.structural import answers_of
 
     gold = set(q.answers)
     g = it.gathered

@@ -1,6 +1,6 @@
 """Subnormal weights: how many each checkpoint holds, and what reading them as zero
 (`kgdb.scoring.weights.read_arrays`) changes for the shipped portable RRP ranker on a graph; and the
-ranker as plain `kgdb ask` serves it (numpy, `kgdb.scoring.path_ranker`) against its torch module.
+ranker as plain `kgdb ask` serves it (numpy, `kgdb.rrp.scoring`) against its torch module.
 
     KGDB_NEO4J_URI=$DISTRACTOR_URI .venv/bin/python benchmarks/subnormals.py \\
         --questions $KGDB_DATA/webqsp/questions.jsonl --split val [--n 300] [--checkpoint DIR ...]
@@ -64,10 +64,10 @@ def run() -> None:
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import read_weights
     from kgdb.models.default import shipped_checkpoint
-    from kgdb.models.path_ranker import PathRanker
-    from kgdb.pipeline.path_ranker import candidate_features, prefix_score, shipped_ranker
+    from kgdb.rrp.models.path_ranker import PathRanker
+    from kgdb.rrp.path_ranker import candidate_features, prefix_score, shipped_ranker
     from kgdb.scoring.path_tokens import text_features
-    from kgdb.training.path_ranker import RankerExample, rank_scores
+    from kgdb.rrp.training.path_ranker import RankerExample, rank_scores
 
     shipped = shipped_checkpoint("rrp-ranker")
     folders = sorted({p.parent for p in (shipped.parent).glob("*/model.safetensors")}) + args.checkpoint

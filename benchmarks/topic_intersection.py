@@ -24,9 +24,9 @@ from kgdb.cypher import Graph
 from kgdb.cypher.topic_intersection import TopicPaths, ground_jointly
 from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import KgdbError
-from kgdb.pipeline.relation_paths import relation_path_retriever
-from kgdb.pipeline.rrp_report import ScoredQuestion, choose_split, summarise
-from kgdb.pipeline.structural import answers_of
+from kgdb.rrp.retriever import relation_path_retriever
+from kgdb.rrp.report import ScoredQuestion, choose_split, summarise
+from kgdb.rrp.structural import answers_of
 
 
 def topic_plan(retriever, text: str, topic: str, n: int) -> tuple[TopicPaths, dict, set[str]]:

@@ -25,7 +25,7 @@ from kgdb.cli.common import (
 from kgdb.config import dump_json
 from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import InputError
-from kgdb.qa.llm_planner import PLANNERS, require_planner_llm
+from kgdb.rrp.llm_planner import PLANNERS, require_planner_llm
 from kgdb.qa.prompts import FORMATS
 from kgdb.qa.reasoners import reasoner_choices, reasoner_help
 
@@ -493,10 +493,10 @@ def eval_rrp(
     from itertools import pairwise
 
     from kgdb.data.questions import file_tag
-    from kgdb.pipeline import relation_path_retriever
-    from kgdb.pipeline.rrp_report import choose_split, planner_usage, rrp_rows, summarise
-    from kgdb.pipeline.structural import ABLATIONS, gather_questions
-    from kgdb.qa.llm_planner import PLANNERS, llm_planner, require_planner_llm
+    from kgdb.rrp import relation_path_retriever
+    from kgdb.rrp.report import choose_split, planner_usage, rrp_rows, summarise
+    from kgdb.rrp.structural import ABLATIONS, gather_questions
+    from kgdb.rrp.llm_planner import PLANNERS, llm_planner, require_planner_llm
 
     if planner not in PLANNERS:
         raise InputError(f"{planner!r} is not one of {', '.join(PLANNERS)}", path="--planner")

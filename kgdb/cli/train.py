@@ -234,7 +234,7 @@ class ProgressEvents(TrainEvents):
 
 def _print_tuned(tuned: dict) -> None:
     """The answering settings `structural.tune_answering` chose, and the val ablation they were chosen on."""
-    from kgdb.pipeline.structural import ABLATIONS
+    from kgdb.rrp.structural import ABLATIONS
 
     table = Table(
         "mode (val, entity ids)",

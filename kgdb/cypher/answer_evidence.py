@@ -1,6 +1,6 @@
 """What the graph holds about candidate answers that a constraint needs: their relation types by side (what
 kind of thing each is, answer_types.cypher) and the literal values attached to them or to their CVT nodes
-(dates and numbers, candidate_dates.cypher). kgdb.pipeline.constraints turns these into answer-type and
+(dates and numbers, candidate_dates.cypher). kgdb.rrp.constraints turns these into answer-type and
 literal-constraint scores; this module only reads.
 """
 

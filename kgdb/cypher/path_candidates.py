@@ -1,5 +1,5 @@
 """Every relation path around a question's topic entities, enumerated in the database: the candidates
-the RRP path ranker (`kgdb.models.path_ranker`) scores, so that a reachable right path is always
+the RRP path ranker (`kgdb.rrp.models.path_ranker`) scores, so that a reachable right path is always
 among them instead of depending on a decoder's beam.
 
 Paths of 1 and 2 hops from each topic, and 3-hop paths whose second hop lands on a CVT node (a

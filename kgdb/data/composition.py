@@ -5,7 +5,7 @@ inception?") whose answer is the topic of the outer one ("where was <that> born?
 A path ranker trained on WebQSP, which names its topics, ranks the inner one-hop path first for the
 whole question (Inception's director, not his birthplace); asked separately, each part is a
 question of the kind it was trained on. The split is a reading the planner may take
-(`kgdb.pipeline.path_ranker.RankedPathPlanner`), scored against the whole question's; this module
+(`kgdb.rrp.path_ranker.RankedPathPlanner`), scored against the whole question's; this module
 only finds the description around the mention.
 
 Descriptions recognised, with m the topic's mention:

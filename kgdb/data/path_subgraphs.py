@@ -1,7 +1,7 @@
 """Training subgraphs for RRP's structural reasoner, built with numpy from the graph's triple arrays.
 
 At question time the structural reasoner runs over the triples of the planner's relation paths
-grounded in Cypher (`kgdb.pipeline.relation_paths`): a union of a few relation paths walked from the
+grounded in Cypher (`kgdb.rrp.retriever`): a union of a few relation paths walked from the
 topic entities with a bounded frontier per hop. Training subgraphs are made the same way, offline:
 the labelled relation paths (Eq. 2's Γ*) plus a few near misses of them that leave the topics
 (the wrong paths a planner's beam holds: the same length, one step different), each grounded as complete walks with the frontier

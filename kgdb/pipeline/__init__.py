@@ -4,14 +4,11 @@ through here; nothing below it imports it (import-linter contract).
 
 - `retrieve`: `RetrievePipeline`, a registered tensor retriever as a `QuestionRetriever`.
 - `splits`: `prepare_split`, the labelled subgraphs of a question split, cached on disk.
-- `train`: `train_retriever` (any registered retriever) and `train_planner` (RRP's planner).
-- `plan`: `PathPlanner`, the interface every relation-path planner implements, and the `Plan` it returns.
-- `planners`: relation-path planners (cosine baseline, RRP's trained planner).
-- `relation_paths`: Cypher grounding, rethinking and `RelationPathRetriever`.
-- `answering_rules`: how grounded paths become ranked answers (select, ties, closeness weighting).
-- `path_ranker`: RRP's path ranker serving (`RankedPathPlanner`); `path_ranker_training`: training it.
-- `structural`, `structural_runner`: RRP's structural reasoner, trained and served.
+- `train`: `train_retriever` (any registered retriever).
 - `trainables`, `trainable_kinds`: the registry of trainable kinds behind `kgdb train KIND` and `Kgdb.train`.
+
+RRP (relation paths, planners, grounding, path ranker, structural reasoner) lives in `kgdb.rrp`, which sits
+above this seam and plugs into it through the registries, as a third-party method would.
 - `model_choice`: which checkpoint serves a retriever on this graph (the answering policy's model half).
 - `vectors`: `EntityVectors`, the entity rows a use touches, missing vectors filled on use.
 """
@@ -19,13 +16,10 @@ through here; nothing below it imports it (import-linter contract).
 # Names are imported from their module on first use (PEP 562), not here: `train` imports torch, and
 # every module costs start-up time a cold `kgdb ask` with the numpy cosine path does not need.
 _MODULE_OF = {
-    **dict.fromkeys(("PathPlanner", "Plan"), "plan"),
-    **dict.fromkeys(("PLANNER", "CosinePathPlanner", "PlannedPath", "TrainedPathPlanner", "load_planner"), "planners"),
-    **dict.fromkeys(("RelationPathRetriever", "relation_path_retriever"), "relation_paths"),
     **dict.fromkeys(("STAGES", "QuestionInput", "RetrievePipeline"), "retrieve"),
     **dict.fromkeys(("EntityVectors", "entity_vectors"), "vectors"),
     "prepare_split": "splits",
-    **dict.fromkeys(("SplitReport", "planner_examples", "train_planner", "train_retriever"), "train"),
+    **dict.fromkeys(("SplitReport", "train_retriever"), "train"),
 }
 
 
@@ -45,23 +39,12 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "PLANNER",
     "STAGES",
-    "PathPlanner",
-    "Plan",
-    "CosinePathPlanner",
     "EntityVectors",
-    "PlannedPath",
     "QuestionInput",
-    "RelationPathRetriever",
     "RetrievePipeline",
     "SplitReport",
-    "TrainedPathPlanner",
     "entity_vectors",
-    "load_planner",
-    "planner_examples",
     "prepare_split",
-    "relation_path_retriever",
-    "train_planner",
     "train_retriever",
 ]

@@ -144,10 +144,6 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    from kgdb.pipeline import trainable_kinds
-
-    for kind in trainable_kinds.BUILTIN:
-        _REGISTRY.setdefault(kind.name, kind)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         obj = ep.load()
         if isinstance(obj, TrainableKind):

@@ -241,8 +241,8 @@ class AskPipeline:
         """The retrieval the plan names; nothing is chosen here."""
         graph, settings, ckpt = self.graph, self.settings, plan.checkpoint
         if plan.retriever == RELATION_PATHS:
-            from kgdb.pipeline import relation_path_retriever
-            from kgdb.qa.llm_planner import llm_planner
+            from kgdb.rrp import relation_path_retriever
+            from kgdb.rrp.llm_planner import llm_planner
 
             path = str(ckpt.path) if ckpt is not None else None
             chosen = llm_planner(graph, settings, path) if plan.planner == "llm" else None

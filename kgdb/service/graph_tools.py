@@ -29,7 +29,7 @@ from kgdb.service.read_only_cypher import run_read_only
 
 if TYPE_CHECKING:
     from kgdb.api import Kgdb
-    from kgdb.pipeline.relation_paths import RelationPathRetriever
+    from kgdb.rrp.retriever import RelationPathRetriever
 
 # Characters of one text argument (a question, a name): an agent's question is a sentence.
 MAX_TEXT_CHARS = 2_000
@@ -216,7 +216,7 @@ class GraphTools:
         """RRP's retriever as `kgdb ask` builds it without an LLM (the answering policy's checkpoint), once."""
         with self._lock:
             if self._paths is None:
-                from kgdb.pipeline import relation_path_retriever
+                from kgdb.rrp import relation_path_retriever
                 from kgdb.qa.policy import RELATION_PATHS
 
                 plan = self.kg.explain(retriever=RELATION_PATHS)

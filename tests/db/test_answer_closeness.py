@@ -1,5 +1,5 @@
 """Grounded relation paths weighed by how close their answers' names are to the question
-(`kgdb.pipeline.answer_closeness`) on a real Neo4j with the real encoder: the question's type word
+(`kgdb.rrp.closeness`) on a real Neo4j with the real encoder: the question's type word
 picks the path, the weight is read from a checkpoint, and the benchmark chooses it on val and stores it."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from kgdb.pipeline.answer_closeness import WEIGHTS
-from kgdb.pipeline.answering_rules import ENDS_PER_PATH
-from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, names_of
-from kgdb.pipeline.relation_paths import RelationPathRetriever, relation_path_retriever
+from kgdb.rrp.closeness import WEIGHTS
+from kgdb.rrp.answering import ENDS_PER_PATH
+from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath, names_of
+from kgdb.rrp.retriever import RelationPathRetriever, relation_path_retriever
 from support import ROOT
 from support.graphs import load
 
@@ -96,7 +96,7 @@ def test_benchmark_chooses_the_weight_on_val_and_stores_it(movie_files, tmp_path
     from kgdb.errors import InputError
     from kgdb.models.checkpoints import find_checkpoint
     from kgdb.models.default import shipped_checkpoint
-    from kgdb.pipeline.path_ranker_training import choose_closeness_weight
+    from kgdb.rrp.ranker_training import choose_closeness_weight
 
     graph, settings, files, env, base = movie_files
     copy = tmp_path / "ranker"

@@ -71,7 +71,7 @@ def test_a_description_through_a_cvt_node_is_read_even_where_the_outer_words_alo
     # "where was the wife of tom lee born?" is read by the whole-question ranker as "where was tom lee
     # born?" (Honolulu); the description reaches Ann Lee through the marriage, and its walk back to Tom
     # Lee is no answer of the composed path
-    from kgdb.pipeline.relation_paths import relation_path_retriever
+    from kgdb.rrp.retriever import relation_path_retriever
 
     load(graph, FAMILY)
     retriever = relation_path_retriever(graph, graph.settings, write=False)
@@ -93,7 +93,7 @@ def test_a_description_through_a_cvt_node_is_read_even_where_the_outer_words_alo
 
 
 def test_the_readings_of_one_question_enumerate_each_topic_once(graph, monkeypatch):
-    import kgdb.pipeline.path_ranker as path_ranker
+    import kgdb.rrp.path_ranker as path_ranker
 
     load(graph, FILMS)
     enumerated, around = [], path_ranker.relation_paths_around

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kgdb.cypher.answer_evidence import attached_values, type_features
 from kgdb.cypher.linking import LinkedEntity, Topics
 from kgdb.loaders.writer import write_graph
-from kgdb.pipeline.constraints import (
+from kgdb.rrp.constraints import (
     AnswerTypeModel,
     YearBound,
     apply_bounds,
@@ -118,8 +118,8 @@ def test_answer_types_learned_from_the_graph_put_a_place_first_for_where_and_a_p
 
 
 def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_best_path(graph):
-    from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of, ranked_answers
-    from kgdb.pipeline.relation_paths import answer_constraints
+    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of, ranked_answers
+    from kgdb.rrp.retriever import answer_constraints
     from kgdb.protocol import ScoredPath
 
     write_graph(graph, GRAPH, embedder=None)
@@ -151,8 +151,8 @@ def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_b
 
 
 def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied_answers(graph):
-    from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of
-    from kgdb.pipeline.relation_paths import answer_constraints
+    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of
+    from kgdb.rrp.retriever import answer_constraints
     from kgdb.protocol import ScoredPath
 
     write_graph(
@@ -203,8 +203,8 @@ def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied
 
 
 def test_a_linked_question_puts_the_tied_answers_next_to_another_entity_it_mentions_first(graph):
-    from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of
-    from kgdb.pipeline.relation_paths import answer_constraints
+    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of
+    from kgdb.rrp.retriever import answer_constraints
     from kgdb.protocol import ScoredPath
 
     sibling = ("people.person.sibling_s", "people.sibling_relationship.sibling")
@@ -255,8 +255,8 @@ def test_a_linked_question_puts_the_tied_answers_next_to_another_entity_it_menti
 
 
 def test_a_question_asking_when_notes_answers_that_carry_no_year(graph):
-    from kgdb.pipeline.answering_rules import Gathered, GroundedPath
-    from kgdb.pipeline.relation_paths import answer_constraints
+    from kgdb.rrp.answering import Gathered, GroundedPath
+    from kgdb.rrp.retriever import answer_constraints
     from kgdb.protocol import ScoredPath
 
     write_graph(graph, GRAPH, embedder=None)
@@ -287,8 +287,8 @@ def test_a_question_asking_when_notes_answers_that_carry_no_year(graph):
 
 
 def test_last_chooses_among_the_best_path_answers_the_joint_reading_reaches_not_only_its_strongest(graph):
-    from kgdb.pipeline.answering_rules import Gathered, GroundedPath, answers_of
-    from kgdb.pipeline.relation_paths import answer_constraints
+    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of
+    from kgdb.rrp.retriever import answer_constraints
     from kgdb.protocol import ScoredPath
 
     # a final the Giants lost, later than every final they won

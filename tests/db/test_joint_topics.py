@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from kgdb.cypher.writeback import show_run
-from kgdb.pipeline import RelationPathRetriever
-from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, names_of
-from kgdb.pipeline.structural import answers_of
+from kgdb.rrp import RelationPathRetriever
+from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath, names_of
+from kgdb.rrp.structural import answers_of
 from support.graphs import load
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -1,4 +1,4 @@
-"""A question typed without topics is read from each name it names (kgdb.pipeline.relation_paths.topics_to_join),
+"""A question typed without topics is read from each name it names (kgdb.rrp.retriever.topics_to_join),
 linked by the real linker in a real Neo4j: a one-word name counts when the question writes it with a capital,
 a misspelt name of several words when it spells the name closely."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgdb.pipeline import RelationPathRetriever
-from kgdb.pipeline.relation_paths import topics_to_join
+from kgdb.rrp import RelationPathRetriever
+from kgdb.rrp.retriever import topics_to_join
 from support.graphs import load
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kgdb.cypher.writeback import show_run
-from kgdb.pipeline import RelationPathRetriever
+from kgdb.rrp import RelationPathRetriever
 from kgdb.protocol import QuestionRetriever
 from kgdb.qa.ask import AskPipeline
 from support.graphs import load

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from kgdb.cli import app
 from kgdb.cypher.paths import UnknownRelationError, UnknownTopicError, ground_relation_path
 from kgdb.data.relation_paths import TripleArrays
-from kgdb.pipeline import RelationPathRetriever, relation_path_retriever
+from kgdb.rrp import RelationPathRetriever, relation_path_retriever
 from kgdb.qa.ask import AskPipeline
 from support.movies import TRIPLES, path_answers
 from support.plugins import FixedPlanner

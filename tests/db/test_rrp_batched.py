@@ -18,8 +18,8 @@ from kgdb.cypher.paths import (
     why_empty,
 )
 from kgdb.errors import InputError
-from kgdb.models.planner import PathDecoder, PlannerConfig
-from kgdb.pipeline.planners import TrainedPathPlanner
+from kgdb.rrp.models.planner import PathDecoder, PlannerConfig
+from kgdb.rrp.planners import TrainedPathPlanner
 from support.graphs import load
 from support.movies import TRIPLES
 

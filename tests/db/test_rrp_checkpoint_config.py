@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from kgdb.cypher.linking import Topics
-from kgdb.models.planner import PathDecoder, PlannerConfig
-from kgdb.models.structural import StructuralConfig, StructuralReasoner
-from kgdb.pipeline import relation_path_retriever
-from kgdb.pipeline.planners import PLANNER, save_relation_model
-from kgdb.pipeline.structural_runner import STRUCTURAL
-from kgdb.pipeline.train import relation_vocabulary
+from kgdb.rrp.models.planner import PathDecoder, PlannerConfig
+from kgdb.rrp.models.structural import StructuralConfig, StructuralReasoner
+from kgdb.rrp import relation_path_retriever
+from kgdb.rrp.planners import PLANNER, save_relation_model
+from kgdb.rrp.structural_runner import STRUCTURAL
+from kgdb.rrp.planner_training import relation_vocabulary
 from support.graphs import load
 from support.movies import TRIPLES
 

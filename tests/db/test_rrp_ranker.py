@@ -23,8 +23,8 @@ from kgdb.cypher.linking import Topics
 from kgdb.cypher.path_candidates import relation_paths_around, relation_steps
 from kgdb.cypher.paths import entity_names
 from kgdb.errors import InputError
-from kgdb.pipeline.answer_closeness import WEIGHTS
-from kgdb.scoring.path_ranker import PORTABLE_FEATURES
+from kgdb.rrp.closeness import WEIGHTS
+from kgdb.rrp.scoring import PORTABLE_FEATURES
 from support import ROOT
 from support.graphs import load
 
@@ -181,8 +181,8 @@ def test_enumeration_continues_only_the_best_prefixes(jamaica):
 
 def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     from kgdb.data.relation_paths import TripleArrays
-    from kgdb.pipeline import TrainedPathPlanner, relation_path_retriever
-    from kgdb.pipeline.path_ranker import RankedPathPlanner
+    from kgdb.rrp import TrainedPathPlanner, relation_path_retriever
+    from kgdb.rrp.path_ranker import RankedPathPlanner
     from kgdb.qa.ask import AskPipeline
     from support.movies import TRIPLES as MOVIE_TRIPLES
     from support.movies import path_answers
@@ -304,8 +304,8 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     from safetensors.torch import load_file
 
     from kgdb.models.base import resolve_device
-    from kgdb.pipeline import relation_path_retriever
-    from kgdb.pipeline.path_ranker import RankedPathPlanner
+    from kgdb.rrp import relation_path_retriever
+    from kgdb.rrp.path_ranker import RankedPathPlanner
     from support.graphs import wipe
     from support.movies import TRIPLES as MOVIE_TRIPLES
 

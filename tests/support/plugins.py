@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from kgdb.models import registry
 from kgdb.models.base import Retriever, SubgraphTensors
-from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, names_of
+from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath, names_of
 
 
 class FixedPlanner(PathPlanner):

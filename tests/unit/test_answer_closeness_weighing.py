@@ -1,5 +1,5 @@
 """Grounded relation paths weighed by how close their answers' names are to the question
-(`kgdb.pipeline.answer_closeness`), by hand on candidates: the new order keeps the best path's length and
+(`kgdb.rrp.closeness`), by hand on candidates: the new order keeps the best path's length and
 the total, only a path's first answers are read (never topics or CVT nodes), and a weight copies a gathering."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from kgdb.pipeline.answering_rules import ENDS_PER_PATH, Gathered, GroundedPath, weigh_by_answer_closeness, with_weight
+from kgdb.rrp.answering import ENDS_PER_PATH, Gathered, GroundedPath, weigh_by_answer_closeness, with_weight
 from kgdb.protocol import ScoredPath
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -10,8 +10,8 @@ import pytest
 from kgdb.cypher.linking import Topics, strip_mentions
 from kgdb.cypher.path_candidates import RelationPathCandidate
 from kgdb.data.composition import Composition, split_composition
-from kgdb.pipeline.path_ranker import COMPOSED_ENDS, RankedPathPlanner
-from kgdb.pipeline.planners import PlannedPath
+from kgdb.rrp.path_ranker import COMPOSED_ENDS, RankedPathPlanner
+from kgdb.rrp.planners import PlannedPath
 
 DIRECTED, BORN, RELEASED = (
     ("film.film.directed_by", 1),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgdb.pipeline.constraints import (
+from kgdb.rrp.constraints import (
     Constraints,
     YearBound,
     answer_cue,

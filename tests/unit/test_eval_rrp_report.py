@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kgdb.data.questions import read_questions, split_summary
-from kgdb.pipeline.rrp_report import ScoredQuestion, by_type, choose_split, question_type, summarise
+from kgdb.rrp.report import ScoredQuestion, by_type, choose_split, question_type, summarise
 
 
 def _row(qid, gold, predicted, reachable=True, seconds=None, failed=False, kind=""):

@@ -175,8 +175,8 @@ def test_numpy_path_ranker_equals_the_torch_ranker_and_refuses_weights_that_do_n
 
     from kgdb.models.checkpoints import read_weights
     from kgdb.models.default import shipped_checkpoint
-    from kgdb.models.path_ranker import PathRanker
-    from kgdb.scoring.path_ranker import NumpyPathRanker, RankerConfig
+    from kgdb.rrp.models.path_ranker import PathRanker
+    from kgdb.rrp.scoring import NumpyPathRanker, RankerConfig
     from kgdb.scoring.weights import read_arrays
 
     folder = shipped_checkpoint("rrp-ranker")

@@ -88,9 +88,9 @@ def test_rapl_learns_its_labelled_path_on_the_gpu():
 
 
 def test_planner_overfits_on_the_gpu():
-    from kgdb.models.planner import PathDecoder, PlannerConfig
+    from kgdb.rrp.models.planner import PathDecoder, PlannerConfig
     from kgdb.scoring.path_tokens import token_of
-    from kgdb.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
+    from kgdb.rrp.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
 
     cfg = PlannerConfig(hidden=32, word_dim=16, buckets=1 << 10, max_hops=3, dropout=0.0)
     data = planner_examples(cfg.buckets)
@@ -105,10 +105,10 @@ def test_planner_overfits_on_the_gpu():
 
 
 def test_path_ranker_scores_on_the_gpu_as_on_the_cpu_and_overfits_there():
-    from kgdb.models.path_ranker import PathRanker
-    from kgdb.scoring.path_ranker import RankerConfig
+    from kgdb.rrp.models.path_ranker import PathRanker
+    from kgdb.rrp.scoring import RankerConfig
     from kgdb.scoring.path_tokens import text_features, token_of
-    from kgdb.training.path_ranker import (
+    from kgdb.rrp.training.path_ranker import (
         RankerExample,
         RankerTrainConfig,
         evaluate_ranker,
@@ -156,8 +156,8 @@ def test_path_ranker_scores_on_the_gpu_as_on_the_cpu_and_overfits_there():
 
 
 def test_structural_reasoner_propagates_on_the_gpu_as_on_the_cpu_and_overfits_there():
-    from kgdb.models.structural import StructuralConfig, StructuralReasoner
-    from kgdb.training.structural import StructuralTrainConfig, collate, to_data, train_structural_model
+    from kgdb.rrp.models.structural import StructuralConfig, StructuralReasoner
+    from kgdb.rrp.training.structural import StructuralTrainConfig, collate, to_data, train_structural_model
 
     train = [chain_example(2), chain_example(3)]
     torch.manual_seed(0)

@@ -32,8 +32,8 @@ def test_a_composed_path_longer_than_the_joint_query_grounds_is_left_to_its_topi
     # a composed reading (a description through a CVT node, then an outer path through another) may take
     # four relations; the joint reading grounds the topic's other paths and never asks for it
     from kgdb.cypher.linking import Topics
-    from kgdb.pipeline.answering_rules import Gathered, GroundedPath
-    from kgdb.pipeline.joint_topics import topic_paths
+    from kgdb.rrp.answering import Gathered, GroundedPath
+    from kgdb.rrp.joint_topics import topic_paths
     from kgdb.protocol import ScoredPath
 
     def grounded(score, entities, relations):

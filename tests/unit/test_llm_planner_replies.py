@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgdb.qa.llm_planner import parse_paths
+from kgdb.rrp.llm_planner import parse_paths
 from support.openai_server import plan_listed_relations
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -14,8 +14,8 @@ from kgdb.models import registry
 from kgdb.models.base import TensorTables
 from kgdb.models.checkpoints import save_checkpoint
 from kgdb.models.features import build_tensors
-from kgdb.models.path_ranker import PathRanker
-from kgdb.scoring.path_ranker import NumpyPathRanker, RankerConfig
+from kgdb.rrp.models.path_ranker import PathRanker
+from kgdb.rrp.scoring import NumpyPathRanker, RankerConfig
 from kgdb.scoring.twins import RETRIEVER_TWINS, numpy_scorer
 from support.tensors import numpy_subgraph
 

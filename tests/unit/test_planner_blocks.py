@@ -6,8 +6,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from kgdb.cypher.linking import Topics
-from kgdb.pipeline.plan import PathPlanner, Plan
-from kgdb.qa.llm_planner import DeferredPlanner, LLMPathPlanner
+from kgdb.rrp.plan import PathPlanner, Plan
+from kgdb.rrp.llm_planner import DeferredPlanner, LLMPathPlanner
 
 
 class _Recording(PathPlanner):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kgdb.models.planner import PathDecoder, PlannerConfig
+from kgdb.rrp.models.planner import PathDecoder, PlannerConfig
 from kgdb.scoring.path_tokens import step_of, text_features, token_of
-from kgdb.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
+from kgdb.rrp.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
 from support.tensors import planner_examples
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from kgdb.models.path_ranker import PathRanker
-from kgdb.scoring.path_ranker import DENSE_FEATURES, RankerConfig
+from kgdb.rrp.models.path_ranker import PathRanker
+from kgdb.rrp.scoring import DENSE_FEATURES, RankerConfig
 from kgdb.scoring.path_tokens import token_of
-from kgdb.training.path_ranker import (
+from kgdb.rrp.training.path_ranker import (
     RankerExample,
     RankerTrainConfig,
     evaluate_ranker,

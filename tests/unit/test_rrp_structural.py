@@ -12,8 +12,8 @@ import torch
 
 from kgdb.data.path_subgraphs import EdgesByStep, ground_walks, path_subgraph
 from kgdb.data.relation_paths import TripleArrays
-from kgdb.models.structural import StructuralConfig, StructuralReasoner, bidirectional_loss, trace_paths
-from kgdb.training.structural import (
+from kgdb.rrp.models.structural import StructuralConfig, StructuralReasoner, bidirectional_loss, trace_paths
+from kgdb.rrp.training.structural import (
     StructuralTrainConfig,
     collate,
     hit1,
@@ -69,7 +69,7 @@ def test_model_loss_is_eq8_of_its_own_forward_and_backward_distributions():
     for lp in fwd.log_probs[1:]:
         assert float(lp.exp().sum()) == pytest.approx(1.0, abs=1e-5)
     # the backward pass by hand: reversed edges, instructions in reverse order, start on the answer
-    from kgdb.models.structural import message_edges
+    from kgdb.rrp.models.structural import message_edges
 
     edge_index, rel, kind = message_edges(batch.edge_index[0], batch.edge_rel, batch.edge_index[1], batch.num_nodes)
     vq, omega = model.instructions(batch.q_emb, batch.words, batch.word_offsets)

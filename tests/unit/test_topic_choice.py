@@ -10,7 +10,7 @@ import numpy as np
 
 from kgdb.cypher.linking import LinkedEntity, Topics
 from kgdb.cypher.path_candidates import RelationPathCandidate
-from kgdb.pipeline.path_ranker import (
+from kgdb.rrp.path_ranker import (
     NAME_LINK_MARGIN,
     TOPIC_LINK_MARGIN,
     TOPIC_PATH_WEIGHT,
@@ -174,7 +174,7 @@ def test_when_every_candidate_is_worded_by_another_they_all_compete():
 
 
 def test_a_linked_question_is_read_from_each_distinct_mention_that_competes():
-    from kgdb.pipeline.relation_paths import topics_to_join
+    from kgdb.rrp.retriever import topics_to_join
 
     both = _of(
         LinkedEntity("m.franc", "Swiss franc", 3.21, "swiss franc"),
@@ -193,7 +193,7 @@ def test_a_linked_question_is_read_from_each_distinct_mention_that_competes():
 
 
 def test_the_topic_the_first_reading_chose_is_read_with_the_others_and_its_namesakes_leave():
-    from kgdb.pipeline.relation_paths import topics_to_join, with_the_first_topic
+    from kgdb.rrp.retriever import topics_to_join, with_the_first_topic
 
     found = _of(
         LinkedEntity("m.jfk", "John F. Kennedy", 3.66, "jfk"),  # its name is not its mention
@@ -212,7 +212,7 @@ def test_the_topic_the_first_reading_chose_is_read_with_the_others_and_its_names
 
 
 def test_a_second_name_linked_well_below_the_first_is_read_when_its_mention_has_several_words():
-    from kgdb.pipeline.relation_paths import topics_to_join
+    from kgdb.rrp.retriever import topics_to_join
 
     # further below the best than the namesakes that compete to be the one topic
     films = _of(
@@ -230,7 +230,7 @@ def test_a_second_name_linked_well_below_the_first_is_read_when_its_mention_has_
 
 
 def test_a_one_word_name_written_with_a_capital_is_read_however_far_below():
-    from kgdb.pipeline.relation_paths import topics_to_join
+    from kgdb.rrp.retriever import topics_to_join
 
     grodno = _of(
         LinkedEntity("m.ee", "Eastern Europe", 3.39, "eastern europe"),
@@ -246,7 +246,7 @@ def test_a_one_word_name_written_with_a_capital_is_read_however_far_below():
 
 
 def test_the_kind_of_thing_asked_for_is_no_topic_to_read_from():
-    from kgdb.pipeline.relation_paths import topics_to_join
+    from kgdb.rrp.retriever import topics_to_join
 
     found = _of(
         LinkedEntity("m.pol", "Politician", 3.1, "politician"),
@@ -261,7 +261,7 @@ def test_the_kind_of_thing_asked_for_is_no_topic_to_read_from():
 
 
 def test_a_misspelt_name_of_several_words_is_read_and_a_loose_match_is_not():
-    from kgdb.pipeline.relation_paths import topics_to_join
+    from kgdb.rrp.retriever import topics_to_join
 
     films = _of(
         LinkedEntity("m.ts", "Taylor Swift", 3.29, "taylor swift"),
@@ -290,7 +290,7 @@ def test_capitalised_words_are_those_after_the_first_written_with_a_capital():
 
 
 def test_of_two_second_names_on_the_same_words_the_longer_mention_is_read():
-    from kgdb.pipeline.relation_paths import topics_to_join
+    from kgdb.rrp.retriever import topics_to_join
 
     series = _of(
         LinkedEntity("m.rh", "Ron Howard", 3.49, "ron howard"),
@@ -309,7 +309,7 @@ def test_of_two_second_names_on_the_same_words_the_longer_mention_is_read():
 
 
 def test_a_mention_that_names_several_entities_as_well_is_no_second_topic():
-    from kgdb.pipeline.relation_paths import topics_to_join
+    from kgdb.rrp.retriever import topics_to_join
 
     series = _of(
         LinkedEntity("m.bn", "Bill Neukom", 3.16, "bill neukom"),

@@ -107,12 +107,6 @@ def _candidates(settings: Settings, *, embedder: Any = None, **options: Any) -> 
     return CandidatesReasoner(OpenAIReasoner.from_settings(settings, **options), proposer, settings=settings)
 
 
-def _rrp(settings: Settings, **options: Any) -> Reasoner:
-    from kgdb.qa.reasoners.rrp import PathReasoner
-
-    return PathReasoner(**options)
-
-
 BUILTINS = (
     ReasonerKind(
         "extractive",
@@ -122,7 +116,6 @@ BUILTINS = (
     ),
     ReasonerKind("openai", _openai, "the OpenAI-compatible LLM of KGDB_LLM_BASE_URL / KGDB_LLM_MODEL", uses_llm=True),
     ReasonerKind("vllm", _vllm, "KGDB_LLM_MODEL run by vLLM on a local GPU (kgdb[vllm])", uses_llm=True),
-    ReasonerKind("rrp", _rrp, "no LLM: answers from grounded relation paths", needs_paths=True),
     ReasonerKind(
         "candidates",
         _candidates,

@@ -50,12 +50,12 @@ class Gathered:
         [list[str]], dict[str, float]
     ]  # answer ids -> closeness to the question (`RelationPathRetriever._closeness`)
     usage: dict | None = None  # the LLM planner's calls and tokens (None: no LLM planned)
-    # several topics: the paths of the answers reached from the most of them (`kgdb.pipeline.joint_topics`);
+    # several topics: the paths of the answers reached from the most of them (`kgdb.rrp.joint_topics`);
     # when there are any, they are the answer paths of every mode
     joint: list[GroundedPath] = field(default_factory=list)
     # answers tied at the best score, in order -> those that have the attribute the question asks about or
     # meet its literal constraint ("the last time", "after 2000") first
-    # (`kgdb.pipeline.relation_paths.answer_constraints`); as given without one
+    # (`kgdb.rrp.retriever.answer_constraints`); as given without one
     constrain: Callable[[list[str]], list[str]] = list
     composed: bool = False  # the plan read the question as a composition (`RankedPathPlanner.compose`)
 
@@ -208,7 +208,7 @@ def weigh_by_answer_closeness(
     """`planned` (one per grounded path) with path score and S1 times exp(weight x mean closeness of
     the relation path's first answers) (the best path's factor for paths of another length), rescaled
     to the same total over the relation paths; answers in `excluded` (topics, CVT nodes) are not read.
-    Unchanged for weight 0 (`kgdb.pipeline.answer_closeness` says why)."""
+    Unchanged for weight 0 (`kgdb.rrp.closeness` says why)."""
     if not weight or not planned:
         return planned
     ends: dict[tuple, set[str]] = {}

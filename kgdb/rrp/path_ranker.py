@@ -9,8 +9,8 @@ rethinking settings (mode, λ1, θ, how many top paths are grounded) chosen with
 ranker (`--portable`) reads no planner and no relation ids: it is trained on questions of several
 graphs at once and reads the connected graph's relation table; the one shipped with kgdb
 (`shipped_ranker`) answers on graphs with no RRP model of their own. A portable ranker is served in
-numpy (`kgdb.scoring.path_ranker`), so answering with it imports no torch; this module imports
-torch only to serve a graph's own ranker. Training it: `kgdb.pipeline.path_ranker_training`.
+numpy (`kgdb.rrp.scoring`), so answering with it imports no torch; this module imports
+torch only to serve a graph's own ranker. Training it: `kgdb.rrp.ranker_training`.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from kgdb.models.checkpoints import (
     checkpoint_for_graph,
     find_checkpoint,
 )
-from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, RelationPath, names_of
-from kgdb.pipeline.planners import encode_question, load_planner, load_relation_model
 from kgdb.protocol import relation_path_text
-from kgdb.scoring.path_ranker import PLANNER_FEATURES, PORTABLE_FEATURES, NumpyPathRanker, RankerConfig
+from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath, RelationPath, names_of
+from kgdb.rrp.planners import encode_question, load_planner, load_relation_model
+from kgdb.rrp.scoring import PLANNER_FEATURES, PORTABLE_FEATURES, NumpyPathRanker, RankerConfig
 from kgdb.scoring.path_tokens import text_features, token_of
 
 RANKER = "rrp-ranker"
@@ -190,7 +190,7 @@ def _planner_columns(planner, text: str, q_emb: np.ndarray, kept: list, tokens: 
     """`PLANNER_FEATURES`: the trained planner's log P(γ|q) of each candidate, scaled, and its gap to the best."""
     import torch
 
-    from kgdb.models.planner import pack_questions
+    from kgdb.rrp.models.planner import pack_questions
 
     model = planner.model
     with torch.no_grad():
@@ -257,7 +257,7 @@ def competing_topics(
     """The linked candidates that compete to be the topic (`RankedPathPlanner.choose_topic`): the `first`
     mentioned candidates (at most NAMESAKES_COMPETING of one mention) within `margin` of the best link
     score; with a wider count and margin, those a several-topic question is read from when it was linked
-    (`kgdb.pipeline.relation_paths.topics_to_join`)."""
+    (`kgdb.rrp.retriever.topics_to_join`)."""
     candidates: list[LinkedEntity] = []
     for e in found.linked:
         if not e.mention or sum(c.mention == e.mention for c in candidates) >= NAMESAKES_COMPETING:
@@ -464,7 +464,7 @@ class RankedPathPlanner(PathPlanner):
                 1
             ):  # one question: latency-bound, where extra BLAS threads only spin-wait on a busy machine
                 return kept, self.model.scores(q_emb, words, tokens, dense)
-        from kgdb.training.path_ranker import RankerExample, rank_scores
+        from kgdb.rrp.training.path_ranker import RankerExample, rank_scores
 
         none = np.zeros(len(kept), np.float32)
         return kept, rank_scores(
@@ -643,7 +643,7 @@ def load_ranker(
     def build(cfg: dict, state: dict):
         config = RankerConfig(**cfg)
         if not config.portable:
-            from kgdb.models.path_ranker import PathRanker
+            from kgdb.rrp.models.path_ranker import PathRanker
 
             return PathRanker(config, state["relation_emb"])
         # Weights without a relation table (the connected graph's), scored in numpy: plain `kgdb ask` imports no torch.

@@ -1,7 +1,7 @@
 """RRP's structural reasoner on a graph: training examples from the database's triples, training and the
 checkpoint, and tuning rethinking (λ1, θ, the mode, the closeness weight) on val with the retriever that
-answers. Loading and running it: `kgdb.pipeline.structural_runner`; the rules tuned:
-`kgdb.pipeline.answering_rules`."""
+answers. Loading and running it: `kgdb.rrp.structural_runner`; the rules tuned:
+`kgdb.rrp.answering`."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from kgdb.cypher import Graph
 from kgdb.errors import InputError, KgdbError
 from kgdb.heap import freeze_loaded
 from kgdb.models.checkpoints import Checkpoint, find_checkpoint
-from kgdb.pipeline.answer_closeness import answering_config, weight_grid
-from kgdb.pipeline.answering_rules import ABLATIONS, QuestionPaths, answers_of, chosen_mode, score_mode
-from kgdb.pipeline.relation_paths import relation_path_retriever
-from kgdb.pipeline.structural_runner import STRUCTURAL
+from kgdb.rrp.answering import ABLATIONS, QuestionPaths, answers_of, chosen_mode, score_mode
+from kgdb.rrp.closeness import answering_config, weight_grid
+from kgdb.rrp.retriever import relation_path_retriever
+from kgdb.rrp.structural_runner import STRUCTURAL
 from kgdb.scoring.path_tokens import text_features
 
 if TYPE_CHECKING:
-    from kgdb.training.structural import StructuralExample
+    from kgdb.rrp.training.structural import StructuralExample
 
 # imported from here by the CLI, benchmarks and reports: the rules live in `answering_rules`
 __all__ = [
@@ -62,8 +62,8 @@ def structural_examples(
     when the file states it, best-F1 shortest otherwise) and DISTRACTORS near misses, grounded as
     walks from the gold topics; questions whose answers the subgraph misses are counted, not used."""
     from kgdb.data.path_subgraphs import path_subgraph, random_paths
-    from kgdb.pipeline.train import labelled_questions
-    from kgdb.training.structural import StructuralExample
+    from kgdb.rrp.planner_training import labelled_questions
+    from kgdb.rrp.training.structural import StructuralExample
 
     rng = np.random.default_rng(seed)
     out, counts = [], {"no_path": 0, "no_answer_in_subgraph": 0}
@@ -109,10 +109,10 @@ def train_structural(
     (weights + config.json). Returns `(Checkpoint, StructuralResult)`."""
     from kgdb.data.path_subgraphs import EdgesByStep
     from kgdb.data.questions import read_questions
-    from kgdb.models.structural import StructuralConfig, StructuralReasoner
-    from kgdb.pipeline.planners import save_relation_model
-    from kgdb.pipeline.train import relation_vocabulary
-    from kgdb.training.structural import StructuralTrainConfig, finished, train_structural_model
+    from kgdb.rrp.models.structural import StructuralConfig, StructuralReasoner
+    from kgdb.rrp.planner_training import relation_vocabulary
+    from kgdb.rrp.planners import save_relation_model
+    from kgdb.rrp.training.structural import StructuralTrainConfig, finished, train_structural_model
     from kgdb.training.trainer import prepare_cpu, seed_everything
 
     prepare_cpu(settings.device, threads)
@@ -234,7 +234,7 @@ def tune_answering(
     """The answering settings of a retriever built with closeness weight 0, chosen on the first
     `per_file` val questions of each file (never test): λ1, θ, the ablation and the mode `kgdb ask`
     answers in (`rethinking`), then the weight of the answers' closeness to the question in that mode
-    (`answering`, `kgdb.pipeline.answer_closeness`; one grid per file, chosen on their mean)."""
+    (`answering`, `kgdb.rrp.closeness`; one grid per file, chosen on their mean)."""
     from kgdb.data.questions import read_questions
 
     by_file = {str(p): read_questions(p).split("val")[:per_file] for p in questions}

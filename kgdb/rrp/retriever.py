@@ -1,6 +1,6 @@
-"""Relation paths: a planner (`kgdb.pipeline.plan.PathPlanner`: the cosine baseline, RRP's trained
+"""Relation paths: a planner (`kgdb.rrp.plan.PathPlanner`: the cosine baseline, RRP's trained
 planner, the path ranker or an LLM) proposes relation paths, Cypher grounds them hop by hop, RRP's
-structural reasoner and rethinking rescore them (`kgdb.pipeline.answering_rules`), and
+structural reasoner and rethinking rescore them (`kgdb.rrp.answering`), and
 `RelationPathRetriever` returns scored paths, triples and entities."""
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from kgdb.cypher.writeback import write_scores
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
 from kgdb.models.checkpoints import Checkpoint, NoCheckpointError
-from kgdb.pipeline.answering_rules import (
+from kgdb.pipeline.retrieve import _ms
+from kgdb.pipeline.vectors import data_fingerprint, trained_on_this_data, vectors_on_demand
+from kgdb.protocol import Retrieval, ScoredEntity, ScoredPath, ScoredTriple, relation_path_text
+from kgdb.rrp.answering import (
     MODES,
     Gathered,
     GroundedPath,
@@ -35,7 +38,7 @@ from kgdb.pipeline.answering_rules import (
     tied_at_best,
     weigh_by_answer_closeness,
 )
-from kgdb.pipeline.constraints import (
+from kgdb.rrp.constraints import (
     Constraints,
     answer_cue,
     apply_attributes,
@@ -45,14 +48,11 @@ from kgdb.pipeline.constraints import (
     word_stems,
     years_of,
 )
-from kgdb.pipeline.joint_topics import answers_next_to_topics, joint_answer_paths
-from kgdb.pipeline.path_ranker import competing_topics, load_ranker, shipped_ranker
-from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath
-from kgdb.pipeline.planners import CosinePathPlanner, encode_question, load_planner, walk
-from kgdb.pipeline.retrieve import _ms
-from kgdb.pipeline.structural_runner import StructuralRunner, load_structural
-from kgdb.pipeline.vectors import data_fingerprint, trained_on_this_data, vectors_on_demand
-from kgdb.protocol import Retrieval, ScoredEntity, ScoredPath, ScoredTriple, relation_path_text
+from kgdb.rrp.joint_topics import answers_next_to_topics, joint_answer_paths
+from kgdb.rrp.path_ranker import competing_topics, load_ranker, shipped_ranker
+from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath
+from kgdb.rrp.planners import CosinePathPlanner, encode_question, load_planner, walk
+from kgdb.rrp.structural_runner import StructuralRunner, load_structural
 from kgdb.subgraph import Subgraph
 
 STRUCTURAL_SOURCE = "rrp-structural"
@@ -109,7 +109,7 @@ class RelationPathRetriever:
         if mode not in MODES:
             raise InputError(f"{mode!r} is not one of {', '.join(MODES)}", path="--rrp-mode")
         self.graph, self.settings, self.k, self.write, self.ground_cap = graph, settings, k, write, ground_cap
-        # RRP's structural reasoner (`kgdb.pipeline.structural_runner.StructuralRunner`) and rethinking (λ1, θ)
+        # RRP's structural reasoner (`kgdb.rrp.structural_runner.StructuralRunner`) and rethinking (λ1, θ)
         self.structural, self.mode, self.lambda1, self.theta = (
             structural,
             (mode if structural is not None else "planner"),
@@ -117,7 +117,7 @@ class RelationPathRetriever:
             theta,
         )
         self.walks = walks  # ground as walks (entities may repeat), the planner's label semantics
-        # several topics: relation paths per topic joined on the answer (`kgdb.pipeline.joint_topics`); 0: off
+        # several topics: relation paths per topic joined on the answer (`kgdb.rrp.joint_topics`); 0: off
         self.joint_paths = settings.rrp_joint_paths if joint_paths is None else joint_paths
         self.closeness_weight = (
             closeness_weight  # `answering_rules.weigh_by_answer_closeness`; 0: the planner's scores as they are
@@ -496,7 +496,7 @@ class RelationPathRetriever:
 def answer_constraints(
     graph: Graph, question: str, g: Gathered, read_from: Iterable[str] = ()
 ) -> Callable[[list[str]], list[str]]:
-    """`Gathered.constrain`: the question's literal constraint (`kgdb.pipeline.constraints`: a year bound,
+    """`Gathered.constrain`: the question's literal constraint (`kgdb.rrp.constraints`: a year bound,
     "last" / "first"), read over the years each answer tied on the best path carries in its name or in the
     values attached to it or its CVT node; before it, the answers whose own relations name an attribute the
     question asks about and neither its topics nor its paths name (`apply_attributes`: "the university with
@@ -782,7 +782,7 @@ def relation_path_retriever(
     any (else the planner alone), False = the planner alone. `mode` (planner, structural, union,
     rethink), λ1, θ and the planner's `beam` default to the values chosen on the val split and stored
     in that checkpoint (`kgdb train rrp`; the beam by a val sweep, else 3), else rethinking with 0.5 and 0.
-    `planner`: a planner used instead of the trained one (the LLM planner, `kgdb.qa.llm_planner`).
+    `planner`: a planner used instead of the trained one (the LLM planner, `kgdb.rrp.llm_planner`).
     `closeness_weight` (`answering_rules.weigh_by_answer_closeness`) defaults to `answering.closeness_weight`
     of the checkpoint that chose λ1 and θ (a ranker, else the structural one), else 0."""
     runner = _structural_runner(graph, settings, structural)

@@ -13,7 +13,7 @@ embeddings, a learned vector per (relation, direction), and the hop position), f
 hops and the last hop (the answer's type), and (b) dense features the seam computes (the planner's
 log P(γ|q), question-relation cosines, length, how many entities the path reaches, CVT ends).
 Trained with a listwise softmax over each question's candidates, the positives being the candidates
-whose reached entities match the answers best (`kgdb.training.path_ranker`).
+whose reached entities match the answers best (`kgdb.rrp.training.path_ranker`).
 Token ids as the planner's: 1 + 2*r forward, 2 + 2*r backward, 0 = padding.
 """
 
@@ -24,7 +24,7 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from kgdb.scoring.path_ranker import RankerConfig
+from kgdb.rrp.scoring import RankerConfig
 
 
 class PathRanker(nn.Module):

@@ -19,8 +19,8 @@ from string import Template
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 from kgdb.errors import KgdbError
-from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, names_of
 from kgdb.qa.prompts import load_template, normalise_question
+from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath, names_of
 
 if TYPE_CHECKING:  # the CLI imports this module for PLANNERS: no neo4j driver or torch at import time
     from kgdb.config import Settings
@@ -205,9 +205,9 @@ def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None)
     shipped with kgdb (loaded only if needed)."""
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.models.checkpoints import NoCheckpointError, checkpoint_for_graph, find_checkpoint
-    from kgdb.pipeline.path_ranker import RANKER, load_ranker
-    from kgdb.pipeline.planners import PLANNER, load_planner
     from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
+    from kgdb.rrp.path_ranker import RANKER, load_ranker
+    from kgdb.rrp.planners import PLANNER, load_planner
 
     require_planner_llm(settings)
     fallback = None

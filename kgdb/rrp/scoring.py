@@ -2,7 +2,7 @@
 portable ranker's scoring in numpy (`NumpyPathRanker`), so that plain `kgdb ask` answers with the
 ranker shipped with kgdb without importing torch (most of a cold start). Training, and a graph's own
 ranker (which reads its planner's log P(γ|q) and learned relation vectors), use the torch module
-`kgdb.models.path_ranker.PathRanker`; a test checks that both score alike."""
+`kgdb.rrp.models.path_ranker.PathRanker`; a test checks that both score alike."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Training the relation-path planner (`kgdb.models.planner.PathDecoder`) on labelled questions.
+"""Training the relation-path planner (`kgdb.rrp.models.planner.PathDecoder`) on labelled questions.
 
 Mini-batches of questions, Adam, Eq. 2's loss; after every epoch the val split is decoded with
 beam search and the model with the best val path Hit@1 (the top planned path is one of the
 labelled shortest paths) is kept, with early stopping on patience. Tensors only: the examples
-come from the seam (`kgdb.pipeline.train_planner`).
+come from the seam (`kgdb.rrp.planner_training.train_planner`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import cast
 import numpy as np
 import torch
 
-from kgdb.models.planner import PathDecoder, pack_questions
+from kgdb.rrp.models.planner import PathDecoder, pack_questions
 from kgdb.training.events import EpochCallbacks, TrainEvents
 from kgdb.training.fit import EpochTotals, FitConfig, FitTask, fit
 

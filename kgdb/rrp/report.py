@@ -110,10 +110,10 @@ def rrp_rows(
     seconds: Sequence[float | None] | None = None,
     records: Sequence[QuestionRecord] | None = None,
 ) -> list[ScoredQuestion]:
-    """`ScoredQuestion`s of RRP's gathered candidate paths (`kgdb.pipeline.structural.gather_questions`)
+    """`ScoredQuestion`s of RRP's gathered candidate paths (`kgdb.rrp.structural.gather_questions`)
     answered in `mode`, in the answer order `kgdb ask --reasoner rrp` uses (`answers_of`). With
     `records` (the same order as `items`), each row carries its question type."""
-    from kgdb.pipeline.structural import answers_of
+    from kgdb.rrp.structural import answers_of
 
     out = []
     for i, it in enumerate(items):

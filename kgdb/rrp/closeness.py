@@ -12,12 +12,12 @@ the best one's factor, and all are rescaled so the grounded paths keep their tot
 The weight is an answering setting of a checkpoint (`answering.closeness_weight` in its
 config.json), chosen on val splits by `benchmarks/answer_closeness.py` (docs/answering.md, "Answers that fit
 the question's words"); 0, the default, leaves the scores as the planner gave them. The weighing is an
-answering rule (`kgdb.pipeline.answering_rules.weigh_by_answer_closeness`); this module chooses its weight.
+answering rule (`kgdb.rrp.answering.weigh_by_answer_closeness`); this module chooses its weight.
 """
 
 from __future__ import annotations
 
-from kgdb.pipeline.answering_rules import ENDS_PER_PATH, QuestionPaths, score_mode, with_weight
+from kgdb.rrp.answering import ENDS_PER_PATH, QuestionPaths, score_mode, with_weight
 
 WEIGHTS = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)  # the grid `benchmarks/answer_closeness.py` chooses from
 

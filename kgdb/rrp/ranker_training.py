@@ -1,10 +1,10 @@
 """Training RRP's path ranker on a graph (or, portable, on several): every enumerated candidate of each
-training question with its features (`kgdb.pipeline.path_ranker.candidate_features`) and the positives
+training question with its features (`kgdb.rrp.path_ranker.candidate_features`) and the positives
 that match the gold answers best (`ranker_examples`), the files' examples split and their relation tables
 stacked, the training run and its checkpoint (`train_path_ranker`), and the answering settings chosen
 with it on val: rethinking and the answers' closeness weight for a graph's own ranker
 (`tune_ranker_and_store`), the closeness weight for a portable one (`choose_closeness_weight`). Serving
-the ranker is `kgdb.pipeline.path_ranker`.
+the ranker is `kgdb.rrp.path_ranker`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,11 @@ from kgdb.cypher import Graph
 from kgdb.errors import InputError, KgdbError
 from kgdb.limits import RRP_STEP_SCAN
 from kgdb.models.checkpoints import Checkpoint, find_checkpoint
-from kgdb.pipeline.path_ranker import (
+from kgdb.pipeline.trainable_kinds import parse_pairs
+from kgdb.pipeline.trainables import TrainJob, TrainOutcome
+from kgdb.pipeline.vectors import data_fingerprint
+from kgdb.rrp.options import RankerOptions
+from kgdb.rrp.path_ranker import (
     CAP,
     RANKER,
     RelationText,
@@ -31,16 +35,13 @@ from kgdb.pipeline.path_ranker import (
     graph_relations,
     prefix_score,
 )
-from kgdb.pipeline.trainable_kinds import RankerOptions, parse_pairs
-from kgdb.pipeline.trainables import TrainJob, TrainOutcome
-from kgdb.pipeline.vectors import data_fingerprint
-from kgdb.scoring.path_ranker import DENSE_FEATURES, PLANNER_FEATURES, PORTABLE_FEATURES, RankerConfig
+from kgdb.rrp.scoring import DENSE_FEATURES, PLANNER_FEATURES, PORTABLE_FEATURES, RankerConfig
 from kgdb.scoring.path_tokens import text_features
 from kgdb.training.events import TrainEvents
 
 if TYPE_CHECKING:
-    from kgdb.pipeline.planners import TrainedPathPlanner
-    from kgdb.training.path_ranker import RankerExample
+    from kgdb.rrp.planners import TrainedPathPlanner
+    from kgdb.rrp.training.path_ranker import RankerExample
 
 
 def _f1(pred: set[str], gold: set[str]) -> float:
@@ -89,8 +90,8 @@ def ranker_examples(
     `positive_margin`, those that read the question: `reliable_positives`), Eq. 1's reliable paths judged
     by what they reach rather than by length alone."""
     from kgdb.cypher.path_candidates import candidate_hops, relation_paths_around
-    from kgdb.pipeline.train import question_texts
-    from kgdb.training.path_ranker import RankerExample, reliable_positives
+    from kgdb.rrp.planner_training import question_texts
+    from kgdb.rrp.training.path_ranker import RankerExample, reliable_positives
 
     plain, through_cvt = candidate_hops(graph)
     planner = rules.planner
@@ -197,8 +198,8 @@ class RankerData:
 
 def _checked_overrides(opts: RankerOptions, graph: Graph, graphs: list[Graph], n_files: int) -> tuple[dict, str | None]:
     """The `--set` ranker settings, typed, and the planner named there; refuses what the command sets."""
-    from kgdb.models.path_ranker import PathRanker
     from kgdb.models.registry import make_config
+    from kgdb.rrp.models.path_ranker import PathRanker
 
     model = parse_pairs(opts.model_settings)
     planner = model.pop("planner", None)
@@ -234,7 +235,7 @@ def _ranker_data(
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.data.questions import read_questions
     from kgdb.embeddings import get_embedder
-    from kgdb.pipeline.planners import load_planner
+    from kgdb.rrp.planners import load_planner
 
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
@@ -336,9 +337,9 @@ def train_path_ranker(
     import torch
 
     from kgdb.models.base import resolve_device
-    from kgdb.models.path_ranker import PathRanker
-    from kgdb.pipeline.planners import save_relation_model
-    from kgdb.training.path_ranker import RankerTrainConfig, train_ranker_model
+    from kgdb.rrp.models.path_ranker import PathRanker
+    from kgdb.rrp.planners import save_relation_model
+    from kgdb.rrp.training.path_ranker import RankerTrainConfig, train_ranker_model
     from kgdb.training.trainer import prepare_cpu, seed_everything
 
     opts, events = options or RankerOptions(), events or TrainEvents()
@@ -424,8 +425,8 @@ def tune_ranker_and_store(
     reads them from there)."""
     from kgdb.config import dump_json
     from kgdb.models.checkpoints import CONFIG
-    from kgdb.pipeline.relation_paths import relation_path_retriever
-    from kgdb.pipeline.structural import tune_answering
+    from kgdb.rrp.retriever import relation_path_retriever
+    from kgdb.rrp.structural import tune_answering
 
     retriever = relation_path_retriever(
         graph, settings, checkpoint=ranker.name, write=False, mode="rethink", closeness_weight=0.0
@@ -448,7 +449,7 @@ def choose_closeness_weight(
     on_start: Callable[[int], None] = lambda n: None,
     on_progress: Callable[[int], None] = lambda n: None,
 ) -> dict:
-    """The `answering` block of a portable ranker (`kgdb.pipeline.answer_closeness`): each question file's
+    """The `answering` block of a portable ranker (`kgdb.rrp.closeness`): each question file's
     first `per_file` val questions (never test) answered on its graph (`graph.settings`: server, cache),
     one Hit@1 / Macro-F1 grid per file, the weight chosen on their mean; stored in the checkpoint's
     config.json with `write`. A graph's own ranker gets it from `tune_ranker_and_store` instead."""
@@ -458,9 +459,9 @@ def choose_closeness_weight(
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import CONFIG
-    from kgdb.pipeline.answer_closeness import answering_config, weight_grid
-    from kgdb.pipeline.relation_paths import relation_path_retriever
-    from kgdb.pipeline.structural import gather_questions
+    from kgdb.rrp.closeness import answering_config, weight_grid
+    from kgdb.rrp.retriever import relation_path_retriever
+    from kgdb.rrp.structural import gather_questions
 
     if (
         ranker.config.get("retriever") != RANKER

@@ -1,4 +1,4 @@
-"""Training RRP's structural reasoner (`kgdb.models.structural.StructuralReasoner`) with Eq. 8.
+"""Training RRP's structural reasoner (`kgdb.rrp.models.structural.StructuralReasoner`) with Eq. 8.
 
 Mini-batches of subgraphs (PyG `Batch`), Adam; after every epoch the val subgraphs are reasoned
 forward and the model with the best val Hit@1 (the most probable non-topic entity of P^n is an
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch_geometric.data import Batch, Data
 
-from kgdb.models.structural import StructuralReasoner
+from kgdb.rrp.models.structural import StructuralReasoner
 from kgdb.training.events import EpochCallbacks, TrainEvents
 from kgdb.training.fit import EpochTotals, FitConfig, FitTask, fit, saved_epoch
 

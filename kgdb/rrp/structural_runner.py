@@ -1,6 +1,6 @@
 """RRP's structural reasoner at answering time: loading its checkpoint and running it over the triples a
 question's planned relation paths grounded to (`StructuralRunner`, used by `RelationPathRetriever`).
-Training it and tuning rethinking live in `kgdb.pipeline.structural`, which answers through the retriever."""
+Training it and tuning rethinking live in `kgdb.rrp.structural`, which answers through the retriever."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.models.checkpoints import Checkpoint
-from kgdb.pipeline.planners import load_relation_model
+from kgdb.rrp.planners import load_relation_model
 from kgdb.scoring.path_tokens import text_features
 
 STRUCTURAL = "rrp-structural"
@@ -48,8 +48,8 @@ class StructuralRunner:
         import torch
         from torch_geometric.data import Batch
 
-        from kgdb.models.structural import trace_paths
-        from kgdb.training.structural import StructuralExample, collate, to_data
+        from kgdb.rrp.models.structural import trace_paths
+        from kgdb.rrp.training.structural import StructuralExample, collate, to_data
 
         local = self._local(topics, triples)
         if local is None:
@@ -106,7 +106,7 @@ def load_structural(graph: Graph, settings: Settings, checkpoint: str | None = N
 
     def build(cfg: dict, state: dict):
         # torch-geometric is imported only once a checkpoint was found (1.6 s of a cold `kgdb ask`)
-        from kgdb.models.structural import StructuralConfig, StructuralReasoner
+        from kgdb.rrp.models.structural import StructuralConfig, StructuralReasoner
 
         return StructuralReasoner(StructuralConfig(**cfg), state["relation_emb"])
 

@@ -3,17 +3,19 @@ the best-scored relation path that grounded to something, in the order of how ma
 reach them. With RRP's structural reasoner and rethinking (paths whose source reads `mode:module`):
 the end entities of every kept path, best path score first. Ties keep the order of the retriever's
 paths (`RelationPathRetriever` puts the ends of one relation path closest to the question first).
-Needs a retriever that returns paths (`kgdb.pipeline.RelationPathRetriever`)."""
+Needs a retriever that returns paths (`kgdb.rrp.RelationPathRetriever`)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from kgdb.config import Settings
 from kgdb.errors import InputError
 from kgdb.protocol import relation_path_text
 from kgdb.qa.prompts import Prompt
-from kgdb.qa.reasoners.base import Evidence, Reasoning
+from kgdb.qa.reasoners import ReasonerKind
+from kgdb.qa.reasoners.base import Evidence, Reasoner, Reasoning
 
 
 class PathReasoner:
@@ -70,7 +72,7 @@ def _end_name(p) -> str:
 
 
 def _by_best_score(usable: list, order: dict[str, int]) -> list[tuple[str, float]]:
-    """Rethought paths (`kgdb.pipeline.relation_paths`, mode:module): every kept path is an answer
+    """Rethought paths (`kgdb.rrp.retriever`, mode:module): every kept path is an answer
     path; (name, score) of the entities in order of their best path score S."""
     best_of: dict[str, float] = {}
     name_of: dict[str, str] = {}
@@ -121,3 +123,11 @@ def other_readings(paths: list, answered: set[str], top: int, share: float = 0.1
         if len(out) == top:
             break
     return out
+
+
+def _build(settings: Settings, **options: Any) -> Reasoner:
+    return PathReasoner(**options)
+
+
+# registered through the `kgdb.reasoners` entry-point group (pyproject.toml)
+KIND = ReasonerKind("rrp", _build, "no LLM: answers from grounded relation paths", needs_paths=True)

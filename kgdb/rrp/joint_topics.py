@@ -18,9 +18,9 @@ from dataclasses import replace
 
 from kgdb.cypher import Graph
 from kgdb.cypher.topic_intersection import MAX_HOPS, JointCandidate, TopicPaths, ground_jointly, topics_next_to
-from kgdb.pipeline.answering_rules import Gathered, GroundedPath
-from kgdb.pipeline.planners import walk
 from kgdb.protocol import ScoredPath
+from kgdb.rrp.answering import Gathered, GroundedPath
+from kgdb.rrp.planners import walk
 
 SOURCE = "joint-topics"
 # the planned answers, best first, whose neighbourhood is read for the other topics (`answers_next_to_topics`)

@@ -1,4 +1,4 @@
-"""Training the RRP path ranker (`kgdb.models.path_ranker.PathRanker`) on enumerated candidates.
+"""Training the RRP path ranker (`kgdb.rrp.models.path_ranker.PathRanker`) on enumerated candidates.
 
 Mini-batches of questions, Adam with weight decay (a few hundred WebQSP questions against a
 thousand relations), the listwise loss over each question's candidates. After every epoch the val
@@ -6,7 +6,7 @@ questions are ranked (`val`: one group per question file, averaged) and the mode
 answer Hit@1 of its top path (the expected Hit@1 when the top path's answers are taken in any order:
 gold ends / ends), then Macro-F1, then val loss, is kept, with early stopping on patience (`kgdb.training.fit`).
 Tensors only: the examples come from the seam
-(`kgdb.pipeline.path_ranker`).
+(`kgdb.rrp.path_ranker`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import cast
 import numpy as np
 import torch
 
-from kgdb.models.path_ranker import PathRanker
-from kgdb.models.planner import pack_questions
+from kgdb.rrp.models.path_ranker import PathRanker
+from kgdb.rrp.models.planner import pack_questions
 from kgdb.training.events import EpochCallbacks, TrainEvents
 from kgdb.training.fit import EpochTotals, FitConfig, FitTask, fit
 

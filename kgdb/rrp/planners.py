@@ -1,8 +1,8 @@
 """Relation-path planners: what proposes the relation paths a question's answers lie at the end of,
 before Cypher grounds them. `CosinePathPlanner` is the untrained baseline (a beam over the question's
 cosine with relation texts), `TrainedPathPlanner` RRP's trained planner (`kgdb train rrp-planner`)
-with graph-constrained decoding; both are `kgdb.pipeline.plan.PathPlanner`s. The path ranker
-(`kgdb.pipeline.path_ranker.RankedPathPlanner`) and the LLM planner (`kgdb.qa.llm_planner`) are too."""
+with graph-constrained decoding; both are `kgdb.rrp.plan.PathPlanner`s. The path ranker
+(`kgdb.rrp.path_ranker.RankedPathPlanner`) and the LLM planner (`kgdb.rrp.llm_planner`) are too."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError
 from kgdb.limits import RRP_STEP_SCAN
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, check_compatible, checkpoint_for_graph, find_checkpoint
-from kgdb.pipeline.plan import PathPlanner, Plan, PlannedPath, RelationPath, names_of
 from kgdb.private_files import make_private, private_dir
+from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath, RelationPath, names_of
 from kgdb.scoring.path_tokens import step_of, text_features, token_of
 from kgdb.scoring.weights import read_arrays
 
@@ -91,7 +91,7 @@ def encode_question(embedder, question: str, topic_names: list[str]) -> tuple[st
 
 
 class TrainedPathPlanner(PathPlanner):
-    """`plan()` with a trained `kgdb.models.planner.PathDecoder`: beam search over (relation,
+    """`plan()` with a trained `kgdb.rrp.models.planner.PathDecoder`: beam search over (relation,
     direction) steps given the question (topic names removed); scores are path probabilities."""
 
     name = PLANNER
@@ -177,7 +177,7 @@ class TrainedPathPlanner(PathPlanner):
         """`path_probability` of the question read as `text` with vector `q_emb`."""
         import torch
 
-        from kgdb.models.planner import pack_questions
+        from kgdb.rrp.models.planner import pack_questions
 
         known = [
             all(r in self.relation_index for r in rels) and 0 < len(rels) <= self.model.cfg.max_hops
@@ -274,7 +274,7 @@ def load_planner(
     """The named planner checkpoint, else the newest trained on this graph (`NoCheckpointError`)."""
 
     def build(cfg: dict, state: dict):
-        from kgdb.models.planner import PathDecoder, PlannerConfig  # torch, once a checkpoint was found
+        from kgdb.rrp.models.planner import PathDecoder, PlannerConfig  # torch, once a checkpoint was found
 
         return PathDecoder(PlannerConfig(**cfg), state["relation_emb"])
 

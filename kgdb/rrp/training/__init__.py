@@ -1,0 +1,1 @@
+"""The training loops of RRP's networks (`kgdb.training.fit` underneath)."""
