@@ -12,7 +12,8 @@ question), and the CLI commands that must start fast (`--help`, `status`, `neo4j
 `runs list`), each as the median of N runs, all in this one run. With `--before DIR` (another
 checkout of kgdb, e.g. `git worktree add /tmp/before 4f24784`) each command is also timed with
 that checkout first on PYTHONPATH, before and after alternating, and the table shows both and
-their ratio; the load average is printed next to the timings (the machine may be shared).
+their ratio; the load average is printed next to the timings (the machine may be shared). Each
+command runs once untimed first, so every process starts from compiled bytecode, as an installed kgdb.
 Warm-up questions (model load, first queries) are not counted. It also prints the answer Hit@1 of
 the timed questions (eval qa's matching; a question that fails is a miss), so `--topics linked` against
 `--topics gold` on a `--split` shows what linking from the text costs a user. With --write the scores are written
@@ -239,12 +240,15 @@ def cold(args: argparse.Namespace) -> None:
             "--no-write",
         ]
         commands["kgdb ask (plain, no LLM: RRP)"] = kgdb + ["ask", args.question, "--no-write"]
-    trees = {"after": dict(os.environ)}
+    # An installed kgdb starts from compiled bytecode: each process may write its .pyc (whatever
+    # PYTHONDONTWRITEBYTECODE says here), and a first untimed run of each command writes them.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    trees = {"after": env}
     if args.before:
         before = args.before.resolve()
         if not (before / "kgdb" / "__init__.py").is_file():
             sys.exit(f"--before {before}: no kgdb/ package in that folder")
-        trees = {"before": {**os.environ, "PYTHONPATH": str(before)}, **trees}
+        trees = {"before": {**env, "PYTHONPATH": str(before)}, **trees}
 
     # `python -m` puts the working folder first on sys.path: run from an empty one, so each process
     # imports the kgdb its PYTHONPATH names (else the installed one), never a checkout in the cwd.
@@ -265,6 +269,8 @@ def cold(args: argparse.Namespace) -> None:
     print(f"{'command':<40}{cols}  (median of {args.cold} cold processes each)")
     for name, cmd in commands.items():
         walls: dict[str, list[float]] = {t: [] for t in trees}
+        for tree_env in trees.values():
+            timed(cmd, tree_env)
         for _ in range(args.cold):
             for tree, env in trees.items():  # alternating, so both see the same load
                 walls[tree].append(timed(cmd, env))

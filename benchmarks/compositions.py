@@ -19,8 +19,8 @@ from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import KgdbError
+from kgdb.rrp.model_choice import relation_path_retriever
 from kgdb.rrp.path_ranker import RankedPathPlanner
-from kgdb.rrp.retriever import relation_path_retriever
 from kgdb.rrp.structural import answers_of
 
 

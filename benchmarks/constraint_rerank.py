@@ -23,12 +23,8 @@ from pathlib import Path
 from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.cypher.answer_evidence import attached_values, type_features
-from kgdb.rrp.constraints import (
-    AnswerTypeModel,
-    apply_literal,
-    parse_constraints,
-    years_of,
-)
+from kgdb.reading.constraints import parse_constraints
+from kgdb.rrp.constraints import AnswerTypeModel, apply_literal, years_of
 from kgdb.rrp.report import QUESTION_TYPES
 
 

@@ -23,14 +23,8 @@ from pathlib import Path
 from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.data.questions import read_questions, subsample
-from kgdb.rrp.retriever import relation_path_retriever
-from kgdb.rrp.report import (
-    QUESTION_TYPES,
-    by_type,
-    choose_split,
-    rrp_rows,
-    summarise,
-)
+from kgdb.rrp.model_choice import relation_path_retriever
+from kgdb.rrp.report import QUESTION_TYPES, by_type, choose_split, rrp_rows, summarise
 from kgdb.rrp.structural import gather_questions
 
 

@@ -511,8 +511,8 @@ def rrp_train_export(args) -> None:
     from kgdb.data.questions import read_questions
     from kgdb.rrp.models.planner import PlannerConfig
     from kgdb.rrp.models.structural import StructuralConfig
-    from kgdb.rrp.structural import structural_examples
     from kgdb.rrp.planner_training import planner_examples, relation_vocabulary
+    from kgdb.rrp.structural import structural_examples
 
     settings = load_settings()
     graph = Graph.connect(settings)

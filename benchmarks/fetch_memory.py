@@ -45,7 +45,7 @@ def main() -> None:
     from kgdb.cypher.linking import existing_entities
     from kgdb.data.questions import read_questions
     from kgdb.errors import KgdbError, TransactionMemoryError
-    from kgdb.rrp import relation_path_retriever
+    from kgdb.rrp.model_choice import relation_path_retriever
 
     settings = load_settings()
     graph = Graph.connect(settings)

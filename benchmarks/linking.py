@@ -25,7 +25,8 @@ from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.cypher.linking import NoTopicError, link_entities, question_topics
 from kgdb.embeddings import get_embedder
-from kgdb.rrp.path_ranker import load_ranker, shipped_ranker
+from kgdb.reading import read_question
+from kgdb.rrp.model_choice import load_ranker, shipped_ranker
 
 DATA = Path(os.environ.get("KGDB_DATA", "data"))
 logging.getLogger("neo4j").setLevel(logging.ERROR)
@@ -55,7 +56,8 @@ def main(
         ranker = (load_ranker(graph, settings) or shipped_ranker(graph, settings)) if answerability else None
         for r, v in zip(rows, vectors):
             start = time.perf_counter()
-            linked = link_entities(graph, r["question"], v, k=5, encode=embedder.encode)
+            reading = read_question(r["question"])
+            linked = link_entities(graph, reading, v, k=5, encode=embedder.encode)
             latency.append(time.perf_counter() - start)
             ids = [e.id for e in linked]
             gold = set(r["q_entity"])
@@ -64,7 +66,7 @@ def main(
                 start = time.perf_counter()
                 try:
                     found = ranker.choose_topic(
-                        graph, r["question"], question_topics(graph, r["question"], v, encode=embedder.encode)
+                        graph, reading, question_topics(graph, reading, v, encode=embedder.encode)
                     )
                     chosen_hits += found.ids[0] in gold
                 except NoTopicError:

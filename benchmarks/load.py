@@ -45,7 +45,8 @@ from kgdb.embeddings import get_embedder
 from kgdb.loaders.bulk import bulk_load
 from kgdb.loaders.sources import open_source
 from kgdb.loaders.writer import write_graph
-from kgdb.server import LocalServer, free_port, server_from_settings
+from kgdb.server import LocalServer, server_from_settings
+from kgdb.server_home import free_port
 
 DATA = Path(os.environ.get("KGDB_DATA", "data")) / "fb15k237"
 EXPECTED = {"triples": 310_116, "entities": 14_541, "relations": 237}

@@ -31,9 +31,10 @@ from kgdb.config import load_settings
 from kgdb.cypher import Graph
 from kgdb.cypher.answer_evidence import type_features
 from kgdb.data.questions import read_questions
+from kgdb.reading.constraints import parse_constraints
 from kgdb.rrp.answering import answers_of
-from kgdb.rrp.constraints import AnswerTypeModel, parse_constraints
-from kgdb.rrp.retriever import relation_path_retriever
+from kgdb.rrp.constraints import AnswerTypeModel
+from kgdb.rrp.model_choice import relation_path_retriever
 from kgdb.rrp.structural import gather_questions
 
 MARGINS = (2.0, 5.0, 10.0, 20.0)

@@ -24,7 +24,7 @@ def main() -> None:
     from kgdb.config import load_settings
     from kgdb.cypher import Graph
     from kgdb.data.questions import read_questions
-    from kgdb.rrp import relation_path_retriever
+    from kgdb.rrp.model_choice import relation_path_retriever
     from kgdb.rrp.structural import ABLATIONS, gather_questions, score_mode, tune_rethinking
 
     settings = load_settings()

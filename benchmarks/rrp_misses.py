@@ -56,7 +56,7 @@ def main() -> None:
     from kgdb.cypher.paths import graph_triples
     from kgdb.data.questions import read_questions
     from kgdb.data.relation_paths import TripleArrays, shortest_relation_paths
-    from kgdb.rrp import relation_path_retriever
+    from kgdb.rrp.model_choice import relation_path_retriever
     from kgdb.rrp.structural import gather_questions
 
     settings = load_settings()

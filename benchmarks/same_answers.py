@@ -26,6 +26,7 @@ COMPARED = ("topics", "topic_names", "answers", "alternatives", "tied_first", "e
 def answers(questions: Path, split: str, topics: str, sample: int | None, out: Path) -> None:
     from kgdb.api import connect
     from kgdb.data.questions import read_questions
+    from kgdb.errors import KgdbError
 
     qs = read_questions(questions)
     records = qs.split(split)
@@ -38,7 +39,10 @@ def answers(questions: Path, split: str, topics: str, sample: int | None, out: P
         task = bar.add_task(f"{questions.parent.name} {split} ({topics})", total=len(records))
         for r in records:
             given = list(r.topics) if topics == "given" and r.topics else None
-            result = kg.ask(r.text, given, write=False).to_json()
+            try:
+                result = kg.ask(r.text, given, write=False).to_json()
+            except KgdbError as exc:  # a question kgdb refuses is an outcome to compare too
+                result = {"error": f"{type(exc).__name__}: {exc}"}
             kept = {k: result.get(k) for k in COMPARED}
             sink.write(json.dumps({"qid": r.id, **kept}, sort_keys=True) + "\n")
             bar.advance(task)

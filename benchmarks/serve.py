@@ -191,7 +191,7 @@ def main() -> None:
 
     from kgdb.config import load_settings
     from kgdb.data.questions import read_questions
-    from kgdb.server import free_port
+    from kgdb.server_home import free_port
 
     settings = load_settings()
     qs = read_questions(args.questions)

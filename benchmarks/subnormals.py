@@ -64,10 +64,12 @@ def run() -> None:
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import read_weights
     from kgdb.models.default import shipped_checkpoint
+    from kgdb.reading import read_question
+    from kgdb.rrp.model_choice import shipped_ranker
     from kgdb.rrp.models.path_ranker import PathRanker
-    from kgdb.rrp.path_ranker import candidate_features, prefix_score, shipped_ranker
-    from kgdb.scoring.path_tokens import text_features
+    from kgdb.rrp.ranker_features import candidate_features, prefix_score
     from kgdb.rrp.training.path_ranker import RankerExample, rank_scores
+    from kgdb.scoring.path_tokens import text_features
 
     shipped = shipped_checkpoint("rrp-ranker")
     folders = sorted({p.parent for p in (shipped.parent).glob("*/model.safetensors")}) + args.checkpoint
@@ -98,7 +100,8 @@ def run() -> None:
     ms: dict[str, list[float]] = {"torch, weights as stored": [], "torch, weights as read": [], "numpy, as served": []}
     sizes = []
     for i, q in enumerate(questions):
-        text, emb = ranker.encode(q.text, [])
+        read = ranker.encode(read_question(q.text), [])
+        text, emb = read.text, read.vector
         candidates = relation_paths_around(
             graph,
             q.topics,

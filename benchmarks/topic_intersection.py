@@ -24,7 +24,7 @@ from kgdb.cypher import Graph
 from kgdb.cypher.topic_intersection import TopicPaths, ground_jointly
 from kgdb.data.questions import read_questions, subsample
 from kgdb.errors import KgdbError
-from kgdb.rrp.retriever import relation_path_retriever
+from kgdb.rrp.model_choice import relation_path_retriever
 from kgdb.rrp.report import ScoredQuestion, choose_split, summarise
 from kgdb.rrp.structural import answers_of
 

@@ -24,11 +24,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
-from neo4j import Driver
-from neo4j.exceptions import DriverError
-
 from kgdb.config import Settings, load_settings
 from kgdb.cypher import Graph
+from kgdb.cypher.driver import Driver, DriverError
 from kgdb.errors import ClosedError, DatabaseError, InputError, KgdbError
 from kgdb.protocol import Retrieval
 from kgdb.qa.reasoners.base import Reasoner
@@ -253,6 +251,7 @@ class Kgdb:
         from kgdb.cypher.linking import link_entities
         from kgdb.embeddings import get_embedder
         from kgdb.pipeline.vectors import vectors_on_demand
+        from kgdb.reading import read_question
 
         _check_question(text, None)
         _check_count("k", k, optional=False)
@@ -261,7 +260,9 @@ class Kgdb:
         if self._link_vectors is None:  # opens the entity table on its first use only, then keeps it
             self._link_vectors = vectors_on_demand(self.graph, s)
         vector = embedder.encode_one(text)
-        return link_entities(self.graph, text, vector, k=k, entity_vectors=self._link_vectors, encode=embedder.encode)
+        return link_entities(
+            self.graph, read_question(text), vector, k=k, entity_vectors=self._link_vectors, encode=embedder.encode
+        )
 
     def paths(self, source: str, targets: list[str], *, directed_only: bool = False) -> list:
         """Every shortest path between `source` and each of `targets` (names or ids), as `kgdb paths`
@@ -294,7 +295,8 @@ class Kgdb:
         An option the kind does not take, or a value out of its range, raises `InputError` naming it.
         `events`: a `kgdb.training.events.TrainEvents` whose methods hear the run's progress.
         """
-        from kgdb.pipeline.trainables import TrainJob, trainable
+        from kgdb.pipeline.trainable import TrainJob
+        from kgdb.pipeline.trainables import trainable
         from kgdb.training.events import TrainEvents
 
         found = trainable(kind)

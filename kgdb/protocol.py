@@ -10,7 +10,10 @@ that score paths (RAPL) fill `paths` and `entities` too.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from kgdb.reading import QuestionReading
 
 
 def relation_path_text(relations, directions) -> str:
@@ -88,6 +91,7 @@ class Retrieval:
     subgraph: Any = field(default=None, repr=False)  # the fetched kgdb.subgraph.Subgraph, when there is one
     scores: Any = field(default=None, repr=False)  # float32 [m], one per subgraph triple
     llm_usage: dict | None = None  # calls and tokens an LLM spent inside retrieval (the LLM relation-path planner)
+    reading: QuestionReading | None = field(default=None, repr=False)  # how the question was read, where it was
 
     @property
     def top(self) -> list[ScoredTriple]:
@@ -108,6 +112,7 @@ class Retrieval:
             "entities": [asdict(e) for e in self.entities],
             "notes": self.notes,
             "missing_topics": self.missing_topics,
+            "reading": self.reading.to_json() if self.reading is not None else None,
             "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
             "llm_usage": self.llm_usage,
         }
@@ -115,8 +120,30 @@ class Retrieval:
 
 @runtime_checkable
 class QuestionRetriever(Protocol):
-    """Anything that answers `retrieve(question, topics) -> Retrieval` (one public method)."""
+    """Anything that answers `retrieve(question, topics) -> Retrieval` (one public method) for a question
+    already read (`kgdb.reading.QuestionReading`: read the question through it, never its text again)."""
 
     name: str
 
-    def retrieve(self, question: str, topics: list[str] | None = None, *, qid: str | None = None) -> Retrieval: ...
+    def retrieve(
+        self, question: QuestionReading, topics: list[str] | None = None, *, qid: str | None = None
+    ) -> Retrieval: ...
+
+
+@runtime_checkable
+class DescribedRetriever(QuestionRetriever, Protocol):
+    """A question retriever that also says how it retrieves (recorded beside results), what the user should
+    know of how it was built, and which question encoder it holds (a reasoner that reads embeddings shares it)."""
+
+    notes: list[str]
+    embedder: Any
+    embedding_model: str | None
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class LinkingRetriever(QuestionRetriever, Protocol):
+    """A question retriever that can link a question without retrieving anything (`kgdb ask --explain`)."""
+
+    def read(self, question: QuestionReading, topics: list[str] | None = None) -> QuestionReading: ...

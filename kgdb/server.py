@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-import ipaddress
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -26,154 +23,30 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import psutil
-from platformdirs import user_cache_dir
 
+from kgdb.config import Settings
 from kgdb.errors import KgdbError
 from kgdb.limits import DENSE_THRESHOLD
-from kgdb.server_disk import SERVER_LOGS, databases_down_message, disk_problem
+from kgdb.server_disk import databases_down, databases_down_message, disk_problem, log_offsets
+from kgdb.server_home import (
+    HOME_MARKER,
+    browser_link,
+    check_home,
+    default_memory,
+    is_loopback,
+    port_in_use,
+    url_host,
+)
+from kgdb.server_jars import JVM_FLAGS, NEO4J_VERSION, install_jars, jar_cache, jars_installed, require_tool
 
-NEO4J_VERSION = "5.26.30"
-BROWSER_VERSION = "5.24.0"
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
 DEFAULT_PASSWORD = "kgdb-password"  # the documented one: fine on loopback, refused beyond it
 # Variables the server JVM must not inherit: it never needs them, and /proc/<pid>/environ of a
 # long-running JVM is where a password would otherwise sit for its whole life.
 _SECRET_ENV = ("KGDB_NEO4J_PASSWORD", "KGDB_LLM_API_KEY", "KGDB_TEST_NEO4J_PASSWORD", "NEO4J_AUTH", "NEO4J_PASSWORD")
 ADMIN_TOOL = "org.neo4j.cli.AdminTool"
-
-_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>kgdb.local</groupId><artifactId>neo4j-runtime</artifactId><version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency><groupId>org.neo4j</groupId><artifactId>neo4j</artifactId><version>{neo4j}</version></dependency>
-    <dependency><groupId>org.neo4j.app</groupId><artifactId>neo4j-server</artifactId><version>{neo4j}</version></dependency>
-    <dependency><groupId>org.neo4j</groupId><artifactId>neo4j-command-line</artifactId><version>{neo4j}</version></dependency>
-    <dependency><groupId>org.neo4j</groupId><artifactId>neo4j-import-tool</artifactId><version>{neo4j}</version></dependency>
-    <dependency><groupId>org.neo4j.client</groupId><artifactId>neo4j-browser</artifactId><version>{browser}</version></dependency>
-  </dependencies>
-</project>
-"""
-
-# The flags the official launcher passes to the server JVM; --add-opens are required on 17+.
-_JVM_FLAGS = [
-    "-XX:+UseG1GC",
-    "-XX:-OmitStackTraceInFastThrow",
-    "-XX:+UnlockExperimentalVMOptions",
-    "-XX:+TrustFinalNonStaticFields",
-    "-XX:+DisableExplicitGC",
-    "-Djdk.nio.maxCachedBufferSize=1024",
-    "-Dio.netty.tryReflectionSetAccessible=true",
-    "-Dlog4j2.disable.jmx=true",
-    "-Dfile.encoding=UTF-8",
-    "--add-opens=java.base/java.nio=ALL-UNNAMED",
-    "--add-opens=java.base/java.io=ALL-UNNAMED",
-    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-]
-
-
-def default_memory() -> tuple[str, str]:
-    """Heap and page cache: a quarter of available memory each, between 512 MiB and 4 GiB."""
-    avail_mib = psutil.virtual_memory().available // (1024 * 1024)
-    quarter = max(512, min(4096, avail_mib // 4))
-    return f"{quarter}m", f"{quarter}m"
-
-
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        try:
-            return s.connect_ex((host, port)) == 0
-        except OSError:  # e.g. an unresolvable listen address
-            return False
-
-
-def jar_cache(cache_dir: Path | None = None) -> Path:
-    """Where the jars of this Neo4j version are resolved once and shared by every home (the
-    default server, test servers, CI): installing never has to touch a server's own folder."""
-    base = Path(cache_dir) if cache_dir is not None else Path(user_cache_dir("kgdb"))
-    return base / "neo4j-lib" / f"{NEO4J_VERSION}-{BROWSER_VERSION}"
-
-
-def is_loopback(address: str) -> bool:
-    if address in ("localhost", ""):
-        return True
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
-
-
-def url_host(host: str) -> str:
-    """A host as a URI spells it: an IPv6 address in brackets (`bolt://[::1]:7687`)."""
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
-
-
-HOME_MARKER = ".kgdb-neo4j-home"
-
-
-def is_kgdb_home(folder: Path) -> bool:
-    """A folder kgdb made a Neo4j home (the marker), or one from before the marker (its conf)."""
-    return (
-        (folder / HOME_MARKER).is_file()
-        or (folder / "conf" / "neo4j.conf").is_file()
-        or (folder / "lib" / ".kgdb-complete").is_file()
-    )
-
-
-def check_home(home: Path | str) -> None:
-    """Refuse a home kgdb must not take over: it chmods the home to 0700 and fills it with a store.
-
-    A symlink would hand that to its target, a non-empty folder that is not a kgdb home (a shared
-    1777 folder, a project) would be taken over, and another user's folder cannot be made private.
-    """
-    if not str(home).strip():
-        raise KgdbError(
-            "KGDB_NEO4J_HOME / --home is empty: name the folder for the Neo4j server (or unset it for the default)"
-        )
-    path = Path(home).expanduser()
-    if path.is_symlink():
-        raise KgdbError(
-            f"KGDB_NEO4J_HOME / --home {path} is a symbolic link: name the real folder ({path.resolve()}) or a new one"
-        )
-    if not path.exists():
-        return
-    if not path.is_dir():
-        raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} is not a folder")
-    if path.stat().st_uid != os.getuid():
-        raise KgdbError(f"KGDB_NEO4J_HOME / --home {path} belongs to another user: name a folder of your own")
-    # Contents first, then the marker: a concurrent `make_home` writes the marker before anything else,
-    # so a home seen non-empty already shows its marker (the other order refused a home being made).
-    if any(path.iterdir()) and not is_kgdb_home(path):
-        raise KgdbError(
-            f"KGDB_NEO4J_HOME / --home {path} is a non-empty folder that is not a kgdb Neo4j home: "
-            "name a new or empty folder (kgdb makes it private and puts the database in it)"
-        )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def browser_link(host: str, http_port: int, bolt_port: int) -> str:
-    """A Browser URL whose connect form is filled in with this server's Bolt address.
-
-    Without `connectURL` Browser offers the address it remembers (often another server's 7687).
-    """
-    from urllib.parse import quote
-
-    host = url_host(host)
-    return f"http://{host}:{http_port}/browser/?connectURL={quote(f'bolt://{host}:{bolt_port}', safe='')}"
-
-
-def require_tool(name: str, fix: str) -> str:
-    path = shutil.which(name)
-    if not path:
-        raise KgdbError(f"`{name}` not found on PATH: {fix}")
-    return path
+# The fields of `LocalServer` that the settings hold as `neo4j_<field>`.
+SETTINGS_OF_SERVER = ("bolt_port", "http_port", "listen_address", "heap", "pagecache", "dense_threshold")
 
 
 @dataclass
@@ -248,53 +121,11 @@ class LocalServer:
 
     # -- install -------------------------------------------------------------------------
     def jars_installed(self) -> bool:
-        marker = self.lib / ".kgdb-complete"
-        return marker.is_file() and marker.read_text().strip() == f"{NEO4J_VERSION} {BROWSER_VERSION}"
+        return jars_installed(self.lib)
 
     def install_jars(self, log=print) -> None:
-        """Resolve the jars with Maven (reusing ~/.m2), unless this version is already there.
-
-        Serialised by a lock file beside the jar folder: starters on a fresh machine share one jar
-        cache, and a second resolution would swap the folder out under the first one's JVM.
-        """
-        if self.jars_installed():
-            log(f"Neo4j {NEO4J_VERSION} jars already in {self.lib}")
-            return
-        self.lib.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.lib.with_name(self.lib.name + ".lock"), "w") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log(f"another kgdb is installing the Neo4j jars into {self.lib}: waiting for it to finish ...")
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            if self.jars_installed():
-                log(f"Neo4j {NEO4J_VERSION} jars installed in {self.lib}")
-                return
-            self._resolve_jars(log)
-
-    def _resolve_jars(self, log) -> None:
-        mvn = require_tool("mvn", "install Maven (Debian: `apt-get install maven`)")
-        require_tool("java", "install Java 17 or 21 (Debian: `apt-get install openjdk-17-jre-headless`)")
-        build = self.lib.with_name(self.lib.name + ".maven")  # beside the lib: never inside a server's home
-        build.mkdir(parents=True, exist_ok=True)
-        (build / "pom.xml").write_text(_POM.format(neo4j=NEO4J_VERSION, browser=BROWSER_VERSION))
-        staging = self.lib.with_name(self.lib.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        log(f"Resolving Neo4j {NEO4J_VERSION} + Browser {BROWSER_VERSION} from Maven Central ...")
-        proc = subprocess.run(
-            [mvn, "-B", "-q", "dependency:copy-dependencies", f"-DoutputDirectory={staging}", "-DincludeScope=runtime"],
-            cwd=build,
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
-            raise KgdbError("Maven could not resolve the Neo4j jars:\n" + "\n".join(tail))
-        # Swap in atomically so an interrupted install never leaves a half-filled lib.
-        shutil.rmtree(self.lib, ignore_errors=True)
-        staging.rename(self.lib)
-        (self.lib / ".kgdb-complete").write_text(f"{NEO4J_VERSION} {BROWSER_VERSION}\n")
-        log(f"Installed {sum(1 for _ in self.lib.glob('*.jar'))} jars into {self.lib}")
+        """Resolve the jars with Maven (reusing ~/.m2), unless this version is already there."""
+        install_jars(self.lib, log)
 
     def make_home(self) -> None:
         """The home with owner-only permissions: it holds the auth file, the store and the logs."""
@@ -482,7 +313,7 @@ class LocalServer:
             self.warn_if_password_differs(log)
             down = self.databases_down(wait_s=min(timeout, 30.0))
             if down:
-                logs = [(path, 0) for path, _ in self._log_offsets()]  # not this start's: the end of each log
+                logs = [(path, 0) for path, _ in log_offsets(self.logs_dir)]  # not this start's: the end of each log
                 raise KgdbError(
                     self._unavailable(f"Neo4j is running, but {databases_down_message(down)}", logs, running=True)
                 )
@@ -509,14 +340,14 @@ class LocalServer:
             f"{self.home}/plugins/*:{self.conf_dir}/*:{self.lib}/*",
             "-Xms512m",
             f"-Xmx{heap}",
-            *_JVM_FLAGS,
+            *JVM_FLAGS,
             ENTRY_POINT,
             f"--home-dir={self.home}",
             f"--config-dir={self.conf_dir}",
             "--console-mode",
         ]
         self.console_log.parent.mkdir(parents=True, exist_ok=True)
-        offsets = self._log_offsets()
+        offsets = log_offsets(self.logs_dir)
         with open(self.console_log, "ab") as out:
             proc = subprocess.Popen(
                 cmd,
@@ -604,34 +435,8 @@ class LocalServer:
             )
 
     def databases_down(self, wait_s: float = 30.0) -> list[dict] | None:
-        """The databases asked to be online that are not, after up to `wait_s` for those still starting:
-        [] when every one is online, None when the server cannot be asked (another password, not up)."""
-        from neo4j import GraphDatabase, RoutingControl
-        from neo4j.exceptions import DriverError, Neo4jError
-
-        from kgdb.cypher import query
-
-        deadline = time.monotonic() + wait_s
-        uri = f"bolt://{url_host(self._probe_host())}:{self.bolt_port}"
-        try:
-            with GraphDatabase.driver(uri, auth=("neo4j", self.password)) as driver:
-                while True:
-                    rows = driver.execute_query(
-                        query("server_databases"), database_="system", routing_=RoutingControl.READ
-                    ).records
-                    down = [dict(r) for r in rows if r["currentStatus"] != "online"]
-                    # A database that failed says so (offline with a message); one still starting may yet come up.
-                    failed = any(r["currentStatus"] in ("offline", "quarantined") and r["statusMessage"] for r in down)
-                    if not down or failed or time.monotonic() >= deadline:
-                        return down
-                    time.sleep(0.5)
-        except (DriverError, Neo4jError, OSError):
-            return None
-
-    def _log_offsets(self) -> list[tuple[Path, int]]:
-        """The server's log files and their sizes now: a failed start reads only what it appended."""
-        paths = [self.logs_dir / name for name in SERVER_LOGS]
-        return [(p, p.stat().st_size if p.is_file() else 0) for p in paths]
+        """The databases asked to be online that are not (`kgdb.server_disk.databases_down`)."""
+        return databases_down(f"bolt://{url_host(self._probe_host())}:{self.bolt_port}", self.password, wait_s)
 
     def _unavailable(self, what: str, logs: list[tuple[Path, int]], running: bool = False) -> str:
         """The error for a start that left a database unavailable: the full disk when that is why."""
@@ -675,20 +480,15 @@ class LocalServer:
         return ""
 
 
-def server_from_settings(settings) -> LocalServer:
+def server_from_settings(settings: Settings) -> LocalServer:
     if str(settings.neo4j_home) in ("", ".") and not os.environ.get("KGDB_NEO4J_HOME", ".").strip():
         check_home("")  # an empty value would otherwise mean the current directory
     home = Path(settings.neo4j_home).expanduser()
     # Homes installed before the shared jar cache keep using their own complete lib.
     own_lib = LocalServer(home=home, password="").jars_installed()
     return LocalServer(
-        lib_dir=None if own_lib else jar_cache(getattr(settings, "cache_dir", None)),
+        lib_dir=None if own_lib else jar_cache(settings.cache_dir),
         home=home,
         password=settings.neo4j_password.get_secret_value(),
-        bolt_port=settings.neo4j_bolt_port,
-        http_port=settings.neo4j_http_port,
-        listen_address=settings.neo4j_listen_address,
-        heap=settings.neo4j_heap,
-        pagecache=settings.neo4j_pagecache,
-        dense_threshold=settings.neo4j_dense_threshold,
+        **{name: getattr(settings, f"neo4j_{name}") for name in SETTINGS_OF_SERVER},
     )

@@ -1,10 +1,11 @@
-"""Why a local Neo4j could not bring its databases online: most often a full disk, which Neo4j's own logs
-name and the data folder's free space confirms. `kgdb neo4j start` says so instead of "Neo4j is up"."""
+"""Which databases of a local Neo4j are not online (`databases_down`), and why: most often a full disk,
+which Neo4j's own logs name and the data folder's free space confirms. `kgdb neo4j start` says so instead of "Neo4j is up"."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Iterable
 
@@ -69,3 +70,32 @@ def databases_down_message(down: list[dict]) -> str:
         for r in down
     ]
     return ", ".join(parts)
+
+
+def databases_down(bolt_uri: str, password: str, wait_s: float = 30.0) -> list[dict] | None:
+    """The databases asked to be online that are not, after up to `wait_s` for those still starting:
+    [] when every one is online, None when the server cannot be asked (another password, not up)."""
+    from kgdb.cypher import query
+    from kgdb.cypher.driver import DriverError, GraphDatabase, Neo4jError, RoutingControl
+
+    deadline = time.monotonic() + wait_s
+    try:
+        with GraphDatabase.driver(bolt_uri, auth=("neo4j", password)) as driver:
+            while True:
+                rows = driver.execute_query(
+                    query("server_databases"), database_="system", routing_=RoutingControl.READ
+                ).records
+                down = [dict(r) for r in rows if r["currentStatus"] != "online"]
+                # A database that failed says so (offline with a message); one still starting may yet come up.
+                failed = any(r["currentStatus"] in ("offline", "quarantined") and r["statusMessage"] for r in down)
+                if not down or failed or time.monotonic() >= deadline:
+                    return down
+                time.sleep(0.5)
+    except (DriverError, Neo4jError, OSError):
+        return None
+
+
+def log_offsets(logs_dir: Path) -> list[tuple[Path, int]]:
+    """The server's log files and their sizes now: a failed start reads only what it appended."""
+    paths = [logs_dir / name for name in SERVER_LOGS]
+    return [(p, p.stat().st_size if p.is_file() else 0) for p in paths]

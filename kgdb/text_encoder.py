@@ -3,8 +3,8 @@
 Importing torch, transformers and sentence-transformers costs seconds on a cold start, while
 encoding one question with a 6-layer, 384-wide BERT takes milliseconds. `NumpyBertEncoder` runs
 the same computation as sentence-transformers does for this model (BERT forward, mean pooling
-over the attention mask, L2 normalisation) from the bundled weights (`model.safetensors`, read
-with `safetensors.numpy`) and the bundled `tokenizer.json` (HF `tokenizers`, Rust). Its vectors
+over the attention mask, L2 normalisation) from the bundled weights (`model.safetensors`, mapped
+into memory) and the bundled `tokenizer.json` (HF `tokenizers`, Rust). Its vectors
 equal sentence-transformers' within 1e-5 (tests/unit/test_fast_ask.py), so texts encoded here and
 vectors stored by a bulk load live in one space. Which encoder is used when is decided in
 `kgdb.embeddings`. This module never imports torch (import-linter contract).
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,34 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return (0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))).astype(np.float32)
 
 
+# safetensors' dtype names, those a BERT checkpoint uses
+_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """The tensors of a `.safetensors` file as read-only arrays over one memory map of it.
+
+    safetensors' own reader copies every tensor out of the file (90 MB for MiniLM, ~0.1 s of a cold
+    `kgdb ask`), though a question reads a few rows of the 47 MB word-embedding table: mapped, the
+    pages nobody reads are never loaded. The layout (an 8-byte little-endian header length, a JSON
+    header of dtype, shape and byte range per tensor, then the data) is the format's specification.
+    """
+    with open(path, "rb") as f:
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)  # stays mapped while an array uses it
+    length = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + length])
+    start = 8 + length
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = np.dtype(_DTYPES[info["dtype"]])
+        begin, end = info["data_offsets"]
+        count = (end - begin) // dtype.itemsize
+        tensors[name] = np.frombuffer(data, dtype=dtype, count=count, offset=start + begin).reshape(info["shape"])
+    return tensors
+
+
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
@@ -57,7 +86,6 @@ class NumpyBertEncoder:
     """
 
     def __init__(self, folder: str | Path, threads: int | None = 1):
-        from safetensors import safe_open
         from tokenizers import Tokenizer
 
         folder = Path(folder)
@@ -90,8 +118,7 @@ class NumpyBertEncoder:
         self.tokenizer.no_padding()  # padded here, per batch, like sentence-transformers
         self.tokenizer.enable_truncation(max_length=self.max_length)
 
-        with safe_open(str(folder / "model.safetensors"), framework="numpy") as f:
-            w = {k: f.get_tensor(k) for k in f.keys() if not k.endswith("position_ids")}  # noqa: SIM118 (safe_open has keys(), no __iter__)
+        w = read_safetensors(folder / "model.safetensors")
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
         self.word = w[f"{prefix}embeddings.word_embeddings.weight"]
         self.position = w[f"{prefix}embeddings.position_embeddings.weight"]
@@ -102,14 +129,17 @@ class NumpyBertEncoder:
             p = f"{prefix}encoder.layer.{i}."
 
             def lin(name: str) -> tuple[np.ndarray, np.ndarray]:
-                # stored [out, in] (torch Linear); kept transposed and contiguous for x @ W
-                return np.ascontiguousarray(w[p + name + ".weight"].T), w[p + name + ".bias"]
+                # stored [out, in] (torch Linear), used as x @ W.T with no copy of the 43 MB of dense
+                # weights at each start: x has 2+ rows ([CLS] and [SEP]), so BLAS runs a matrix product
+                # over the transposed view, which sums as over a contiguous copy (a one-row vector
+                # product would not); the vectors are the same bits as with the copy
+                return w[p + name + ".weight"].T, w[p + name + ".bias"]
 
             # Q, K and V in one matmul: one BLAS call instead of three.
             q, k, v = lin("attention.self.query"), lin("attention.self.key"), lin("attention.self.value")
             self.blocks.append(
                 {
-                    "qkv": (np.concatenate([q[0], k[0], v[0]], axis=1), np.concatenate([q[1], k[1], v[1]])),
+                    "qkv": (np.concatenate([q[0].T, k[0].T, v[0].T]).T, np.concatenate([q[1], k[1], v[1]])),
                     "attn_out": lin("attention.output.dense"),
                     "attn_ln": (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
                     "inter": lin("intermediate.dense"),

@@ -14,15 +14,15 @@ Shared builders and data are in tests/support; fixtures shared by one folder are
 from __future__ import annotations
 
 import os
-import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
-from support.graphs import wipe
+from support.graphs import load_kept, wipe
+from support.small_fs import mount as small_fs_mount
+from support.small_fs import unmount
 
 # The public datasets the slow tests read (see the guide's "Getting the data"); unset: those tests skip.
 DATA = Path(os.environ["KGDB_DATA"]) if os.environ.get("KGDB_DATA") else None
@@ -60,7 +60,8 @@ def neo4j_settings(tmp_path_factory: pytest.TempPathFactory):
             container.stop()
         return
 
-    from kgdb.server import LocalServer, free_port, server_from_settings
+    from kgdb.server import LocalServer, server_from_settings
+    from kgdb.server_home import free_port
 
     shared = server_from_settings(base)
     shared.install_jars(log=lambda *_: None)
@@ -97,6 +98,22 @@ def graph(neo4j_settings: Settings):
         g.close()
 
 
+@pytest.fixture
+def kept_graph(neo4j_settings: Settings):
+    """load(triples, embed=True, then=None) -> a connection to a database holding exactly those triples,
+    reloaded only where a test before changed it (`support.graphs.load_kept`): for tests that read one graph."""
+    g = Graph.connect(neo4j_settings)
+
+    def loaded(triples, *, embed: bool = True, then=None) -> Graph:
+        load_kept(g, triples, embed=embed, then=then)
+        return g
+
+    try:
+        yield loaded
+    finally:
+        g.close()
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if DATA is None or not DATA.is_dir():
@@ -115,46 +132,31 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-# Real small filesystems, for the cache-fault tests of tests/unit and of tests/db.
-def _mount(path: Path, *options: str) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    out = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(path)], capture_output=True, text=True
-    )
-    if out.returncode:
-        pytest.skip(f"cannot mount a tmpfs here ({out.stderr.strip()})")
-
-
 @pytest.fixture
 def small_fs(tmp_path):
-    """mount(size, read_only=False, fill_to=None) -> a fresh tmpfs folder, unmounted afterwards."""
+    """mount(size, read_only=False, leave_free=None) -> a fresh tmpfs folder, unmounted afterwards
+    (`support.small_fs.mount`)."""
     mounted: list[Path] = []
 
     def mount(size: str = "1m", *, read_only: bool = False, leave_free: int | None = None) -> Path:
-        path = tmp_path / f"fs-{uuid.uuid4().hex[:6]}"
-        _mount(path, f"size={size}")
+        path = small_fs_mount(tmp_path, size, read_only=read_only, leave_free=leave_free)
         mounted.append(path)
-        if leave_free is not None:  # fill it with one file, leaving `leave_free` bytes
-            free = _free(path)
-            (path / "filler").write_bytes(b"\0" * max(0, free - leave_free))
-        if read_only:
-            subprocess.run(["mount", "-o", "remount,ro", str(path)], check=True)
         return path
 
     yield mount
     for path in mounted:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
-
-
-def _free(path: Path) -> int:
-    import shutil
-
-    return shutil.disk_usage(path).free
+        unmount(path)
 
 
 HERE = Path(__file__).parent
 TIER_MARKERS = {"db": pytest.mark.db, "llm": pytest.mark.llm, "browser": pytest.mark.browser}  # folder -> marker
 USES_THE_SERVER = {"neo4j_settings", "local_server"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "head_start(work): slow work this test awaits, begun in the background as the session starts"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -7,26 +7,19 @@ import os
 import re
 import sys
 import time
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterable
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.segment import Segment
 
 from kgdb.config import Settings, load_settings
-from kgdb.errors import InputError
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from kgdb.cypher import Graph
 
 # Redirected output (CI logs, `> load.log`) has no terminal width; rich would assume 80 columns
@@ -113,49 +106,11 @@ def open_graph(ctx: typer.Context) -> "Graph":
     return Graph.connect(settings_from(ctx))
 
 
-class _Progress(Progress):
-    """rich's Progress, plus one plain line per 10% step (and at least every 30 s) when the
-    output is not a terminal: a live bar in a log file only appears once, at the very end."""
-
-    STEP = 0.10
-    EVERY_S = 30.0
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._lines: dict[TaskID, tuple[float, float]] = {}  # task -> (fraction printed, time printed)
-
-    def update(self, task_id: TaskID, **kwargs) -> None:
-        super().update(task_id, **kwargs)
-        self._line(task_id)
-
-    def advance(self, task_id: TaskID, advance: float = 1) -> None:
-        super().advance(task_id, advance)
-        self._line(task_id)
-
-    def _line(self, task_id: TaskID) -> None:
-        if self.console.is_terminal:
-            return
-        task = self._tasks.get(task_id)
-        if task is None or not task.visible:
-            return
-        now = time.monotonic()
-        last_frac, last_t = self._lines.get(task_id, (-1.0, 0.0))
-        frac = task.completed / task.total if task.total else 0.0
-        finished = bool(task.total) and task.completed >= (task.total or 0.0)
-        if frac - last_frac < self.STEP and now - last_t < self.EVERY_S and not (finished and last_frac < 1.0):
-            return
-        self._lines[task_id] = (frac if not finished else 1.0, now)
-        total = f"/{task.total:,.0f} ({frac:.0%})" if task.total else ""
-        self.console.print(
-            f"{task.description}: {task.completed:,.0f}{total}, {task.elapsed or 0:.1f} s",
-            markup=False,
-            highlight=False,
-        )
-
-
 def progress() -> Progress:
     """The one progress-bar layout every long job uses (line per update in redirected logs)."""
-    return _Progress(
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return _progress_class()(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -166,15 +121,51 @@ def progress() -> Progress:
     )
 
 
-def parse_settings(pairs: list[str]) -> dict[str, str]:
-    """`--set KEY=VALUE` options as a dict (values as given: the config they go to types them)."""
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"expected KEY=VALUE, got {pair!r}", path="--set")
-        out[key.strip()] = value.strip()
-    return out
+@lru_cache(maxsize=None)
+def _progress_class() -> type[Progress]:
+    # rich.progress is imported by the commands that show progress, not by every start (`kgdb ask`)
+    from rich.progress import Progress
+
+    class _Progress(Progress):
+        """rich's Progress, plus one plain line per 10% step (and at least every 30 s) when the
+        output is not a terminal: a live bar in a log file only appears once, at the very end."""
+
+        STEP = 0.10
+        EVERY_S = 30.0
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._lines: dict[TaskID, tuple[float, float]] = {}  # task -> (fraction printed, time printed)
+
+        def update(self, task_id: TaskID, **kwargs) -> None:
+            super().update(task_id, **kwargs)
+            self._line(task_id)
+
+        def advance(self, task_id: TaskID, advance: float = 1) -> None:
+            super().advance(task_id, advance)
+            self._line(task_id)
+
+        def _line(self, task_id: TaskID) -> None:
+            if self.console.is_terminal:
+                return
+            task = self._tasks.get(task_id)
+            if task is None or not task.visible:
+                return
+            now = time.monotonic()
+            last_frac, last_t = self._lines.get(task_id, (-1.0, 0.0))
+            frac = task.completed / task.total if task.total else 0.0
+            finished = bool(task.total) and task.completed >= (task.total or 0.0)
+            if frac - last_frac < self.STEP and now - last_t < self.EVERY_S and not (finished and last_frac < 1.0):
+                return
+            self._lines[task_id] = (frac if not finished else 1.0, now)
+            total = f"/{task.total:,.0f} ({frac:.0%})" if task.total else ""
+            self.console.print(
+                f"{task.description}: {task.completed:,.0f}{total}, {task.elapsed or 0:.1f} s",
+                markup=False,
+                highlight=False,
+            )
+
+    return _Progress
 
 
 def report_split(report) -> None:

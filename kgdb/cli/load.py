@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional, TypeVar
 from urllib.parse import urlparse
 
 import typer
@@ -15,6 +16,8 @@ from rich.table import Table
 from kgdb.cli import app
 from kgdb.cli.common import console, open_graph, progress, say, settings_from
 from kgdb.config import EMBEDDINGS_HELP, EmbeddingMode
+
+T = TypeVar("T")
 
 load_app = typer.Typer(help="Load knowledge graphs and question sets into Neo4j.", no_args_is_help=True)
 app.add_typer(load_app, name="load")
@@ -32,6 +35,24 @@ def phase_progress() -> Iterator[tuple[Progress, Callable[[str, int, int], None]
             bar.update(tasks[phase], completed=done, total=total or None)
 
         yield bar, report
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """SOURCE and how to read it: the options of `kgdb.loaders.sources.open_stream`, by its names."""
+
+    source: Path | None
+    names: Path | None
+    dataset: str | None
+    relation_prefixes: list[str] | None
+    mids_file: Path | None
+    skip_bad: bool
+
+    def open(self, opener: Callable[..., T], settings, report: Callable[[str, int, int], None]) -> T:
+        """`opener` (`open_source` or `open_stream`) on SOURCE, its progress reported as the reading phase."""
+        return opener(
+            **asdict(self), cache_dir=settings.cache_dir, progress=lambda done, total: report("reading", done, total)
+        )
 
 
 def _embedder(settings, no_embed: bool):
@@ -94,23 +115,15 @@ def freebase_subset(
     from kgdb.loaders.sources import open_source
 
     settings = settings_from(ctx)
+    reading = _Reading(source, names, dataset, relation_prefix, mids, skip_bad)
     if bulk:
-        return _bulk(ctx, source, names, dataset, relation_prefix, mids, replace, skip_bad, no_embed, embeddings)
+        return _bulk(ctx, reading, replace, no_embed, embeddings)
     graph = open_graph(ctx)  # a wrong password fails before a long read
     try:
         seconds: dict[str, float] = {}
         with phase_progress() as (_, report):
             t0 = time.perf_counter()
-            src = open_source(
-                source,
-                names=names,
-                dataset=dataset,
-                relation_prefixes=relation_prefix,
-                mids_file=mids,
-                skip_bad=skip_bad,
-                cache_dir=settings.cache_dir,
-                progress=lambda done, total: report("reading", done, total),
-            )
+            src = reading.open(open_source, settings, report)
             seconds["read"] = time.perf_counter() - t0
         say("Read {} triples from {}", f"{len(src.triples):,}", src.description)
         _report_bad(src)
@@ -131,7 +144,7 @@ def freebase_subset(
                 log=lambda msg: say("{}", msg),
                 embeddings=embeddings,
             )
-            qstats = _default_questions(graph, source, dataset, report)
+            qstats = _default_questions(graph, reading, report)
         stats.bad_lines = src.bad.count
         stats.seconds = {**seconds, **stats.seconds}
         _summary(stats, src, counts(graph), bulk=False)
@@ -161,9 +174,9 @@ def _report_bad(src) -> None:
             console.print(f"  {example}", highlight=False, markup=False)
 
 
-def _default_questions(graph, source, dataset, report):
+def _default_questions(graph, reading: _Reading, report):
     """The example questions of the default subset (loaded with it)."""
-    if source is not None or dataset is not None:
+    if reading.source is not None or reading.dataset is not None:
         return None
     from kgdb.loaders.questions import read_question_file, write_questions
     from kgdb.loaders.sources import DEFAULT_QUESTIONS
@@ -171,7 +184,7 @@ def _default_questions(graph, source, dataset, report):
     return write_questions(graph, read_question_file(DEFAULT_QUESTIONS), progress=report)
 
 
-def _bulk(ctx, source, names, dataset, relation_prefix, mids, replace, skip_bad, no_embed, embeddings) -> None:
+def _bulk(ctx, reading: _Reading, replace, no_embed, embeddings) -> None:
     """--bulk: the source is streamed into neo4j-admin import files (bounded memory), never held whole."""
     from kgdb.cypher.schema import counts
     from kgdb.loaders.bulk import bulk_load
@@ -181,16 +194,7 @@ def _bulk(ctx, source, names, dataset, relation_prefix, mids, replace, skip_bad,
     settings = settings_from(ctx)
     embedder = _embedder(settings, no_embed)
     with phase_progress() as (_, report):
-        stream = open_stream(
-            source,
-            names=names,
-            dataset=dataset,
-            relation_prefixes=relation_prefix,
-            mids_file=mids,
-            skip_bad=skip_bad,
-            cache_dir=settings.cache_dir,
-            progress=lambda done, total: report("reading", done, total),
-        )
+        stream = reading.open(open_stream, settings, report)
         stats = bulk_load(
             settings,
             server_from_settings(settings),
@@ -205,7 +209,7 @@ def _bulk(ctx, source, names, dataset, relation_prefix, mids, replace, skip_bad,
     _report_bad(stream)
     with open_graph(ctx) as graph:
         with phase_progress() as (_, report):
-            qstats = _default_questions(graph, source, dataset, report)
+            qstats = _default_questions(graph, reading, report)
         stats.bad_lines = stream.bad.count
         _summary(stats, stream, counts(graph), bulk=True)
     if qstats:
@@ -216,7 +220,7 @@ def _bulk(ctx, source, names, dataset, relation_prefix, mids, replace, skip_bad,
 def _browser_hint(settings) -> None:
     uri = urlparse(settings.neo4j_uri)
     if uri.hostname in ("localhost", "127.0.0.1") and (uri.port or 7687) == settings.neo4j_bolt_port:
-        from kgdb.server import browser_link
+        from kgdb.server_home import browser_link
 
         console.print(
             f"See it in Neo4j Browser: {browser_link('localhost', settings.neo4j_http_port, settings.neo4j_bolt_port)} "

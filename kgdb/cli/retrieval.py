@@ -31,6 +31,7 @@ def link(
     """Link a question to topic entities (full-text exact+fuzzy, re-ranked by vector similarity)."""
     from kgdb.cypher.linking import link_entities
     from kgdb.pipeline.vectors import vectors_on_demand
+    from kgdb.reading import read_question
 
     embedder = _embedder(ctx)
     vector = embedder.encode_one(question)
@@ -38,7 +39,7 @@ def link(
         start = time.perf_counter()
         linked = link_entities(
             graph,
-            question,
+            read_question(question),
             vector,
             k=k,
             entity_vectors=vectors_on_demand(graph, settings_from(ctx)),
@@ -72,6 +73,7 @@ def subgraph(
     from kgdb.cypher.linking import question_topics
     from kgdb.cypher.retrieval import fetch_subgraph
     from kgdb.pipeline.vectors import vectors_on_demand
+    from kgdb.reading import read_question
 
     embedder = _embedder(ctx)
     vector = embedder.encode_one(question)
@@ -80,7 +82,7 @@ def subgraph(
         # the policy retrieve and ask use
         found = question_topics(
             graph,
-            question,
+            read_question(question),
             vector,
             topic or None,
             entity_vectors=vectors_on_demand(graph, settings),

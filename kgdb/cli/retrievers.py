@@ -20,7 +20,6 @@ from kgdb.cli.common import (
     console,
     eval_app,
     open_graph,
-    parse_settings,
     progress,
     report_split,
     settings_from,
@@ -34,15 +33,19 @@ from kgdb.private_files import private_dir, write_private_text
 
 @app.command("retrievers")
 def list_retrievers() -> None:
-    """The registered retrievers: what each learns from and what it returns."""
+    """The registered retrievers: what each learns from and what it returns; then the question-level ones."""
     from kgdb.models import registry
+    from kgdb.qa.question_retrievers import QUESTION_RETRIEVERS
 
     table = Table("name", "trainable", "labels", "returns", "settings", "description")
-    for rname in registry.names():
-        cls = registry.get(rname)
+    for rname, cls in registry.RETRIEVERS.items():
         fields = ", ".join(f"{f.name}={f.default}" for f in dataclasses.fields(cls.Config)) or "-"
         table.add_row(rname, "yes" if cls.trainable else "no", cls.label_kind, cls.returns, fields, cls.description)
     console.print(table)
+    questions = Table("name", "description", title="Question-level retrievers (kgdb ask --retriever NAME)")
+    for qname, kind in QUESTION_RETRIEVERS.items():
+        questions.add_row(qname, kind.summary)
+    console.print(questions)
 
 
 @app.command("retrieve")
@@ -175,6 +178,7 @@ def eval_retrieval(
     """Answer and shortest-path-triple recall@50/100/200, per hop, with the stage timings."""
     from kgdb.data.questions import default_split, file_tag
     from kgdb.pipeline.model_choice import Fallback
+    from kgdb.pipeline.trainable import parse_pairs
     from kgdb.qa.evaluate import kgdb_version
     from kgdb.training.evaluation import evaluate
 
@@ -182,7 +186,7 @@ def eval_retrieval(
     split = split or default_split(read_questions(questions).dataset)
     reports = []
     with open_graph(ctx) as graph:
-        inference = parse_settings(setting or [])
+        inference = parse_pairs(setting or [])
         pipes = [
             chosen_pipeline(
                 graph,
@@ -384,32 +388,23 @@ def load_split(
     sample: Optional[int] = None,
 ):
     """The cached, labelled subgraphs of one split (built with a progress bar on the first run)."""
-    from kgdb.cypher.tables import graph_fingerprint
-    from kgdb.embeddings import get_embedder
-    from kgdb.pipeline import SplitReport, prepare_split
+    from kgdb.pipeline import SplitReport
+    from kgdb.pipeline.splits import QuestionFile
 
-    qs = read_questions(questions)
+    source = QuestionFile.read(graph, settings, questions)
+    qs = source.questions
     records = subsample(qs.split(split), limit=limit, sample=sample)  # a fixed subsample either way
-    fingerprint, info = graph_fingerprint(graph)
-    model_name = info.get("model") or settings.embedding_model
-    embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
     with progress() as bar:
         task = bar.add_task(f"fetch+label {qs.dataset}/{split}", total=None, visible=False)
-        result = prepare_split(
+        result = source.prepare(
             graph,
-            cache_dir=settings.cache_dir,
-            dataset=qs.dataset,
-            split=split,
-            source=questions,
-            questions=records,
-            embed=embedder.encode,
-            graph_fingerprint=fingerprint,
-            embedding_model=model_name,
+            settings,
+            split,
+            records,
             hops=hops,
             cap=cap,
             on_start=lambda total: bar.update(task, total=total, visible=True),
             on_progress=lambda n: bar.advance(task, n),
-            **settings.fetch_bounds,
         )
     report_split(SplitReport(qs.dataset, split, result))
     return qs, records, result

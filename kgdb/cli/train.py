@@ -17,17 +17,10 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from kgdb.cli import app
-from kgdb.cli.common import (
-    QUESTIONS_HELP,
-    console,
-    open_graph,
-    progress,
-    report_split,
-    settings_from,
-)
+from kgdb.cli.common import QUESTIONS_HELP, console, open_graph, progress, report_split, settings_from
 from kgdb.config import dump_json
 from kgdb.data.questions import SPLITS, read_questions, split_summary
-from kgdb.pipeline.trainables import flag_of
+from kgdb.pipeline.trainable import flag_of
 from kgdb.training.events import TrainEvents
 
 if TYPE_CHECKING:
@@ -73,12 +66,10 @@ class TrainKinds(TyperGroup):
         return trainable_names()
 
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
-        from kgdb.pipeline.trainables import UnknownTrainableError, trainable
+        from kgdb.pipeline.trainables import TRAINABLES
 
-        try:
-            return kind_command(trainable(cmd_name))
-        except UnknownTrainableError:
-            return None
+        kind = TRAINABLES.find(cmd_name)
+        return kind_command(kind) if kind is not None else None
 
 
 train_app = typer.Typer(
@@ -155,7 +146,7 @@ def _option_values(kind, values: dict[str, Any]) -> dict[str, Any]:
 
 def run_kind(ctx: typer.Context, kind, questions: list[Path], values: dict[str, Any]) -> None:
     from kgdb.cypher import Graph
-    from kgdb.pipeline.trainables import TrainJob
+    from kgdb.pipeline.trainable import TrainJob
 
     options = kind.make_options(_option_values(kind, values))
     settings = settings_from(ctx)

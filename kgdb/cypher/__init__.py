@@ -13,19 +13,22 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from neo4j import READ_ACCESS, Driver, EagerResult, GraphDatabase, RoutingControl, Session
-from neo4j.exceptions import (
-    AuthError,
-    ConfigurationError,
-    DriverError,
-    Neo4jError,
-    ServiceUnavailable,
-    SessionExpired,
-)
-
 from kgdb.config import Settings, mask_uri
 from kgdb.cypher.connection_problems import DATABASE_NOT_FOUND, missing_database_reason, unreachable_reason
-from kgdb.cypher.driver import neo4j  # noqa: F401  (first: imports the driver without pyarrow)
+from kgdb.cypher.driver import (  # the driver without pandas and pyarrow (see there), never `from neo4j import`
+    READ_ACCESS,
+    AuthError,
+    ConfigurationError,
+    Driver,
+    DriverError,
+    EagerResult,
+    GraphDatabase,
+    Neo4jError,
+    RoutingControl,
+    ServiceUnavailable,
+    Session,
+    SessionExpired,
+)
 from kgdb.errors import DatabaseError, KgdbError, TransactionMemoryError
 
 log = logging.getLogger(__name__)

@@ -9,11 +9,12 @@ shortest-path labels and gold answers per question).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Unpack
 
 import numpy as np
 from neo4j.exceptions import Neo4jError
 
+from kgdb.config import FetchBounds
 from kgdb.cypher import Graph
 from kgdb.cypher.linking import existing_entities
 from kgdb.cypher.retrieval import DEFAULT_CAP, fetch_subgraph
@@ -21,7 +22,6 @@ from kgdb.data.cache import CachedQuestion
 from kgdb.data.labels import answer_hops, label_subgraph
 from kgdb.data.questions import QuestionRecord
 from kgdb.errors import KgdbError, TransactionMemoryError
-from kgdb.limits import FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES
 from kgdb.subgraph import Subgraph
 
 MIN_CAP = 10
@@ -36,9 +36,7 @@ def fetch(
     cap: int | None,
     question: str,
     qid: str | None,
-    chunk: int = FETCH_CHUNK,
-    max_triples: int = FETCH_MAX_TRIPLES,
-    hub_scan: int = FETCH_HUB_SCAN,
+    **bounds: Unpack[FetchBounds],
 ) -> Subgraph:
     """`fetch_subgraph`, retried with a 4x smaller cap when a transaction still exceeds the server's
     memory limit; `meta["cap"]` says which cap produced the subgraph. The last failure is a clear
@@ -46,18 +44,7 @@ def fetch(
     cap = DEFAULT_CAP if cap is None else cap
     while True:
         try:
-            return fetch_subgraph(
-                graph,
-                topics,
-                q_emb,
-                hops=hops,
-                cap=cap,
-                question=question,
-                qid=qid,
-                chunk=chunk,
-                max_triples=max_triples,
-                hub_scan=hub_scan,
-            )
+            return fetch_subgraph(graph, topics, q_emb, hops=hops, cap=cap, question=question, qid=qid, **bounds)
         except TransactionMemoryError:
             if cap <= MIN_CAP:
                 raise
@@ -72,9 +59,7 @@ def fetch_labelled(
     hops: int,
     cap: int | None,
     on_progress: Callable[[int], None] = lambda _: None,
-    chunk: int = FETCH_CHUNK,
-    max_triples: int = FETCH_MAX_TRIPLES,
-    hub_scan: int = FETCH_HUB_SCAN,
+    **bounds: Unpack[FetchBounds],
 ) -> tuple[list[CachedQuestion], dict[str, int], list[str]]:
     """Fetch and label the subgraph of each question from its gold topics (missing ones dropped,
     counted in `dropped_topics`), one round-trip set per question."""
@@ -91,18 +76,7 @@ def fetch_labelled(
         answers_in_graph = existing_entities(graph, q.answers)
         t0 = time.perf_counter()
         try:
-            sg = fetch(
-                graph,
-                topics,
-                question_embeddings[i],
-                hops=hops,
-                cap=cap,
-                question=q.text,
-                qid=q.id,
-                chunk=chunk,
-                max_triples=max_triples,
-                hub_scan=hub_scan,
-            )
+            sg = fetch(graph, topics, question_embeddings[i], hops=hops, cap=cap, question=q.text, qid=q.id, **bounds)
         except (KgdbError, Neo4jError) as exc:
             counts["fetch_failed"] += 1
             errors.append(f"{q.id}: {str(exc)[:200]}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from kgdb.cypher import Graph
 from kgdb.errors import KgdbError
@@ -75,27 +75,14 @@ class Labelling:
 def write_labelling(graph: Graph, lab: Labelling) -> int:
     """Store (or replace) one question's labelling; returns the number of label paths written
     (relations are properties of the `Labelling`, always written with it)."""
-    row = graph.single(
-        "label_write",
-        key=lab.key,
-        qid=lab.qid,
-        method=lab.method,
-        model=lab.model,
-        prompt_version=lab.prompt_version,
-        status=lab.status,
-        error=lab.error,
-        reply=(lab.reply or "")[:MAX_REPLY_CHARS],
-        candidates=lab.candidates,
-        raw_candidates=lab.raw_candidates,
-        calls=lab.calls,
-        prompt_tokens=lab.prompt_tokens,
-        completion_tokens=lab.completion_tokens,
-        paths=[p.__dict__ for p in lab.paths],
-        relations=[r.name for r in lab.relations],
-        directions=[r.direction for r in lab.relations],
-        topics=list(lab.topics),
-        ignored=lab.ignored,
-    )
+    # the labelling's fields as they are, but the reply bounded and relation targets as two parallel lists
+    params = asdict(lab) | {
+        "key": lab.key,
+        "reply": (lab.reply or "")[:MAX_REPLY_CHARS],
+        "relations": [r.name for r in lab.relations],
+        "directions": [r.direction for r in lab.relations],
+    }
+    row = graph.single("label_write", **params)
     if row is None or row["written"] != len(lab.paths):
         raise KgdbError(
             f"labelling {lab.key}: wrote {0 if row is None else row['written']} of {len(lab.paths)} label paths"

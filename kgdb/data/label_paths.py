@@ -181,6 +181,13 @@ class Selection:
     indices: list[int]  # 0-based candidate indices, in reply order, unique
     ignored: list[str]  # `ans:` lines that named no valid candidate (out of range, unreadable)
 
+    @classmethod
+    def of(cls, indices: list[int], ignored: list[str], said_none: bool) -> Selection:
+        """What a reply's `ans:` lines gave: the candidates they named, else whether one said none."""
+        if indices:
+            return cls("ok", indices, ignored)
+        return cls("none" if said_none else "malformed", [], ignored)
+
 
 def parse_selection(reply: str, n_candidates: int) -> Selection:
     """Parse `ans: Path N` lines (several `Path N` on one line allowed, a bare `ans: N` too).
@@ -208,11 +215,7 @@ def parse_selection(reply: str, n_candidates: int) -> Selection:
                     indices.append(r - 1)
             else:
                 ignored.append(f"Path {r} (only {n_candidates} candidates)")
-    if indices:
-        return Selection("ok", indices, ignored)
-    if said_none:
-        return Selection("none", [], ignored)
-    return Selection("malformed", [], ignored)
+    return Selection.of(indices, ignored, said_none)
 
 
 # --- stored label paths back onto a cached training item ------------------------------------

@@ -107,11 +107,7 @@ def parse_relations(reply: str, candidates: list[RelationCandidate]) -> Selectio
             for h in hits:
                 if h not in indices:
                     indices.append(h)
-    if indices:
-        return Selection("ok", indices, ignored)
-    if said_none:
-        return Selection("none", [], ignored)
-    return Selection("malformed", [], ignored)
+    return Selection.of(indices, ignored, said_none)
 
 
 def relation_target_mask(

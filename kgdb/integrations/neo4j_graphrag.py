@@ -24,6 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import kgdb.cypher.driver  # noqa: F401  (first: the driver without pandas and pyarrow)
+
+# isort: split
 import neo4j
 
 from kgdb.errors import InputError, KgdbError

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import re
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from kgdb.data.lines import bounded_lines
 from kgdb.errors import InputError
@@ -142,15 +142,9 @@ def stream_ntriples(
     return stream
 
 
-def read_ntriples(
-    path: Path,
-    relation_prefixes: list[str] | None = None,
-    mids: set[str] | None = None,
-    bad: BadLines | None = None,
-    progress: ProgressFn | None = None,
-    language: str = "en",
-) -> TripleSource:
-    return collect(stream_ntriples(path, relation_prefixes, mids, bad, progress, language))
+def read_ntriples(path: Path, **options: Any) -> TripleSource:
+    """`stream_ntriples` read into memory; `options` are its own."""
+    return collect(stream_ntriples(path, **options))
 
 
 def read_mids(path: Path) -> set[str]:

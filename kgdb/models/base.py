@@ -142,6 +142,9 @@ class Targets:
     triples: Tensor
     entities: Tensor
     relation_targets: Tensor | None = None
+    # RAPL's topic -> answer paths over the labelled triples (`rapl.target_paths`): found on the first
+    # epoch, kept for the next ones
+    paths: list[list[int]] | None = field(default=None, compare=False, repr=False)
 
     def of(self, kind: LabelKind) -> Tensor:
         return self.triples if kind == "triples" else self.entities

@@ -7,6 +7,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from kgdb.data.cache import CachedQuestion
 from kgdb.errors import KgdbError
 from kgdb.models.base import SubgraphTensors, TensorTables
 
@@ -35,6 +36,10 @@ class SubgraphArrays(Protocol):
 
     @property
     def question_embedding(self) -> np.ndarray | None: ...
+
+
+# The arrays of `SubgraphArrays` that `build_tensors` takes as they are.
+ARRAYS = ("head", "relation", "tail", "entity_idx", "topic", "is_cvt")
 
 
 def _long(a: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -94,17 +99,9 @@ def featurise(
     q = question_embedding if question_embedding is not None else sg.question_embedding
     if q is None:
         raise KgdbError("subgraph has no question embedding: embed the question first")
-    return build_tensors(
-        tables,
-        head=sg.head,
-        relation=sg.relation,
-        tail=sg.tail,
-        entity_idx=sg.entity_idx,
-        topic=sg.topic,
-        is_cvt=sg.is_cvt,
-        question_embedding=q,
-        features=getattr(sg, "features", None),
-    )
+    arrays = {name: getattr(sg, name) for name in ARRAYS}
+    features = sg.features if isinstance(sg, CachedQuestion) else None
+    return build_tensors(tables, **arrays, question_embedding=q, features=features)
 
 
 def batch_tensors(parts: list[SubgraphTensors]) -> SubgraphTensors:

@@ -1,7 +1,7 @@
 """The retriever registry: one name -> one `Retriever` class, so the CLI, training, evaluation,
 checkpoints and `kgdb ask` work for any registered retriever without edits elsewhere.
 
-Built-ins register when `kgdb.models.retrievers` is imported; third-party packages register
+Built-ins (`kgdb.models.retrievers.BUILTIN`) register on the first look-up; third-party packages register
 through the `kgdb.retrievers` entry-point group (the entry point names a module or a class);
 a script or test registers with `@register` before calling kgdb.
 """
@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from importlib.metadata import entry_points
 from typing import Any, ClassVar, Protocol
 
 from kgdb.bounds import out_of_range
 from kgdb.errors import InputError
 from kgdb.models.base import Retriever
-
-_REGISTRY: dict[str, type[Retriever]] = {}
-_loaded = False
+from kgdb.registry import Registry, UnknownNameError
 
 
 class Configurable(Protocol):
@@ -29,50 +26,48 @@ class Configurable(Protocol):
     Config: ClassVar[type]
 
 
-class UnknownRetrieverError(InputError):
+class UnknownRetrieverError(UnknownNameError):
     """No retriever is registered under that name."""
 
 
-def register(cls: type[Retriever]) -> type[Retriever]:
-    """Class decorator: make `cls` available under `cls.name` (a later registration replaces it)."""
-    if not (isinstance(cls, type) and issubclass(cls, Retriever)):
-        raise TypeError(f"{cls!r} is not a kgdb.models.base.Retriever subclass")
-    if not cls.name or not cls.name.replace("-", "").replace("_", "").isalnum():
-        raise ValueError(f"{cls.__name__}.name must be a non-empty word (letters, digits, - or _), got {cls.name!r}")
+def _check(cls: type[Retriever]) -> None:
     if not dataclasses.is_dataclass(cls.Config):
         raise TypeError(f"{cls.__name__}.Config must be a dataclass")
     if cls.label_kind not in ("triples", "entities"):
         raise ValueError(f"{cls.__name__}.label_kind must be 'triples' or 'entities', got {cls.label_kind!r}")
-    _REGISTRY[cls.name] = cls
-    return cls
 
 
-def _load_builtins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    import kgdb.models.retrievers  # noqa: F401  (registers cosine and subgraphrag)
+def _builtins() -> None:
+    from kgdb.models.retrievers import BUILTIN
 
-    for ep in entry_points(group="kgdb.retrievers"):
-        obj = ep.load()
-        if isinstance(obj, type) and issubclass(obj, Retriever):
-            register(obj)
+    for cls in BUILTIN:
+        RETRIEVERS.register(cls)
+
+
+RETRIEVERS: Registry[type[Retriever]] = Registry(
+    "retriever",
+    "kgdb.retrievers",
+    "--retriever",
+    accepts=lambda obj: isinstance(obj, type) and issubclass(obj, Retriever),
+    expected="a kgdb.models.base.Retriever subclass",
+    summary_of=lambda cls: cls.description or f"the {cls.name} retriever",
+    check=_check,
+    builtins=_builtins,
+    error=UnknownRetrieverError,
+)
+
+
+def register(cls: type[Retriever]) -> type[Retriever]:
+    """Class decorator: make `cls` available under `cls.name` (a later registration replaces it)."""
+    return RETRIEVERS.register(cls)
 
 
 def get(name: str) -> type[Retriever]:
-    _load_builtins()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownRetrieverError(
-            f"unknown retriever {name!r}; registered: {', '.join(names())}", path="--retriever"
-        ) from None
+    return RETRIEVERS.get(name)
 
 
 def names() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return RETRIEVERS.names()
 
 
 def make_config(cls: type[Configurable], values: dict[str, Any], *, where: str = "--set") -> Any:

@@ -124,9 +124,12 @@ def choose_retriever_model(
     retriever: str,
     checkpoint: str | None = None,
     fallback: Fallback = Fallback.NONE,
+    *,
+    asked: bool = True,
 ) -> ModelChoice:
     """A registered retriever's checkpoint: the one named, none for an untrained retriever, the newest
-    trained on this graph, else what `fallback` allows."""
+    trained on this graph, else what `fallback` allows. `asked`: the user named `retriever` (else the
+    policy chose it, and a stand-in's note does not name it)."""
     if checkpoint:
         return ModelChoice(retriever, named(settings, checkpoint), "the checkpoint named with --checkpoint")
     if not is_trainable(retriever):
@@ -142,11 +145,11 @@ def choose_retriever_model(
         raise NoCheckpointError(
             f"{missing}; pass --checkpoint NAME or run `kgdb train {retriever}`", retriever=retriever
         )
-    return _stand_in(facts, retriever, missing, fallback)
+    return _stand_in(facts, retriever, missing, fallback, asked)
 
 
-def _stand_in(facts: GraphFacts, retriever: str, missing: str, fallback: Fallback) -> ModelChoice:
-    why = missing
+def _stand_in(facts: GraphFacts, retriever: str, missing: str, fallback: Fallback, asked: bool) -> ModelChoice:
+    why = missing if asked else "no retriever was trained on this graph"
     candidates = [retriever] if fallback is Fallback.SHIPPED else list(dict.fromkeys([retriever, DEFAULT_RETRIEVER]))
     for name in candidates:
         ckpt = shipped(name)

@@ -19,7 +19,7 @@ import numpy as np
 from kgdb.blas import blas_threads
 from kgdb.config import Settings
 from kgdb.cypher import Graph, fetching
-from kgdb.cypher.linking import Topics, question_topics, resolve_each
+from kgdb.cypher.linking import question_topics, resolve_each, topic_names
 from kgdb.cypher.writeback import write_scores
 from kgdb.errors import InputError, KgdbError
 from kgdb.limits import DEFAULT_CAP
@@ -35,6 +35,7 @@ from kgdb.pipeline.vectors import (
 )
 from kgdb.protocol import Retrieval, ScoredPath, ScoredTriple
 from kgdb.ranking import top_k
+from kgdb.reading import QuestionReading, Topics, read_question
 from kgdb.scoring.twins import NumpyScorer, numpy_scorer
 from kgdb.subgraph import Subgraph
 
@@ -206,10 +207,10 @@ class RetrievePipeline:
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.embedder.encode(texts)
 
-    def topics(self, question: str, q_emb: np.ndarray, topics: list[str] | None) -> Topics:
+    def topics(self, reading: QuestionReading, q_emb: np.ndarray, topics: list[str] | None) -> Topics:
         return question_topics(
             self.graph,
-            question,
+            reading,
             q_emb,
             topics,
             top=self.link_top,
@@ -221,9 +222,14 @@ class RetrievePipeline:
         """Entity ids of the given names/ids that the graph has (the policy for given topics)."""
         return list(dict.fromkeys(resolve_each(self.graph, keys).values()))
 
+    def read(self, question: QuestionReading, topics: list[str] | None = None) -> QuestionReading:
+        """The question read and linked, nothing fetched (`kgdb ask --explain`)."""
+        found = self.topics(question, question.vector(self.embed), topics)
+        return question.linked(found, topic_names(self.graph, found))
+
     def retrieve(
         self,
-        question: str,
+        question: str | QuestionReading,
         topics: list[str] | None = None,
         *,
         qid: str | None = None,
@@ -278,16 +284,20 @@ class RetrievePipeline:
                 except KgdbError as exc:
                     yield exc
 
-    def _fetch(self, question: str, topics: list[str] | None, qid: str | None, q_emb: np.ndarray | None) -> "_Fetched":
+    def _fetch(
+        self, question: str | QuestionReading, topics: list[str] | None, qid: str | None, q_emb: np.ndarray | None
+    ) -> "_Fetched":
+        reading = question if isinstance(question, QuestionReading) else read_question(question)
+        question = reading.text  # shown and stored with the run; the encoder reads it
         if not question or not question.strip():
             raise InputError("the question is empty", path="QUESTION")
         timings: dict[str, float] = {}
         t = time.perf_counter()
         if q_emb is None:
-            q_emb = self.embed([question])[0]
+            q_emb = reading.vector(self.embed)
         timings["embed"] = _ms(t)
         t = time.perf_counter()
-        found = self.topics(question, q_emb, topics)
+        found = self.topics(reading, q_emb, topics)
         timings["link"] = _ms(t)
         t = time.perf_counter()
         sg = fetching.fetch(
@@ -301,7 +311,7 @@ class RetrievePipeline:
             **self.settings.fetch_bounds,
         )
         timings["fetch"] = _ms(t)
-        return _Fetched(question, qid, q_emb, found, sg, timings)
+        return _Fetched(question, qid, q_emb, found, sg, timings, reading)
 
     def _features(self, parts: list[tuple[Subgraph, np.ndarray]]):
         """What `_score` takes for (subgraph, question vector) pairs: one batched `SubgraphTensors`
@@ -375,6 +385,7 @@ class RetrievePipeline:
             for rank, i in enumerate(order.tolist(), start=1)
         ]
         notes = [n for n in [self.note, f.topics.note()] if n]
+        names = dict(zip(sg.entity_ids, sg.entity_names))
         return Retrieval(
             question=f.question,
             qid=f.qid,
@@ -385,13 +396,14 @@ class RetrievePipeline:
             paths=_scored_paths(sg, f.paths[0] if f.paths else [], self.name),
             run=run,
             linked=f.topics.linked,
-            names=dict(zip(sg.entity_ids, sg.entity_names)),
+            names=names,
             cvt={sg.entity_ids[i] for i in np.flatnonzero(sg.is_cvt).tolist()},
             timings=f.timings,
             notes=notes,
             missing_topics=list(f.topics.missing),
             subgraph=sg,
             scores=scores,
+            reading=f.reading.linked(f.topics, {i: names.get(i, i) for i in f.topics.ids}),
         )
 
 
@@ -409,6 +421,7 @@ class _Fetched:
     topics: Topics
     subgraph: Subgraph
     timings: dict[str, float]
+    reading: QuestionReading
     scores: np.ndarray | None = None
     paths: list | None = None  # per question of the scored group: a "paths" retriever's paths
 

@@ -5,16 +5,21 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from kgdb.config import FetchBounds
 from kgdb.cypher import Graph, fetching
 from kgdb.cypher.labels import training_paths, training_relations
 from kgdb.data.cache import CachedSplit, cache_key, file_digest, load_cache, save_cache
 from kgdb.data.label_paths import mask_from_paths
 from kgdb.data.label_relations import RELATIONS_METHOD, relation_target_mask
-from kgdb.data.questions import QuestionRecord
+from kgdb.data.questions import QuestionRecord, QuestionSet
+
+if TYPE_CHECKING:
+    from kgdb.config import Settings
+    from kgdb.embeddings import Embedder
 
 SHORTEST = "shortest"
 LABEL_SOURCES = (SHORTEST, "rapl", "reg")  # --labels: weak shortest-path labels or a `kgdb label` method
@@ -49,14 +54,17 @@ def prepare_split(
     see `_with_relation_targets`."""
     from kgdb.limits import FETCH_CHUNK, FETCH_HUB_SCAN, FETCH_MAX_TRIPLES
 
-    chunk, max_triples = chunk or FETCH_CHUNK, max_triples or FETCH_MAX_TRIPLES
-    hub_scan = FETCH_HUB_SCAN if hub_scan is None else hub_scan
+    bounds = FetchBounds(
+        chunk=chunk or FETCH_CHUNK,
+        max_triples=max_triples or FETCH_MAX_TRIPLES,
+        hub_scan=FETCH_HUB_SCAN if hub_scan is None else hub_scan,
+    )
     # The triple budget changes a subgraph only when it truncates one; keys made before it existed stay
     # valid. The hub bound changes subgraphs with hubs beyond the first level, so it is always keyed.
     budget = (
-        {"hub_scan": hub_scan}
-        if max_triples == FETCH_MAX_TRIPLES
-        else {"max_triples": max_triples, "hub_scan": hub_scan}
+        {"hub_scan": bounds["hub_scan"]}
+        if bounds["max_triples"] == FETCH_MAX_TRIPLES
+        else {"max_triples": bounds["max_triples"], "hub_scan": bounds["hub_scan"]}
     )
     key = cache_key(
         **budget,
@@ -78,15 +86,7 @@ def prepare_split(
     on_start(len(questions))
     embeddings = embed([q.text for q in questions])
     items, counts, errors = fetching.fetch_labelled(
-        graph,
-        questions,
-        embeddings,
-        hops=hops,
-        cap=cap,
-        on_progress=on_progress,
-        chunk=chunk,
-        max_triples=max_triples,
-        hub_scan=hub_scan,
+        graph, questions, embeddings, hops=hops, cap=cap, on_progress=on_progress, **bounds
     )
     counts["no_sp_triples"] = sum(1 for it in items if not it.labels.any())
     if not errors:  # a transient server failure must not be frozen into the cache
@@ -95,6 +95,50 @@ def prepare_split(
         )
     base = CachedSplit(items, path, False, counts, errors)
     return _with_supervision(graph, base, labels, relation_targets, key, dataset, split)
+
+
+@dataclasses.dataclass
+class QuestionFile:
+    """A question file read for one graph, with what `prepare_split` keys and embeds its splits by:
+    the graph's fingerprint and embedding model (`info` as the graph records it), and that model."""
+
+    path: Path
+    questions: QuestionSet
+    fingerprint: str
+    info: dict
+    model: str
+    embedder: Embedder
+
+    @classmethod
+    def read(cls, graph: Graph, settings: Settings, path: Path) -> QuestionFile:
+        from kgdb.cypher.tables import graph_fingerprint
+        from kgdb.data.questions import read_questions
+        from kgdb.embeddings import get_embedder
+
+        questions = read_questions(path)
+        fingerprint, info = graph_fingerprint(graph)
+        model = info.get("model") or settings.embedding_model
+        embedder = get_embedder(model, settings.device, settings.embedding_batch_size)
+        return cls(path, questions, fingerprint, info, model, embedder)
+
+    def prepare(
+        self, graph: Graph, settings: Settings, split: str, records: list[QuestionRecord], **options: Any
+    ) -> CachedSplit:
+        """`prepare_split` of `records` (questions of `split`) within the settings' fetch bounds;
+        `options` as it takes them (hops, cap, progress, labels)."""
+        return prepare_split(
+            graph,
+            cache_dir=settings.cache_dir,
+            dataset=self.questions.dataset,
+            split=split,
+            source=self.path,
+            questions=records,
+            embed=self.embedder.encode,
+            graph_fingerprint=self.fingerprint,
+            embedding_model=self.model,
+            **settings.fetch_bounds,
+            **options,
+        )
 
 
 def _with_supervision(
@@ -137,19 +181,7 @@ def _with_llm_labels(
         else:
             counts["fallback_shortest"] += 1
             items.append(it)
-    if not base.errors:
-        save_cache(
-            path,
-            items,
-            {
-                "key": key,
-                "base": str(base.path),
-                "dataset": dataset,
-                "split": split,
-                "counts": base.counts,
-                "label_counts": counts,
-            },
-        )
+    _save_derived(path, items, base, key, dataset, split, label_counts=counts)
     return CachedSplit(items, path, base.from_disk, base.counts, base.errors, counts)
 
 
@@ -183,18 +215,15 @@ def _with_relation_targets(graph: Graph, base: CachedSplit, dataset: str, split:
         counts["relations"] += len(pairs)
         counts["augmented_triples"] += int((mask & 1).astype(bool).sum() + (mask & 2).astype(bool).sum())
         items.append(dataclasses.replace(it, relation_targets=mask if mask.any() else None))
-    if not base.errors:
-        save_cache(
-            path,
-            items,
-            {
-                "key": key,
-                "base": str(base.path),
-                "dataset": dataset,
-                "split": split,
-                "counts": base.counts,
-                "label_counts": base.label_counts,
-                "relation_counts": counts,
-            },
-        )
+    _save_derived(path, items, base, key, dataset, split, label_counts=base.label_counts, relation_counts=counts)
     return dataclasses.replace(base, items=items, path=path, relation_counts=counts)
+
+
+def _save_derived(
+    path: Path, items: list, base: CachedSplit, key: str, dataset: str, split: str, **counts: dict[str, Any]
+) -> None:
+    """Store a split computed from `base` beside it, with `base`'s counts and `counts`; not when
+    fetching `base` failed somewhere: a transient server failure must not be frozen into the cache."""
+    if not base.errors:
+        meta = {"key": key, "base": str(base.path), "dataset": dataset, "split": split, "counts": base.counts}
+        save_cache(path, items, {**meta, **counts})

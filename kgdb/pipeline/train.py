@@ -6,24 +6,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.data.cache import CachedQuestion, CachedSplit
-from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError, KgdbError
 from kgdb.limits import DEFAULT_CAP
 from kgdb.models import registry
 from kgdb.models.base import TensorTables, resolve_device
 from kgdb.models.checkpoints import find_checkpoint
-from kgdb.pipeline.splits import LABEL_SOURCES, SHORTEST, prepare_split
-from kgdb.pipeline.trainable_kinds import RetrieverOptions, parse_pairs
+from kgdb.pipeline.splits import LABEL_SOURCES, SHORTEST, QuestionFile
+from kgdb.pipeline.trainable import RetrieverOptions, parse_pairs
 from kgdb.pipeline.vectors import data_fingerprint, entity_vectors, with_local_entities
 from kgdb.training.events import TrainEvents
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass
@@ -74,16 +69,11 @@ def _retriever_config(cls, retriever: str, opts: RetrieverOptions):
 def _retriever_data(
     graph: Graph, settings: Settings, questions: Path, opts: RetrieverOptions, events: TrainEvents
 ) -> RetrieverData:
-    from kgdb.cypher.tables import graph_fingerprint as fingerprint_of
-    from kgdb.data.questions import read_questions
-
     cap = (
         DEFAULT_CAP if opts.cap is None else opts.cap
     )  # the config records the cap really fetched with, whatever the default becomes
-    qs = read_questions(questions)
-    fingerprint, info = fingerprint_of(graph)
-    model_name = info.get("model") or settings.embedding_model
-    embedder = get_embedder(model_name, settings.device, settings.embedding_batch_size)
+    source = QuestionFile.read(graph, settings, questions)
+    qs = source.questions
     t0 = time.perf_counter()
     splits = {}
     for split, limit in (("train", opts.max_train), ("val", opts.max_val)):
@@ -94,21 +84,15 @@ def _retriever_data(
         def on_start(total: int, split: str = split) -> None:
             events.phase(f"fetch+label {split}", total)
 
-        splits[split] = prepare_split(
+        splits[split] = source.prepare(
             graph,
-            cache_dir=settings.cache_dir,
-            dataset=qs.dataset,
-            split=split,
-            source=questions,
-            questions=records,
-            embed=embedder.encode,
-            graph_fingerprint=fingerprint,
-            embedding_model=model_name,
+            settings,
+            split,
+            records,
             hops=opts.hops or 2,
             cap=cap,
             on_start=on_start,
             on_progress=events.advance,
-            **settings.fetch_bounds,
             labels=opts.labels if split == "train" else SHORTEST,
             relation_targets=opts.relation_targets and split == "train",
         )
@@ -116,15 +100,15 @@ def _retriever_data(
     tr, va = splits["train"], splits["val"]
     # One compact table of the entities the two splits touch (vectors a lazy load left out are
     # filled here); the items' entity_idx are renumbered into its rows.
-    vectors, _ = entity_vectors(graph, settings, embedder)
+    vectors, _ = entity_vectors(graph, settings, source.embedder)
     tables, local = vectors.tensor_tables(
         [it.entity_idx for it in tr.items + va.items], resolve_device(settings.device)
     )
     return RetrieverData(
         qs.dataset,
-        fingerprint,
-        data_fingerprint(info),
-        model_name,
+        source.fingerprint,
+        data_fingerprint(source.info),
+        source.model,
         tr,
         va,
         tables,
@@ -174,10 +158,11 @@ def _fit_retriever(
             )
         # The workers train from this process's cache and tables; none of them opens the database.
         from kgdb.training import distributed
+        from kgdb.training.trainer import WorkerJob, train_worker
 
         tables = data.tables
         entity, relation = tables.entity.cpu().numpy(), tables.relation.cpu().numpy()
-        job = distributed.WorkerJob(
+        job = WorkerJob(
             cls,
             model_cfg,
             tables.dim,
@@ -190,7 +175,7 @@ def _fit_retriever(
             out,
             opts.resume,
         )
-        state, result = distributed.run(distributed.train_worker, (job,), opts.nproc)
+        state, result = distributed.run(train_worker, (job,), opts.nproc)
         model.load_state_dict(state)
         return model.eval(), result
     except ResumeMismatchError as exc:  # other ValueErrors are bugs and keep their traceback
@@ -254,12 +239,7 @@ def train_retriever(
     (RAPL's Eq. 8). Per-node features the retriever declares (SubgraphRAG's DDE) are computed here
     for the subgraphs whose cache file lacks them and added to it."""
     from kgdb.models.checkpoints import save_checkpoint
-    from kgdb.training.trainer import (
-        TrainConfig,
-        has_positive,
-        prepare_cpu,
-        seed_everything,
-    )
+    from kgdb.training.trainer import TrainConfig, has_positive, prepare_cpu, seed_everything
 
     opts = options or RetrieverOptions()
     events = events or TrainEvents()

@@ -26,13 +26,16 @@ from kgdb.errors import InputError, KgdbError
 from kgdb.heap import freeze_loaded
 from kgdb.ids import is_mid
 from kgdb.pipeline.model_choice import Fallback
-from kgdb.protocol import QuestionRetriever, Retrieval
+from kgdb.protocol import DescribedRetriever, LinkingRetriever, QuestionRetriever, Retrieval
 from kgdb.qa.metrics import normalize
-from kgdb.qa.policy import RELATION_PATHS, AnsweringPlan, AnswerRequest, choose_answering
+from kgdb.qa.planners import DEFAULT_PLANNER, build_planner
+from kgdb.qa.policy import AnsweringPlan, AnswerRequest, choose_answering
 from kgdb.qa.prompts import Prompt, build_prompt, path_line, render_triple
+from kgdb.qa.question_retrievers import QUESTION_RETRIEVERS, AskOptions
 from kgdb.qa.reasoners import AUTO, Evidence, LLMError, Reasoner, Reasoning, make_reasoner
+from kgdb.reading import QuestionReading, read_question
 
-__all__ = ["RELATION_PATHS", "AnswerEvidence", "AskPipeline", "AskResult", "answering_pipeline", "plan_for"]
+__all__ = ["AnswerEvidence", "AskPipeline", "AskResult", "answering_pipeline", "plan_for"]
 
 BROWSER_QUERY = "browser/evidence_chains"
 ASK_STAGES = ("embed", "link", "fetch", "featurise", "score", "write", "chains", "prompt", "reason")
@@ -70,6 +73,7 @@ class AskResult:
     planner_usage: dict | None = None  # the LLM relation-path planner's calls and tokens (`--planner llm`)
     retrieval: dict = field(default_factory=dict)  # how the evidence was fetched: checkpoint, hops, cap, ...
     plan: dict | None = None  # what answered and why (`kgdb.qa.policy.AnsweringPlan.to_json`)
+    reading: QuestionReading | None = field(default=None, repr=False)  # how the question was read and linked
 
     def to_json(self, show_prompt: bool = False) -> dict[str, Any]:
         r = self.reasoning
@@ -98,6 +102,7 @@ class AskResult:
             if r
             else None,
             "reading": r.reading() if r else None,
+            "question_reading": self.reading.to_json() if self.reading is not None else None,
             "planner_usage": self.planner_usage,
             "error": self.error,
             "evidence": self.evidence_lines,
@@ -117,7 +122,7 @@ def answering_pipeline(
     reasoner: str | Reasoner = AUTO,
     checkpoint: str | None = None,
     fmt: str | None = None,
-    planner: str = "trained",
+    planner: str = DEFAULT_PLANNER,
     **options: Any,
 ) -> "AskPipeline":
     """The pipeline `kgdb ask` and `Kgdb.ask` answer with: what `kgdb.qa.policy.choose_answering`
@@ -136,7 +141,7 @@ def plan_for(
     reasoner: str | Reasoner = AUTO,
     checkpoint: str | None = None,
     fmt: str | None = None,
-    planner: str = "trained",
+    planner: str = DEFAULT_PLANNER,
     fallback: Fallback = Fallback.STAND_IN,
 ) -> AnsweringPlan:
     """`choose_answering` for `AskPipeline`'s arguments (a retriever or reasoner object is used as it is)."""
@@ -164,14 +169,15 @@ class _Built:
     notes: list[str]
     embedder: Any = None
     embedding_model: str | None = None
+    from_paths: bool = False  # it answers from relation paths (a reasoner that needs them can read it)
 
 
 class AskPipeline:
     """Retriever + reasoner for one graph, as an `AnsweringPlan` names them; `ask()` answers one question.
 
     Without `plan`, the plan is chosen here (`kgdb.qa.policy.choose_answering`) from `retriever`
-    (a registered retriever's name, `relation-paths`, or any `QuestionRetriever` object),
-    `checkpoint`, `reasoner` (a registered name, `auto`, or a `Reasoner` object), `planner` and
+    (a registered tensor or question-level retriever's name, any `QuestionRetriever` object, or None:
+    the policy's choice), `checkpoint`, `reasoner` (a registered name, `auto`, or a `Reasoner` object), `planner` and
     `fmt`. With `fallback`, a trainable retriever that has no checkpoint for this graph is replaced by
     a shipped checkpoint or the cosine baseline and the result says so (`retriever_note`); without
     it only the same method's shipped checkpoint may stand in, else the typed `NoCheckpointError`
@@ -183,7 +189,7 @@ class AskPipeline:
         graph: Graph,
         settings: Settings,
         *,
-        retriever: str | QuestionRetriever = "subgraphrag",
+        retriever: str | QuestionRetriever | None = "subgraphrag",
         checkpoint: str | None = None,
         k: int = 100,
         fmt: str | None = "triples",
@@ -195,7 +201,7 @@ class AskPipeline:
         chains: bool | None = None,
         prompt_version: int = 1,
         fallback: bool = True,
-        planner: str = "trained",
+        planner: str = DEFAULT_PLANNER,
         plan: AnsweringPlan | None = None,
     ):
         for value, name in ((k, "--k"), (chain_hops, "--chain-hops")):
@@ -214,9 +220,10 @@ class AskPipeline:
                     planner=planner,
                     fallback=Fallback.STAND_IN if fallback else Fallback.SHIPPED,
                 )
-            if cap is not None and plan.retriever == RELATION_PATHS:
+            if cap is not None and plan.retriever in QUESTION_RETRIEVERS:
                 raise InputError(
-                    "relation paths are grounded hop by hop with their own frontier bound; --cap applies to subgraph retrievers",
+                    f"{plan.retriever} fetches no topic-centred subgraph (it bounds what it reads itself); "
+                    "--cap applies to subgraph retrievers",
                     path="--cap",
                 )
             if plan.fmt in ("chains", "paths") and not write:
@@ -228,7 +235,10 @@ class AskPipeline:
             self.prompt_version = prompt_version
             # Chains are needed for the chains/paths prompts; for triples they only decorate the output.
             self.chains = (plan.fmt != "triples" or write) if chains is None else (chains and write)
-            built = self._build(plan, hops=hops, cap=cap) if isinstance(retriever, str) else given_retrieval(retriever)
+            if retriever is None or isinstance(retriever, str):
+                built = self._build(plan, hops=hops, cap=cap)
+            else:
+                built = given_retrieval(retriever)
             self.retrieval, self._built = built.retrieval, built
             self.retriever_note = "; ".join([*plan.notes, *built.notes]) or None
             # The retriever's question encoder goes to a reasoner that reads embeddings: one model in memory.
@@ -238,16 +248,14 @@ class AskPipeline:
                 self.reasoner = reasoner
 
     def _build(self, plan: AnsweringPlan, *, hops: int | None, cap: int | None) -> _Built:
-        """The retrieval the plan names; nothing is chosen here."""
+        """The retrieval the plan names, built through its registry; nothing is chosen here."""
         graph, settings, ckpt = self.graph, self.settings, plan.checkpoint
-        if plan.retriever == RELATION_PATHS:
-            from kgdb.rrp import relation_path_retriever
-            from kgdb.rrp.llm_planner import llm_planner
-
+        kind = QUESTION_RETRIEVERS.find(plan.retriever)
+        if kind is not None:
             path = str(ckpt.path) if ckpt is not None else None
-            chosen = llm_planner(graph, settings, path) if plan.planner == "llm" else None
-            r = relation_path_retriever(graph, settings, checkpoint=path, k=self.k, write=self.write, planner=chosen)
-            return _Built(r, r.describe, list(r.notes), r.embedder, r.embedding_model)
+            planner = build_planner(plan.planner, graph, settings, path) if plan.planner else None
+            r = kind.build(graph, settings, AskOptions(path, self.k, self.write, planner))
+            return _built(r, kind.from_paths)
         from kgdb.pipeline import RetrievePipeline  # torch: imported only when a torch model scores
 
         pipe = RetrievePipeline(graph, settings, plan.retriever, ckpt, k=self.k, hops=hops, cap=cap, write=self.write)
@@ -282,7 +290,8 @@ class AskPipeline:
         # The retriever applies the one linking policy: a question naming no entity is refused
         # (NoTopicError) before anything is written back.
         extra = {"q_emb": q_emb} if q_emb is not None else {}
-        res = self.retrieval.retrieve(question, topics or None, qid=qid, **extra)
+        reading = read_question(question)  # the one place the question's text is read
+        res = self.retrieval.retrieve(reading, topics or None, qid=qid, **extra)
         timings = dict(res.timings)
         top = res.triples
         with _stage(timings, "chains"):
@@ -298,7 +307,7 @@ class AskPipeline:
                 [res.names.get(x, x) for x in res.topics],
                 res.cvt,
                 paths=res.paths,
-                from_paths=res.retriever == RELATION_PATHS,
+                from_paths=self._built.from_paths,
             )
             reasoning, error = self._reason(prompt, evidence, res.names)
         answers = ground_answers(reasoning.answers if reasoning else [], reasoning, top, chains, res.names)
@@ -327,7 +336,13 @@ class AskPipeline:
             planner_usage=res.llm_usage,
             retrieval=self.retrieval_settings(),
             plan=self.plan.to_json(),
+            reading=res.reading or reading,
         )
+
+    def read(self, question: str, topics: list[str] | None = None) -> QuestionReading:
+        """The question read, and linked where the retriever links without retrieving (`--explain`)."""
+        reading = read_question(question)
+        return self.retrieval.read(reading, topics) if isinstance(self.retrieval, LinkingRetriever) else reading
 
     def _chains(self, run: str | None) -> Any:
         if not (self.chains and run):
@@ -357,14 +372,25 @@ class AskPipeline:
 
 
 def given_retrieval(retrieval: QuestionRetriever) -> _Built:
-    """A retriever object the caller built: described by its own `describe()` where it has one."""
-    describe = getattr(retrieval, "describe", None)  # optional beyond the QuestionRetriever protocol
-    return _Built(
-        retrieval,
-        describe if callable(describe) else (lambda: {"retriever": retrieval.name}),
-        [],
-        getattr(retrieval, "embedder", None),
-    )
+    """A retriever object the caller built; it answers from relation paths when the registered
+    question-level retriever of its name does."""
+    kind = QUESTION_RETRIEVERS.find(retrieval.name)
+    return _built(retrieval, kind is not None and kind.from_paths)
+
+
+def _built(retrieval: QuestionRetriever, from_paths: bool) -> _Built:
+    """What is recorded of a question retriever: its own description, notes and encoder where it says them
+    (`DescribedRetriever`), else its name."""
+    if isinstance(retrieval, DescribedRetriever):
+        return _Built(
+            retrieval,
+            retrieval.describe,
+            list(retrieval.notes),
+            retrieval.embedder,
+            retrieval.embedding_model,
+            from_paths,
+        )
+    return _Built(retrieval, lambda: {"retriever": retrieval.name}, [], from_paths=from_paths)
 
 
 @contextmanager

@@ -5,16 +5,23 @@ question on the connected graph, and why each was chosen, decided in one place.
 neo4j-graphrag adapter call `choose_answering`; `AskPipeline` then builds exactly what the plan
 names. The rules, in order:
 
-- retriever: the one asked for; else RRP (relation paths) when an RRP planner or ranker was trained
-  on this graph and the reasoner is `auto` or `rrp`; else, with `auto`, no LLM and no checkpoint
-  named, RRP with the portable ranker shipped with kgdb where it fits the graph's embedding model;
-  else relation paths for a reasoner that needs them, else subgraphrag.
-- checkpoint: `kgdb.pipeline.model_choice` (named, else trained on this graph, else what the
-  caller's `Fallback` allows: the same method's shipped checkpoint, or a shipped stand-in).
-- reasoner: the one asked for; `auto` is `rrp` on RRP without an LLM, else the LLM when
-  KGDB_LLM_MODEL is set, else extractive.
-- format: the one asked for; else `paths` when an LLM reads the paths of an RRP model trained on
+- retriever: the one asked for; else, for a planner other than `trained`, the question-level retriever
+  that answers from relation paths; else a registered question-level retriever (`kgdb.qa.question_retrievers`)
+  with a model of its own trained on this graph, when the reasoner is `auto` or the one it suits (RRP:
+  its planner or ranker); else, with `auto`, no LLM and no checkpoint named, one that answers well
+  without either (RRP with the portable ranker shipped with kgdb, where it fits the graph's embedding
+  model); else the relation-path retriever for a reasoner that needs paths, else subgraphrag.
+- checkpoint: a tensor retriever's from `kgdb.pipeline.model_choice` (named, else trained on this
+  graph, else what the caller's `Fallback` allows: the same method's shipped checkpoint, or a shipped
+  stand-in); a question-level retriever's from its own `choose_model`.
+- planner: for a retriever that answers from relation paths, the registered planner asked for
+  (`kgdb.qa.planners`).
+- reasoner: the one asked for; `auto` is the LLM when KGDB_LLM_MODEL is set, else the reasoner the
+  retriever suits (`rrp` on relation paths), else extractive.
+- format: the one asked for; else `paths` when an LLM reads the relation paths of a model trained on
   this graph, else `triples`.
+
+Every retriever, planner and reasoner is looked up by name in its registry: nothing here knows RRP.
 
 Only config files and one fingerprint query are read: no model is loaded, no torch imported.
 """
@@ -27,23 +34,14 @@ from typing import Any
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.errors import InputError
-from kgdb.pipeline.model_choice import (
-    PLANNER_KIND,
-    RANKER_KIND,
-    Fallback,
-    GraphFacts,
-    ModelChoice,
-    choose_path_model,
-    choose_retriever_model,
-    newest_trained,
-    portable_ranker_misfit,
-)
+from kgdb.pipeline.model_choice import UNTRAINED_BUILTINS, Fallback, GraphFacts, ModelChoice, choose_retriever_model
+from kgdb.qa.planners import DEFAULT_PLANNER, planner_kind
 from kgdb.qa.prompts import FORMATS
+from kgdb.qa.question_retrievers import QUESTION_RETRIEVERS, QuestionRetrieverKind, path_retriever
 from kgdb.qa.reasoners import AUTO, reasoner_choices, reasoner_kind
+from kgdb.scoring.twins import TRAINABLE_BUILTINS
 
-RELATION_PATHS = "relation-paths"  # not a tensor retriever: plans relation paths and grounds them in Cypher
 DEFAULT_SUBGRAPH_RETRIEVER = "subgraphrag"
-PLANNERS = ("trained", "llm")
 GIVEN = "given"  # a retriever or reasoner object the caller built itself
 
 
@@ -54,7 +52,7 @@ class AnswerRequest:
     retriever: str | None = None
     checkpoint: str | None = None
     reasoner: str = AUTO
-    planner: str = "trained"
+    planner: str = DEFAULT_PLANNER
     fmt: str | None = None
     fallback: Fallback = Fallback.STAND_IN
     given_retriever: str | None = None  # the name of a retriever object passed in (no choice to make)
@@ -73,10 +71,8 @@ class AnsweringPlan:
     """What answers, and why; `notes` are told with every answer (a stand-in model answers)."""
 
     retriever: str
-    model: (
-        ModelChoice | None
-    )  # the retriever's checkpoint, or relation paths' planner/ranker; None for a given retriever
-    planner: str | None  # trained | llm, for relation paths
+    model: ModelChoice | None  # the retriever's checkpoint (or planner's / ranker's); None where it has none
+    planner: str | None  # a registered planner, for a retriever that answers from relation paths
     reasoner: str  # a registered name, or `given`
     fmt: str
     decisions: tuple[Decision, ...]
@@ -118,13 +114,31 @@ def _check(request: AnswerRequest) -> None:
         raise InputError(f"{request.reasoner!r} is not one of {', '.join(reasoner_choices())}", path="--reasoner")
     if request.fmt is not None and request.fmt not in FORMATS:
         raise InputError(f"unknown format {request.fmt!r}; choose one of {', '.join(FORMATS)}", path="--format")
-    if request.planner not in PLANNERS:
-        raise InputError(f"{request.planner!r} is not one of {', '.join(PLANNERS)}", path="--planner")
+    planner_kind(request.planner)  # an unknown planner names the registered ones
+    if request.retriever is not None:
+        check_retriever(request.retriever)
     named = request.given_retriever or request.retriever
-    if request.planner == "llm" and named not in (None, RELATION_PATHS):
+    kind = QUESTION_RETRIEVERS.find(named) if named is not None else None
+    plans_paths = named is None or (kind is not None and kind.from_paths)
+    if request.planner != DEFAULT_PLANNER and not plans_paths:
+        takers = [name for name, kind in QUESTION_RETRIEVERS.items() if kind.from_paths]
         raise InputError(
-            "the LLM planner plans relation paths: use it with --retriever relation-paths (or --reasoner rrp)",
+            f"the {request.planner} planner plans relation paths: use it with a retriever that answers from "
+            f"them (--retriever {' | '.join(takers) or 'none is registered'})",
             path="--planner",
+        )
+
+
+def check_retriever(name: str) -> None:
+    """A registered question-level or tensor retriever; else `UnknownRetrieverError` listing both."""
+    if name in QUESTION_RETRIEVERS or name in TRAINABLE_BUILTINS or name in UNTRAINED_BUILTINS:
+        return
+    from kgdb.models import registry  # torch: only for a name that is no built-in
+
+    if name not in registry.RETRIEVERS:
+        known = sorted([*QUESTION_RETRIEVERS.names(), *registry.names()])
+        raise registry.UnknownRetrieverError(
+            f"unknown retriever {name!r}; choose one of {', '.join(known)}", path="--retriever"
         )
 
 
@@ -136,7 +150,7 @@ class _Planning:
         self.llm = settings.llm_model or None
         self.decisions: list[Decision] = []
         self.notes: list[str] = []
-        self.own_rrp = False  # RRP was chosen because it was trained on this graph: an LLM then reads its paths
+        self.own_model = False  # chosen for a model of its own trained on this graph: an LLM then reads its paths
 
     def decide(self, part: str, value: str, why: str) -> str:
         self.decisions.append(Decision(part, value, why))
@@ -147,9 +161,10 @@ class _Planning:
         model = self._model(retriever)
         if model is not None and model.retriever != retriever:  # a shipped stand-in answers instead
             retriever = model.retriever
-        planner = self._planner() if retriever == RELATION_PATHS else None
-        reasoner = self._reasoner(reasoner, retriever)
-        fmt = self._format(reasoner)
+        kind = QUESTION_RETRIEVERS.find(retriever)
+        planner = self._planner() if kind is not None and kind.from_paths else None
+        reasoner = self._reasoner(reasoner, kind)
+        fmt = self._format(reasoner, kind)
         return AnsweringPlan(retriever, model, planner, reasoner, fmt, tuple(self.decisions), tuple(self.notes))
 
     # ---- retriever ----------------------------------------------------------------------------
@@ -161,38 +176,38 @@ class _Planning:
             return self.decide("retriever", r.given_retriever, "a retriever object passed by the caller"), reasoner
         if r.retriever:
             return self.decide("retriever", r.retriever, "asked for (--retriever)"), reasoner
-        if r.planner == "llm":
-            return self.decide(
-                "retriever", RELATION_PATHS, "the LLM planner (--planner llm) plans relation paths"
-            ), reasoner
-        own = self._own_path_model() if reasoner in (AUTO, "rrp") else None
-        if own is not None:
-            self.own_rrp = True
-            return self.decide("retriever", RELATION_PATHS, f"an RRP model ({own}) was trained on this graph"), reasoner
-        if reasoner == AUTO and not r.checkpoint and not self.llm:
-            misfit = portable_ranker_misfit(self.facts)
-            if misfit is None:
-                return self.decide(
-                    "retriever",
-                    RELATION_PATHS,
-                    "no LLM is configured and no RRP model was trained on this graph, "
-                    "so the portable ranker shipped with kgdb answers from relation paths",
-                ), reasoner
-            self.notes.append(
-                f"the portable rrp-ranker shipped with kgdb does not fit this graph's embedding model ({misfit}), "
-                "so RRP did not answer"
-            )
-        if reasoner not in (AUTO, GIVEN) and reasoner_kind(reasoner).needs_paths:
-            return self.decide(
-                "retriever", RELATION_PATHS, f"the {reasoner} reasoner answers from relation paths"
-            ), reasoner
-        why = "the default subgraph retriever" + (" (RRP cannot answer here: see the notes)" if self.notes else "")
+        if r.planner != DEFAULT_PLANNER and (paths := path_retriever()) is not None:
+            why = f"the {r.planner} planner (--planner {r.planner}) plans relation paths"
+            return self.decide("retriever", paths.name, why), reasoner
+        if (question_level := self._question_level(reasoner)) is not None:
+            return question_level, reasoner
+        needs_paths = reasoner not in (AUTO, GIVEN) and reasoner_kind(reasoner).needs_paths
+        if needs_paths and (paths := path_retriever(reasoner)) is not None:
+            why = f"the {reasoner} reasoner answers from relation paths"
+            return self.decide("retriever", paths.name, why), reasoner
+        why = "the default subgraph retriever" + (
+            " (no question-level retriever can answer here: see the notes)" if self.notes else ""
+        )
         return self.decide("retriever", DEFAULT_SUBGRAPH_RETRIEVER, why), reasoner
 
-    def _own_path_model(self) -> str | None:
-        for kind in (RANKER_KIND, PLANNER_KIND):
-            if (ckpt := newest_trained(self.settings, self.facts, kind)) is not None:
-                return f"{kind} {ckpt.name}"
+    def _question_level(self, reasoner: str) -> str | None:
+        """A registered question-level retriever with a model of its own trained on this graph, for
+        `reasoner` if it is not `auto`; else, with `auto`, no LLM and no checkpoint named, one that
+        answers well without either (why the others do not is noted); else None."""
+        kinds = [kind for _, kind in QUESTION_RETRIEVERS.items()]
+        for kind in kinds:
+            if kind.trained_here is None or reasoner not in (AUTO, kind.reasoner):
+                continue
+            if (trained := kind.trained_here(self.facts, self.settings)) is not None:
+                self.own_model = True
+                return self.decide("retriever", kind.name, trained)
+        if reasoner == AUTO and not self.request.checkpoint and not self.llm:
+            for kind in kinds:
+                if kind.without_llm is not None:
+                    fits, why = kind.without_llm(self.facts)
+                    if fits:
+                        return self.decide("retriever", kind.name, why)
+                    self.notes.append(why)
         return None
 
     # ---- checkpoint ---------------------------------------------------------------------------
@@ -200,11 +215,19 @@ class _Planning:
         r = self.request
         if r.given_retriever:
             return None
-        if retriever == RELATION_PATHS:
-            # the LLM planner needs no model; one that exists is its fallback
-            model = choose_path_model(self.facts, self.settings, r.checkpoint, required=r.planner != "llm")
+        kind = QUESTION_RETRIEVERS.find(retriever)
+        if kind is not None and kind.choose_model is None:
+            if r.checkpoint:
+                raise InputError(f"the {retriever} retriever takes no checkpoint", path="--checkpoint")
+            return None
+        if kind is not None and kind.choose_model is not None:
+            # a planner that plans alone needs no model; one that exists is its fallback
+            required = not kind.from_paths or planner_kind(r.planner).needs_checkpoint
+            model = kind.choose_model(self.facts, self.settings, r.checkpoint, required)
         else:
-            model = choose_retriever_model(self.facts, self.settings, retriever, r.checkpoint, r.fallback)
+            model = choose_retriever_model(
+                self.facts, self.settings, retriever, r.checkpoint, r.fallback, asked=r.retriever is not None
+            )
         if model.retriever != retriever:
             self.decide("retriever", model.retriever, f"stands in for {retriever}")
         self.decide("checkpoint", model.checkpoint_text(), model.why)
@@ -213,28 +236,29 @@ class _Planning:
         return model
 
     def _planner(self) -> str:
-        if self.request.planner == "llm":
-            return self.decide(
-                "planner",
-                "llm",
-                "asked for (--planner llm): the LLM of KGDB_LLM_MODEL plans the relation paths, "
-                "the checkpoint above is its fallback",
-            )
-        return self.decide("planner", "trained", "the checkpoint above ranks or plans the relation paths")
+        name = self.request.planner
+        kind = planner_kind(name)
+        if name == DEFAULT_PLANNER:
+            return self.decide("planner", name, "the checkpoint above ranks or plans the relation paths")
+        fallback = ", the checkpoint above is its fallback" if not kind.needs_checkpoint else ""
+        return self.decide("planner", name, f"asked for (--planner {name}): {kind.summary}{fallback}")
 
     # ---- reasoner and format ------------------------------------------------------------------
-    def _reasoner(self, reasoner: str, retriever: str) -> str:
+    def _reasoner(self, reasoner: str, kind: QuestionRetrieverKind | None) -> str:
         if reasoner == GIVEN:
             return self.decide(
                 "reasoner", self.request.given_reasoner or GIVEN, "a reasoner object passed by the caller"
             )
-        if reasoner != AUTO:  # the rrp reasoner given other evidence says so when asked (PathReasoner.reason)
+        if reasoner != AUTO:  # a reasoner given evidence it cannot read says so when asked (the rrp reasoner)
             return self.decide("reasoner", reasoner, "asked for (--reasoner)")
         if self.llm:
             return self.decide("reasoner", "openai", f"an LLM is configured (KGDB_LLM_MODEL={self.llm})")
-        if retriever == RELATION_PATHS:
+        if kind is not None and kind.reasoner is not None:
             return self.decide(
-                "reasoner", "rrp", "no LLM is configured (KGDB_LLM_MODEL is unset): RRP answers from its relation paths"
+                "reasoner",
+                kind.reasoner,
+                f"no LLM is configured (KGDB_LLM_MODEL is unset): the {kind.reasoner} reasoner answers from what "
+                f"{kind.name} retrieved",
             )
         return self.decide(
             "reasoner",
@@ -243,11 +267,12 @@ class _Planning:
             "relation path through the retrieved triples",
         )
 
-    def _format(self, reasoner: str) -> str:
+    def _format(self, reasoner: str, kind: QuestionRetrieverKind | None) -> str:
         if self.request.fmt:
             return self.decide("format", self.request.fmt, "asked for (--format)")
-        if self.own_rrp and self.request.given_reasoner is None and reasoner_kind(reasoner).uses_llm:
+        own_paths = self.own_model and kind is not None and kind.from_paths
+        if own_paths and self.request.given_reasoner is None and reasoner_kind(reasoner).uses_llm:
             return self.decide(
-                "format", "paths", "an LLM reads the grounded relation paths of the RRP model trained on this graph"
+                "format", "paths", "an LLM reads the grounded relation paths of the model trained on this graph"
             )
         return self.decide("format", "triples", "the retrieved triples, best first")

@@ -11,29 +11,3 @@ the shipped ranker answers with (no torch at answer time); `kinds` registers wha
 The package sits above the QA layer and plugs into it through the registries' entry points, as a
 third-party method would (import-linter contracts in pyproject.toml keep its layers).
 """
-
-# Names are imported from their module on first use (PEP 562): a cold `kgdb ask` pays only for what it runs.
-_MODULE_OF = {
-    **dict.fromkeys(("PathPlanner", "Plan", "PlannedPath"), "plan"),
-    **dict.fromkeys(("PLANNER", "CosinePathPlanner", "TrainedPathPlanner", "load_planner"), "planners"),
-    **dict.fromkeys(("RelationPathRetriever", "relation_path_retriever"), "retriever"),
-    **dict.fromkeys(("planner_examples", "train_planner"), "planner_training"),
-}
-
-
-def __getattr__(name: str):
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_MODULE_OF])
-
-
-__all__ = sorted(_MODULE_OF)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from kgdb.protocol import ScoredPath
 
 if TYPE_CHECKING:
-    from kgdb.cypher.linking import Topics
+    from kgdb.reading import QuestionReading, Topics
 
 # planner: the planner's paths alone; structural: the structural reasoner's alone; union: both unscored;
 # rethink: both scored S = λ1·S1 + (1-λ1)·S2 (RRP §IV-C)
@@ -58,6 +58,7 @@ class Gathered:
     # (`kgdb.rrp.retriever.answer_constraints`); as given without one
     constrain: Callable[[list[str]], list[str]] = list
     composed: bool = False  # the plan read the question as a composition (`RankedPathPlanner.compose`)
+    reading: QuestionReading | None = None  # the question as read and linked (`RelationPathRetriever.gather`)
 
 
 @dataclass

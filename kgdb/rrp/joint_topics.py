@@ -118,3 +118,21 @@ def _best_planned(planned: list[GroundedPath], excluded: set[str]) -> tuple[dict
         if c.path.score == best[c.path.answer]:
             starts[c.path.answer].add(c.path.entities[0])
     return best, starts
+
+
+def composed_through(g: Gathered, per_topic: list[tuple[str, Gathered]]) -> tuple[Gathered | None, list[str]]:
+    """The one topic's composed reading whose best paths pass through every joint answer of `g` (the joint
+    reading then answered its description) and the names of those answers, which leave `g.joint`; else
+    (None, [])."""
+    answers = {c.path.answer for c in g.joint}
+    through = [one for _, one in per_topic if one.composed and answers and answers <= _middle(one)]
+    if len(through) != 1:
+        return None, []
+    g.joint = []
+    return through[0], sorted(g.names.get(a, a) for a in answers)
+
+
+def _middle(g: Gathered) -> set[str]:
+    """The entities inside (not at the ends of) the best-scored planned paths of `g`."""
+    top = max((c.path.score for c in g.planned), default=None)
+    return {e for c in g.planned if c.path.score == top for e in c.path.entities[1:-1]}

@@ -22,12 +22,11 @@ from kgdb.errors import KgdbError
 from kgdb.qa.prompts import load_template, normalise_question
 from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath, names_of
 
-if TYPE_CHECKING:  # the CLI imports this module for PLANNERS: no neo4j driver or torch at import time
+if TYPE_CHECKING:  # no neo4j driver or torch at import time
     from kgdb.config import Settings
     from kgdb.cypher import Graph
-    from kgdb.cypher.linking import Topics
+    from kgdb.reading import QuestionReading, Topics
 
-PLANNERS = ("trained", "llm")
 MAX_HOPS = 3
 FOLLOW_UP = (
     "Your reply has no relation path. Answer again with only relation paths, one per line, each 1 to 3 relation "
@@ -53,16 +52,10 @@ def parse_paths(reply: str, max_hops: int = MAX_HOPS) -> list[tuple[str, ...]]:
 
 
 def require_planner_llm(settings: Settings) -> None:
-    from kgdb.qa.labelling import (
-        LLMNotConfigured,
-    )  # the one "no LLM configured" error; imported late, the CLI imports this module
+    """`LLMNotConfigured` without an LLM, as for any registered planner that needs one."""
+    from kgdb.qa.planners import require_planner_ready
 
-    if not settings.llm_model:
-        raise LLMNotConfigured(
-            "--planner llm needs an LLM: set KGDB_LLM_BASE_URL (an OpenAI-compatible endpoint, "
-            "e.g. http://host:8000/v1) "
-            "and KGDB_LLM_MODEL (KGDB_LLM_API_KEY if it needs one)"
-        )
+    require_planner_ready(LLMPathPlanner.name, settings)
 
 
 class LLMPathPlanner(PathPlanner):
@@ -95,7 +88,9 @@ class LLMPathPlanner(PathPlanner):
         """The fallback's block: the readings of a question the LLM hands over share what the fallback keeps."""
         return self.fallback.question() if self.fallback is not None else nullcontext()
 
-    def messages(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[dict[str, str]]:
+    def messages(
+        self, graph: Graph, reading: QuestionReading, topics: list[str], topic_names: list[str]
+    ) -> list[dict[str, str]]:
         """The chat: system, the worked example, then the question with the relations around its topics."""
         from kgdb.cypher.paths import relations_around
 
@@ -104,7 +99,7 @@ class LLMPathPlanner(PathPlanner):
         user = Template(t["user"]).safe_substitute(
             entities=", ".join(topic_names) or "(none)",
             evidence="\n".join(relations) or "(none)",
-            question=normalise_question(question),
+            question=normalise_question(reading.text),  # an LLM reads the text, as an encoder does
         )
         return [
             {"role": "system", "content": t["system"]},
@@ -113,14 +108,13 @@ class LLMPathPlanner(PathPlanner):
             {"role": "user", "content": user},
         ]
 
-    def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
-        from kgdb.cypher.linking import strip_mentions  # the neo4j driver: imported only when planning
+    def plan(self, graph: Graph, reading: QuestionReading, topics: Topics, names: Mapping[str, str]) -> Plan:
         from kgdb.qa.reasoners.base import Reasoning
 
         named = names_of(topics, names)
         usage = Reasoning(answers=[], reply="", reasoner=self.llm.name, llm_used=True)
         notes: list[str] = []
-        messages = self.messages(graph, question, topics.ids, list(named))
+        messages = self.messages(graph, reading, topics.ids, list(named))
         deadline = self.llm.deadline()  # the plan and its follow-up turn share the deadline of one question
         # LLMError (the client's retries spent, or the deadline passed) reaches the caller
         reply = self.llm.complete(messages, usage, deadline=deadline)
@@ -143,7 +137,7 @@ class LLMPathPlanner(PathPlanner):
                 f"the LLM planner gave no usable relation path after one follow-up; the trained planner "
                 f"({_planner_name(self.fallback)}) planned instead"
             )
-            fell = self.fallback.plan(graph, question, topics, names)
+            fell = self.fallback.plan(graph, reading, topics, names)
             return replace(fell, notes=(*notes, *fell.notes), usage=counts)
         if not paths:
             notes.append(
@@ -153,7 +147,7 @@ class LLMPathPlanner(PathPlanner):
             )
         # the order the LLM gave is the score; the structural reasoner reads the question without the topic names
         planned = tuple(PlannedPath(p, 1.0 / rank) for rank, p in enumerate(paths, 1))
-        return Plan(topics, named, planned, strip_mentions(question, list(named)), notes=tuple(notes), usage=counts)
+        return Plan(topics, named, planned, reading.plain(named), notes=tuple(notes), usage=counts)
 
     def _usable(self, graph: Graph, reply: str, notes: list[str]) -> list[tuple[str, ...]]:
         from kgdb.cypher.paths import unknown_relations
@@ -182,12 +176,12 @@ class DeferredPlanner(PathPlanner):
         self.name, self._load = name, load
         self._planner: PathPlanner | None = None
 
-    def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
+    def plan(self, graph: Graph, reading: QuestionReading, topics: Topics, names: Mapping[str, str]) -> Plan:
         if self._planner is None:
             self._planner = self._load()
         if self._planner is None:
             raise KgdbError(f"{self.name} holds no path planner")
-        return self._planner.plan(graph, question, topics, names)
+        return self._planner.plan(graph, reading, topics, names)
 
     @contextmanager
     def question(self) -> Iterator[None]:
@@ -206,7 +200,8 @@ def llm_planner(graph: Graph, settings: Settings, checkpoint: str | None = None)
     from kgdb.cypher.tables import graph_fingerprint
     from kgdb.models.checkpoints import NoCheckpointError, checkpoint_for_graph, find_checkpoint
     from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
-    from kgdb.rrp.path_ranker import RANKER, load_ranker
+    from kgdb.rrp.model_choice import load_ranker
+    from kgdb.rrp.path_ranker import RANKER
     from kgdb.rrp.planners import PLANNER, load_planner
 
     require_planner_llm(settings)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kgdb.pipeline.trainable_kinds import EpochOptions
-from kgdb.pipeline.trainables import about, option
+from kgdb.pipeline.trainable import EpochOptions, about, option
 
 
 @dataclass

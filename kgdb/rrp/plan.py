@@ -1,4 +1,4 @@
-"""What every relation-path planner answers: `PathPlanner.plan(graph, question, topics, names) -> Plan`.
+"""What every relation-path planner answers: `PathPlanner.plan(graph, reading, topics, names) -> Plan`.
 
 A planner (the untrained cosine beam, RRP's trained planner, the path ranker, an LLM) proposes the
 relation paths a question's answers lie at the end of; `RelationPathRetriever` grounds them in Cypher.
@@ -19,8 +19,8 @@ if TYPE_CHECKING:  # the CLI imports the LLM planner, a `PathPlanner`: no neo4j 
     import numpy as np
 
     from kgdb.cypher import Graph
-    from kgdb.cypher.linking import Topics
     from kgdb.models.checkpoints import Checkpoint
+    from kgdb.reading import QuestionReading, Topics
 
 RelationPath = tuple[tuple[str, ...], tuple[int, ...]]  # (relations, directions)
 
@@ -67,8 +67,9 @@ class PathPlanner(ABC):
     constrained: bool | None = None
 
     @abstractmethod
-    def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
-        """The relation paths from `topics` (`names`: id -> readable name of at least the topics)."""
+    def plan(self, graph: Graph, reading: QuestionReading, topics: Topics, names: Mapping[str, str]) -> Plan:
+        """The relation paths from `topics` (`names`: id -> readable name of at least the topics) for the
+        question `reading` read (`QuestionReading.encoded`: what a model reads of it)."""
 
     def question(self) -> AbstractContextManager[None]:
         """A block in which one question is planned several times (each topic alone, parts of a composition):

@@ -43,6 +43,18 @@ class RelationVocabulary:
     arrays: TripleArrays
     embedder: Embedder
 
+    def checkpoint_config(self, datasets: str, questions: list[Path]) -> dict:
+        """What the config.json of a model trained from it records of the graph and the question files."""
+        return {
+            "relation_names": self.relation_names,
+            "embedding_model": self.model_name,
+            "embedding_dim": self.tables.dim,
+            "graph_fingerprint": self.fingerprint,
+            "graph_data": self.graph_data,
+            "dataset": datasets,
+            "questions": [str(p) for p in questions],
+        }
+
 
 def relation_vocabulary(graph: Graph, settings: Settings) -> RelationVocabulary:
     from kgdb.cypher.paths import graph_triples
@@ -65,8 +77,8 @@ def relation_vocabulary(graph: Graph, settings: Settings) -> RelationVocabulary:
 def question_texts(graph: Graph, records: list[QuestionRecord], embed) -> tuple[list[str], np.ndarray, set[str]]:
     """What the relation-path models read of each question: its text without the gold topics' names
     and that text's sentence embedding (`embed(texts)`); and the topics that are entities of the graph."""
-    from kgdb.cypher.linking import strip_mentions
     from kgdb.cypher.paths import entity_names
+    from kgdb.reading.words import strip_mentions
 
     names = {i: e.name for i, e in entity_names(graph, [t for q in records for t in q.topics]).items()}
     texts = [strip_mentions(q.text, [names.get(t, t) for t in q.topics]) for q in records]
@@ -141,8 +153,7 @@ def train_planner(
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
     vocab = relation_vocabulary(graph, settings)
-    fingerprint, tables, model_name, rel_names = vocab.fingerprint, vocab.tables, vocab.model_name, vocab.relation_names
-    relation_index, arrays, embedder = vocab.relation_index, vocab.arrays, vocab.embedder
+    tables, relation_index, arrays, embedder = vocab.tables, vocab.relation_index, vocab.arrays, vocab.embedder
     model_cfg = PlannerConfig(max_hops=max_hops)
     examples = {}
     for split in ("train", "val"):
@@ -169,13 +180,7 @@ def train_planner(
         model,
         PLANNER,
         {
-            "relation_names": rel_names,
-            "embedding_model": model_name,
-            "embedding_dim": tables.dim,
-            "graph_fingerprint": fingerprint,
-            "graph_data": vocab.graph_data,
-            "dataset": datasets,
-            "questions": [str(p) for p in questions],
+            **vocab.checkpoint_config(datasets, questions),
             "train": {**cfg.__dict__, "threads": threads},
             "labels": {
                 "max_hops": max_hops,

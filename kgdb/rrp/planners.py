@@ -12,12 +12,12 @@ import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
-from kgdb.cypher.linking import Topics, strip_mentions
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError
 from kgdb.limits import RRP_STEP_SCAN
 from kgdb.models.checkpoints import Checkpoint, CheckpointError, check_compatible, checkpoint_for_graph, find_checkpoint
 from kgdb.private_files import make_private, private_dir
+from kgdb.reading import QuestionReading, Topics
 from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath, RelationPath, names_of
 from kgdb.scoring.path_tokens import step_of, text_features, token_of
 from kgdb.scoring.weights import read_arrays
@@ -47,15 +47,17 @@ class CosinePathPlanner(PathPlanner):
     def __init__(self, embedder, *, max_hops: int = 2, beam: int = 5, ground_cap: int = 200):
         self.embedder, self.max_hops, self.beam, self.ground_cap = embedder, max_hops, beam, ground_cap
 
-    def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
+    def plan(self, graph: Graph, reading: QuestionReading, topics: Topics, names: Mapping[str, str]) -> Plan:
         named = names_of(topics, names)
-        return Plan(topics, named, tuple(self.paths(graph, question, topics.ids, list(named))), question)
+        return Plan(topics, named, tuple(self.paths(graph, reading, topics.ids, list(named))), reading.plain())
 
-    def paths(self, graph: Graph, question: str, topics: list[str], topic_names: list[str]) -> list[PlannedPath]:
+    def paths(
+        self, graph: Graph, reading: QuestionReading, topics: list[str], topic_names: list[str]
+    ) -> list[PlannedPath]:
         from kgdb.cypher.paths import ground_relation_path, relations_around
         from kgdb.embeddings import relation_text
 
-        q = encode_question(self.embedder, question, topic_names)[1]
+        q = reading.encoded(self.embedder.encode, topic_names).vector
         frontier: list[tuple[tuple[str, ...], list[str]]] = [((), list(topics))]
         kept: list[PlannedPath] = []
         for _ in range(self.max_hops):
@@ -82,12 +84,6 @@ class CosinePathPlanner(PathPlanner):
 
 
 PLANNER = "rrp-planner"
-
-
-def encode_question(embedder, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
-    """The question a planner or ranker reads: without the topic names, and its sentence embedding."""
-    text = strip_mentions(question, topic_names)
-    return text, embedder.encode([text])[0]
 
 
 class TrainedPathPlanner(PathPlanner):
@@ -159,13 +155,10 @@ class TrainedPathPlanner(PathPlanner):
 
         return allowed
 
-    def encode(self, question: str, topic_names: list[str]) -> tuple[str, np.ndarray]:
-        return encode_question(self.embedder, question, topic_names)
-
-    def plan(self, graph: Graph, question: str, topics: Topics, names: Mapping[str, str]) -> Plan:
+    def plan(self, graph: Graph, reading: QuestionReading, topics: Topics, names: Mapping[str, str]) -> Plan:
         named = names_of(topics, names)
-        text, emb = self.encode(question, list(named))
-        return Plan(topics, named, tuple(self.plan_encoded(graph, text, emb, topics.ids)), text, emb)
+        q = reading.encoded(self.embedder.encode, named)
+        return Plan(topics, named, tuple(self.plan_encoded(graph, q.text, q.vector, topics.ids)), q.text, q.vector)
 
     def path_probability(self, plan: Plan, paths: list[RelationPath]) -> list[float]:
         """P(γ | q) of given relation paths (teacher-forced); 0 for a path naming an unknown relation."""

@@ -22,19 +22,11 @@ from kgdb.cypher import Graph
 from kgdb.errors import InputError, KgdbError
 from kgdb.limits import RRP_STEP_SCAN
 from kgdb.models.checkpoints import Checkpoint, find_checkpoint
-from kgdb.pipeline.trainable_kinds import parse_pairs
-from kgdb.pipeline.trainables import TrainJob, TrainOutcome
+from kgdb.pipeline.trainable import TrainJob, TrainOutcome, parse_pairs
 from kgdb.pipeline.vectors import data_fingerprint
 from kgdb.rrp.options import RankerOptions
-from kgdb.rrp.path_ranker import (
-    CAP,
-    RANKER,
-    RelationText,
-    answer_ends,
-    candidate_features,
-    graph_relations,
-    prefix_score,
-)
+from kgdb.rrp.path_ranker import CAP, RANKER
+from kgdb.rrp.ranker_features import RelationText, answer_ends, candidate_features, graph_relations, prefix_score
 from kgdb.rrp.scoring import DENSE_FEATURES, PLANNER_FEATURES, PORTABLE_FEATURES, RankerConfig
 from kgdb.scoring.path_tokens import text_features
 from kgdb.training.events import TrainEvents
@@ -398,46 +390,22 @@ def train_and_tune_ranker(job: TrainJob, graphs: list[Graph]) -> TrainOutcome:
             "(chosen on val: the mean Hit@1 over the files, then Macro-F1)"
         )
         return outcome
-    outcome.tuned = tune_ranker_and_store(
-        job.graph,
-        job.settings,
-        ckpt,
-        job.questions,
-        per_file=opts.tune_per_file,
-        on_start=lambda n: events.phase("tune mode, λ1, θ on val", n),
-        on_progress=events.advance,
-    )
+    outcome.tuned = tune_ranker_and_store(job, ckpt)
     return outcome
 
 
-def tune_ranker_and_store(
-    graph: Graph,
-    settings: Settings,
-    ranker: Checkpoint,
-    questions: list[Path],
-    *,
-    per_file: int = 300,
-    on_start: Callable[[int], None] = lambda n: None,
-    on_progress: Callable[[int], None] = lambda n: None,
-) -> dict:
-    """`structural.tune_answering` with this ranker in place of the beam planner, as `kgdb train rrp`
-    does for the beam planner; stored in the ranker checkpoint's config.json (`relation_path_retriever`
-    reads them from there)."""
-    from kgdb.config import dump_json
-    from kgdb.models.checkpoints import CONFIG
-    from kgdb.rrp.retriever import relation_path_retriever
-    from kgdb.rrp.structural import tune_answering
+def tune_ranker_and_store(job: TrainJob, ranker: Checkpoint) -> dict:
+    """The answering settings of a graph's own ranker, in place of the beam planner, with this graph's
+    structural reasoner (`structural.store_tuning`), as `kgdb train rrp` chooses them for the beam planner."""
+    from kgdb.rrp.model_choice import relation_path_retriever
+    from kgdb.rrp.structural import store_tuning
 
     retriever = relation_path_retriever(
-        graph, settings, checkpoint=ranker.name, write=False, mode="rethink", closeness_weight=0.0
+        job.graph, job.settings, checkpoint=ranker.name, write=False, mode="rethink", closeness_weight=0.0
     )
-    tuned, answering = tune_answering(
-        retriever, questions, per_file=per_file, on_start=on_start, on_progress=on_progress
-    )
-    structural = getattr(retriever.structural, "checkpoint", None)
-    tuned |= {"beam": retriever.planner.beam, "structural": structural.name if structural else None}
-    dump_json({**ranker.config, "rethinking": tuned, "answering": answering}, ranker.path / CONFIG)
-    return {**tuned, "answering": answering}
+    structural = retriever.structural.checkpoint if retriever.structural is not None else None
+    answered_by = {"beam": retriever.planner.beam, "structural": structural.name if structural else None}
+    return store_tuning(job, ranker, retriever, "tune mode, λ1, θ on val", answered_by)
 
 
 def choose_closeness_weight(
@@ -460,7 +428,7 @@ def choose_closeness_weight(
     from kgdb.data.questions import read_questions
     from kgdb.models.checkpoints import CONFIG
     from kgdb.rrp.closeness import answering_config, weight_grid
-    from kgdb.rrp.retriever import relation_path_retriever
+    from kgdb.rrp.model_choice import relation_path_retriever
     from kgdb.rrp.structural import gather_questions
 
     if (

@@ -3,7 +3,7 @@ the best-scored relation path that grounded to something, in the order of how ma
 reach them. With RRP's structural reasoner and rethinking (paths whose source reads `mode:module`):
 the end entities of every kept path, best path score first. Ties keep the order of the retriever's
 paths (`RelationPathRetriever` puts the ends of one relation path closest to the question first).
-Needs a retriever that returns paths (`kgdb.rrp.RelationPathRetriever`)."""
+Needs a retriever that returns paths (`kgdb.rrp.retriever.RelationPathRetriever`)."""
 
 from __future__ import annotations
 
@@ -28,11 +28,9 @@ class PathReasoner:
     def settings(self) -> dict[str, Any]:
         return {"reasoner": self.name, "llm_used": False, "max_answers": self.max_answers}
 
-    def reason(
-        self, prompt: Prompt, evidence: Evidence | None = None, names: dict[str, str] | None = None
-    ) -> Reasoning:
+    def reason(self, prompt: Prompt, evidence: Evidence, names: dict[str, str] | None = None) -> Reasoning:
         t = time.perf_counter()
-        usable = _usable(evidence) if evidence is not None else []
+        usable = _usable(evidence)
         order: dict[
             str, int
         ] = {}  # ties keep the retriever's order (its answers tied on one path: closest to the question first)

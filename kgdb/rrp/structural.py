@@ -19,11 +19,13 @@ from kgdb.heap import freeze_loaded
 from kgdb.models.checkpoints import Checkpoint, find_checkpoint
 from kgdb.rrp.answering import ABLATIONS, QuestionPaths, answers_of, chosen_mode, score_mode
 from kgdb.rrp.closeness import answering_config, weight_grid
-from kgdb.rrp.retriever import relation_path_retriever
+from kgdb.rrp.model_choice import relation_path_retriever
 from kgdb.rrp.structural_runner import STRUCTURAL
 from kgdb.scoring.path_tokens import text_features
 
 if TYPE_CHECKING:
+    from kgdb.pipeline.trainable import TrainJob
+    from kgdb.rrp.options import StructuralOptions
     from kgdb.rrp.training.structural import StructuralExample
 
 # imported from here by the CLI, benchmarks and reports: the rules live in `answering_rules`
@@ -90,23 +92,16 @@ def train_structural(
     graph: Graph,
     settings: Settings,
     questions: list[Path],
+    options: StructuralOptions,
     *,
-    name: str | None = None,
-    steps: int = 3,
-    max_epochs: int = 20,
-    patience: int = 3,
-    lr: float = 1e-3,
-    seed: int = 42,
-    max_val: int | None = 1000,
-    threads: int | None = None,
-    resume: bool = False,
     on_examples: Callable[[str, int, int, dict], None] = lambda split, n, used, counts: None,
     on_step: Callable[[float], None] = lambda loss: None,
     on_epoch: Callable[[object], None] = lambda log: None,
 ):
     """Train the structural reasoner on the train split of every question file together (all of
-    it), select on their val splits (the first `max_val`), save `<checkpoints_dir>/<name>/`
-    (weights + config.json). Returns `(Checkpoint, StructuralResult)`."""
+    it), select on their val splits (the first `options.max_val`, default 1000), save
+    `<checkpoints_dir>/<name>/` (weights + config.json). `options` are `kgdb train rrp`'s
+    (`StructuralOptions`; `hops` are its reasoning steps). Returns `(Checkpoint, StructuralResult)`."""
     from kgdb.data.path_subgraphs import EdgesByStep
     from kgdb.data.questions import read_questions
     from kgdb.rrp.models.structural import StructuralConfig, StructuralReasoner
@@ -115,19 +110,19 @@ def train_structural(
     from kgdb.rrp.training.structural import StructuralTrainConfig, finished, train_structural_model
     from kgdb.training.trainer import prepare_cpu, seed_everything
 
+    steps, seed, threads, max_val = options.hops, options.seed, options.thread_count(), options.max_val or 1000
     prepare_cpu(settings.device, threads)
     t0 = time.perf_counter()
     sets = [read_questions(p) for p in questions]
     vocab = relation_vocabulary(graph, settings)
-    fingerprint, tables, model_name, rel_names = vocab.fingerprint, vocab.tables, vocab.model_name, vocab.relation_names
-    relation_index, arrays, embedder = vocab.relation_index, vocab.arrays, vocab.embedder
+    tables, relation_index, arrays, embedder = vocab.tables, vocab.relation_index, vocab.arrays, vocab.embedder
     index = EdgesByStep(arrays)
     model_cfg = StructuralConfig(steps=steps)
-    cfg = StructuralTrainConfig(lr=lr, max_epochs=max_epochs, patience=patience, seed=seed)
+    cfg = StructuralTrainConfig(lr=options.lr, max_epochs=options.max_epochs, patience=options.patience, seed=seed)
     datasets = "+".join(qs.dataset for qs in sets)
-    out = settings.checkpoints_dir / (name or f"{STRUCTURAL}-{datasets}")
+    out = settings.checkpoints_dir / (options.name or f"{STRUCTURAL}-{datasets}")
     examples: dict[str, list[StructuralExample]] = {"train": [], "val": []}
-    done = resume and finished(out, cfg)  # resuming a finished run: no data needed, only the checkpoint
+    done = options.resume and finished(out, cfg)  # resuming a finished run: no data needed, only the checkpoint
     for split in () if done else ("train", "val"):
         records = [q for qs in sets for q in qs.split(split)]
         if split == "val" and max_val:
@@ -150,7 +145,7 @@ def train_structural(
             examples["val"],
             cfg,
             state_dir=out,
-            resume=resume,
+            resume=options.resume,
             on_step=on_step,
             on_epoch=on_epoch,
         )
@@ -161,13 +156,7 @@ def train_structural(
         model,
         STRUCTURAL,
         {
-            "relation_names": rel_names,
-            "embedding_model": model_name,
-            "embedding_dim": tables.dim,
-            "graph_fingerprint": fingerprint,
-            "graph_data": vocab.graph_data,
-            "dataset": datasets,
-            "questions": [str(p) for p in questions],
+            **vocab.checkpoint_config(datasets, questions),
             "train": {**cfg.__dict__, "threads": threads, "max_val": max_val},
             "subgraphs": {
                 "rule": "walks of the labelled relation paths + near misses (one step changed) from the gold topics",
@@ -257,27 +246,31 @@ def tune_answering(
     return tuned, answering_config(grids, per_file)
 
 
-def tune_and_store(
-    graph: Graph,
-    settings: Settings,
-    structural: Checkpoint,
-    questions: list[Path],
-    *,
-    per_file: int = 300,
-    on_start: Callable[[int], None] = lambda n: None,
-    on_progress: Callable[[int], None] = lambda n: None,
-) -> dict:
-    """`tune_answering` with the beam planner of this graph and this structural reasoner; the settings
-    are stored in the structural checkpoint's config.json, where `relation_path_retriever` reads them."""
+def store_tuning(job: TrainJob, checkpoint: Checkpoint, retriever, phase: str, answered_by: dict) -> dict:
+    """`tune_answering` of `retriever` (built with closeness weight 0 to answer with `checkpoint`) on the
+    job's val questions (`--tune-per-file`), stored with `answered_by` (the other models that answered)
+    in the checkpoint's config.json, where `relation_path_retriever` reads them."""
     from kgdb.config import dump_json
     from kgdb.models.checkpoints import CONFIG
 
-    retriever = relation_path_retriever(
-        graph, settings, write=False, structural=structural.name, mode="rethink", closeness_weight=0.0
-    )
+    events = job.events
     tuned, answering = tune_answering(
-        retriever, questions, per_file=per_file, on_start=on_start, on_progress=on_progress
+        retriever,
+        job.questions,
+        per_file=job.options.tune_per_file,
+        on_start=lambda n: events.phase(phase, n),
+        on_progress=events.advance,
     )
-    tuned["planner"] = retriever.planner.checkpoint.name if retriever.planner.checkpoint else None
-    dump_json({**structural.config, "rethinking": tuned, "answering": answering}, structural.path / CONFIG)
+    tuned |= answered_by
+    dump_json({**checkpoint.config, "rethinking": tuned, "answering": answering}, checkpoint.path / CONFIG)
     return {**tuned, "answering": answering}
+
+
+def tune_and_store(job: TrainJob, structural: Checkpoint) -> dict:
+    """The answering settings of this structural reasoner with the beam planner of this graph (`store_tuning`)."""
+    retriever = relation_path_retriever(
+        job.graph, job.settings, write=False, structural=structural.name, mode="rethink", closeness_weight=0.0
+    )
+    planner = retriever.planner.checkpoint
+    answered_by = {"planner": planner.name if planner else None}
+    return store_tuning(job, structural, retriever, "tune λ1, θ, closeness weight on val", answered_by)

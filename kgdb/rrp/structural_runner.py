@@ -4,13 +4,17 @@ Training it and tuning rethinking live in `kgdb.rrp.structural`, which answers t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
+from kgdb.errors import KgdbError
 from kgdb.models.checkpoints import Checkpoint
+from kgdb.protocol import ScoredPath
+from kgdb.rrp.answering import GroundedPath
+from kgdb.rrp.plan import PathPlanner, Plan
 from kgdb.rrp.planners import load_relation_model
 from kgdb.scoring.path_tokens import text_features
 
@@ -112,3 +116,50 @@ def load_structural(graph: Graph, settings: Settings, checkpoint: str | None = N
 
     model, ckpt = load_relation_model(graph, settings, checkpoint, STRUCTURAL, build, "--structural")
     return StructuralRunner(model, list(ckpt.config["relation_names"]), ckpt)
+
+
+STRUCTURAL_SOURCE = "rrp-structural"
+
+
+def structural_paths(
+    runner: StructuralRunner | None,
+    planner: PathPlanner,
+    embedder,
+    plan: Plan,
+    planned: list[GroundedPath],
+    cvt: set[str],
+) -> tuple[list[GroundedPath], dict[str, float]]:
+    """RRP §IV-B over the grounded triples: S2 per entity (P^n over its largest non-topic P^n)
+    and the structural paths traced back from P^n, each with S1 = the planner's P(relation path | q)."""
+    by_key: dict[tuple, tuple] = {(tr[1], tr[2], tr[3]): tr for c in planned for tr in c.triples}
+    if runner is None:
+        raise KgdbError("no structural reasoner to run")
+    text_emb = plan.text_emb if plan.text_emb is not None else embedder.encode([plan.text])[0]
+    out = runner.run(
+        plan.text, text_emb, plan.topics.ids, list({tr[0]: tr for c in planned for tr in c.triples}.values()), cvt
+    )
+    structural: list[GroundedPath] = []
+    for nodes, rels, dirs in out.paths:
+        steps = [(a, r, b) if d > 0 else (b, r, a) for a, r, b, d in zip(nodes, rels, nodes[1:], dirs)]
+        if all(k in by_key for k in steps):
+            path = ScoredPath(
+                out.probability.get(nodes[-1], 0.0),
+                tuple(nodes),
+                tuple(rels),
+                tuple(dirs),
+                source=STRUCTURAL_SOURCE,
+            )
+            structural.append(GroundedPath(path, [by_key[k] for k in steps], 0.0))
+    plan_score = {(p.relations, p.directions): p.score for p in plan.paths}
+    missing = list(
+        dict.fromkeys(
+            (c.path.relations, c.path.directions)
+            for c in structural
+            if (c.path.relations, c.path.directions) not in plan_score
+        )
+    )
+    if missing:
+        plan_score.update(zip(missing, planner.path_probability(replace(plan, text_emb=text_emb), missing)))
+    for c in structural:
+        c.s1 = plan_score.get((c.path.relations, c.path.directions), 0.0)
+    return structural, out.probability

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from kgdb import __version__
 from kgdb.api import Kgdb, UnknownEntityError
 from kgdb.errors import DatabaseError, InputError, KgdbError, TransactionMemoryError
-from kgdb.server import browser_link
+from kgdb.server_home import browser_link
 from kgdb.service import page
 from kgdb.service.evidence_graph import evidence_graph
 from kgdb.service.guards import BearerToken, BodyLimit, error_body

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
-from kgdb.cypher.linking import Topics, link_entities, resolve_topics
+from kgdb.cypher.linking import link_entities, resolve_topics
 from kgdb.cypher.paths import entity_names, ground_relation_path
 from kgdb.errors import DatabaseError, InputError, KgdbError
 from kgdb.limits import MAX_HOPS
+from kgdb.reading import Topics, read_question
 from kgdb.service.options import ServiceOptions
 from kgdb.service.read_only_cypher import run_read_only
 
@@ -40,6 +41,17 @@ MAX_ANSWERS = 20
 MAX_EVIDENCE = 10
 
 
+class _Capped(Protocol):
+    """A tool's result: its JSON, and whether anything was left off to keep it short."""
+
+    truncated: bool
+
+    def model_dump_json(self) -> str: ...
+
+
+_Result = TypeVar("_Result", bound=_Capped)
+
+
 @dataclass(frozen=True)
 class ToolLimits:
     """The limits every tool call keeps: `deadline_s` for the whole call, `cypher_timeout_s` for the
@@ -52,12 +64,12 @@ class ToolLimits:
     max_chars: int = 50_000
 
     def __post_init__(self) -> None:
-        for name in ("deadline_s", "cypher_timeout_s"):
-            if not getattr(self, name) > 0:
-                raise InputError(f"must be a positive number of seconds, got {getattr(self, name)!r}", path=name)
-        for name in ("row_cap", "max_chars"):
-            if getattr(self, name) < 1:
-                raise InputError(f"must be a positive integer, got {getattr(self, name)!r}", path=name)
+        for name, seconds in (("deadline_s", self.deadline_s), ("cypher_timeout_s", self.cypher_timeout_s)):
+            if not seconds > 0:
+                raise InputError(f"must be a positive number of seconds, got {seconds!r}", path=name)
+        for name, count in (("row_cap", self.row_cap), ("max_chars", self.max_chars)):
+            if count < 1:
+                raise InputError(f"must be a positive integer, got {count!r}", path=name)
 
     @classmethod
     def from_options(cls, options: ServiceOptions | None, **overrides: Any) -> "ToolLimits":
@@ -182,9 +194,12 @@ class GraphTools:
         s = self.kg.settings
         embedder = get_embedder(s.embedding_model, s.device, s.embedding_batch_size)
         # No vectors filled on use: a lazily embedded graph's candidates without one count 0 for meaning.
-        found = link_entities(self.kg.graph, text, embedder.encode_one(text), k=limit + 1, encode=embedder.encode)
+        found = link_entities(
+            self.kg.graph, read_question(text), embedder.encode_one(text), k=limit + 1, encode=embedder.encode
+        )
         out = [LinkedEntity(id=e.id, name=e.name, score=e.score, mention=e.mention) for e in found]
-        return self._fit(LinkedEntities(entities=out[:limit], truncated=len(out) > limit), "entities")
+        result = LinkedEntities(entities=out[:limit], truncated=len(out) > limit)
+        return self._fit(result, result.entities)
 
     # -- relation_paths
     def relation_paths(self, question: str, topic: str, limit: int = 10) -> RelationPaths:
@@ -194,7 +209,9 @@ class GraphTools:
         retriever, notes = self._path_retriever()
         planner = retriever.planner
         with planner.question():
-            plan = planner.plan(self.kg.graph, question, Topics([start.id], "given", [], []), {start.id: start.name})
+            plan = planner.plan(
+                self.kg.graph, read_question(question), Topics([start.id], "given", [], []), {start.id: start.name}
+            )
         paths = [
             RelationPath(
                 relations=list(p.relations),
@@ -210,14 +227,14 @@ class GraphTools:
             notes=[*notes, *plan.notes],
             truncated=len(paths) > limit,
         )
-        return self._fit(result, "paths")
+        return self._fit(result, result.paths)
 
     def _path_retriever(self) -> tuple[RelationPathRetriever, list[str]]:
         """RRP's retriever as `kgdb ask` builds it without an LLM (the answering policy's checkpoint), once."""
         with self._lock:
             if self._paths is None:
-                from kgdb.rrp import relation_path_retriever
-                from kgdb.qa.policy import RELATION_PATHS
+                from kgdb.rrp.kinds import RELATION_PATHS
+                from kgdb.rrp.model_choice import relation_path_retriever
 
                 plan = self.kg.explain(retriever=RELATION_PATHS)
                 checkpoint = str(plan.checkpoint.path) if plan.checkpoint else None
@@ -249,7 +266,7 @@ class GraphTools:
             next_page=page + 1 if more else None,
             truncated=len(counts) > MAX_RELATIONS,
         )
-        return self._fit(result, "triples")
+        return self._fit(result, result.triples)
 
     # -- follow
     def follow(self, entity: str, relations: list[str], directions: list[int] | None = None) -> Followed:
@@ -283,7 +300,7 @@ class GraphTools:
         result = Followed(
             start=start, relations=relations, directions=dirs, entities=reached, truncated=len(ids) >= cap
         )
-        return self._fit(result, "entities")
+        return self._fit(result, result.entities)
 
     # -- ask
     def ask(self, question: str, topics: list[str] | None = None) -> Answers:
@@ -307,7 +324,7 @@ class GraphTools:
             error=res.error,
             truncated=shortened,
         )
-        return self._fit(result, "answers")
+        return self._fit(result, result.answers)
 
     # -- cypher
     def cypher(self, query: str, parameters: dict[str, Any] | None = None) -> CypherResult:
@@ -315,7 +332,7 @@ class GraphTools:
         timeout = min(limits.cypher_timeout_s, limits.deadline_s)
         rows = run_read_only(self.kg.graph, query, parameters, timeout_s=timeout, row_cap=limits.row_cap)
         result = CypherResult(columns=rows.columns, rows=rows.rows, row_cap=limits.row_cap, truncated=rows.truncated)
-        return self._fit(result, "rows")
+        return self._fit(result, result.rows)
 
     # -- shared checks
     def _entity(self, name: str, key: str) -> Entity:
@@ -339,10 +356,9 @@ class GraphTools:
             raise InputError(f"must be an integer from 1 to {cap}, got {value!r}", path=name)
         return value
 
-    def _fit(self, result: Any, field: str) -> Any:
-        """`result` with its `field` list shortened from the end until its JSON holds `max_chars`
+    def _fit(self, result: _Result, items: list[Any]) -> _Result:
+        """`result` with `items`, one of its lists, shortened from the end until its JSON holds `max_chars`
         characters at most (`truncated` set when anything was dropped)."""
-        items = getattr(result, field)
         while items and len(result.model_dump_json()) > self.limits.max_chars:
             items.pop()
             result.truncated = True

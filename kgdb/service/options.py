@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 
 from kgdb.errors import InputError, KgdbError
-from kgdb.server import is_loopback, url_host
+from kgdb.server_home import is_loopback, url_host
 
 TOKEN_ENV = "KGDB_SERVE_TOKEN"
 DEFAULT_PORT = 8765

@@ -23,6 +23,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import kgdb.cypher.driver  # noqa: F401  (first: the driver without pandas and pyarrow)
+
+# isort: split
 from neo4j import READ_ACCESS, ManagedTransaction, Query, unit_of_work
 from neo4j.exceptions import Neo4jError, ServiceUnavailable, SessionExpired
 from neo4j.graph import Node, Path, Relationship

@@ -16,7 +16,6 @@ import os
 import socket
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,54 +101,3 @@ def run(fn: Callable[..., Any], args: tuple, nproc: int) -> Any:
         os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
         mp.spawn(_worker, args=(nproc, _free_port(), fn, args, out), nprocs=nproc, join=True)
         return torch.load(out, weights_only=False)
-
-
-@dataclass
-class WorkerJob:
-    """What a DDP worker of `kgdb train --nproc N` trains from: everything comes from the parent's
-    cache and tables, nothing from the database (it must pickle)."""
-
-    cls: type
-    model_cfg: Any
-    dim: int
-    train_items: list
-    val_items: list
-    entity: Any  # numpy [E, d]
-    relation: Any  # numpy [R, d]
-    fingerprint: str
-    cfg: Any  # kgdb.training.trainer.TrainConfig
-    state_dir: Path | None
-    resume: bool
-
-
-class _RankZeroEpochs:
-    """Epoch lines printed by rank 0 only (the workers' stdout is the terminal's)."""
-
-    def __init__(self, rank: int):
-        self.rank = rank
-
-    def __call__(self, log) -> None:
-        if self.rank == 0:
-            print(log.describe(), flush=True)
-
-
-def train_worker(job: WorkerJob, device: str = "cpu"):
-    """One DDP worker: returns (best weights on the CPU, TrainResult)."""
-    from kgdb.models.base import TensorTables
-    from kgdb.training.trainer import prepare_cpu, seed_everything, train
-
-    prepare_cpu(device, None)
-    tables = TensorTables.from_numpy(job.entity, job.relation, job.fingerprint, device)
-    seed_everything(job.cfg.seed)
-    model = job.cls(job.model_cfg, job.dim).to(device)
-    model, result = train(
-        model,
-        job.train_items,
-        job.val_items,
-        tables,
-        job.cfg,
-        on_epoch=_RankZeroEpochs(world()[0]),
-        state_dir=job.state_dir,
-        resume=job.resume,
-    )
-    return {k: v.detach().cpu() for k, v in model.state_dict().items()}, result

@@ -11,7 +11,7 @@ deterministic); a mismatch is counted and that question scored against fresh arr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 import torch
@@ -19,6 +19,31 @@ import torch
 from kgdb.data.cache import CachedQuestion
 from kgdb.data.questions import QuestionRecord
 from kgdb.models.metrics import KS, RecallAccumulator, answer_recall_at, top_k, triple_recall_at
+
+if TYPE_CHECKING:
+    from kgdb.models.base import Retriever
+    from kgdb.models.checkpoints import Checkpoint
+    from kgdb.protocol import Retrieval
+
+
+class ScoringPipeline(Protocol):
+    """What an evaluation reads of the live pipeline it is handed (`kgdb.pipeline.RetrievePipeline`): this
+    module sits below the seam and never imports it."""
+
+    name: str
+    model: Retriever | None
+    checkpoint: Checkpoint | None
+
+    def retrieve(
+        self,
+        question: str,
+        topics: list[str] | None = None,
+        *,
+        qid: str | None = None,
+        q_emb: np.ndarray | None = None,
+        run: str | None = None,
+    ) -> Retrieval: ...
+
 
 TIMED = ("fetch", "featurise", "score", "write")
 
@@ -45,7 +70,7 @@ def _hop_bucket(hop: int) -> str:
 
 
 def evaluate(
-    pipeline,
+    pipeline: ScoringPipeline,
     questions: list[QuestionRecord],
     cached: list[CachedQuestion],
     *,
@@ -84,7 +109,11 @@ def evaluate(
 
 
 def question_result(
-    pipeline, q: QuestionRecord, item: CachedQuestion | None, run: str | None, fetch_failed: bool = False
+    pipeline: ScoringPipeline,
+    q: QuestionRecord,
+    item: CachedQuestion | None,
+    run: str | None,
+    fetch_failed: bool = False,
 ) -> dict | None:
     """One question's record: its recalls by metric, stage timings and run, or why it was skipped
     (None: its subgraph could not be fetched this time)."""
@@ -103,7 +132,7 @@ def question_result(
         metrics[f"answer_recall@{k}"] = answer_recall_at(
             order, item.head, item.tail, item.answers, item.n_answers_in_graph, k
         )
-    if getattr(getattr(pipeline, "model", None), "returns", None) == "paths":
+    if pipeline.model is not None and pipeline.model.returns == "paths":
         # a path retriever passes an adaptive number of triples (result.k): recall at that size
         k = result.k
         metrics["triple_recall@passed"] = triple_recall_at(scores, labels, k)
@@ -122,7 +151,9 @@ def question_result(
     }
 
 
-def report_from_records(records: list[dict], pipeline, dataset: str, split: str, questions: int) -> EvalReport:
+def report_from_records(
+    records: list[dict], pipeline: ScoringPipeline, dataset: str, split: str, questions: int
+) -> EvalReport:
     """The report of a set of per-question records (of this run and of the runs it resumed)."""
     acc = RecallAccumulator()
     stage_ms: dict[str, list[float]] = {s: [] for s in TIMED}

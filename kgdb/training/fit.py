@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import torch
@@ -25,6 +26,8 @@ from kgdb.training.events import TrainEvents
 from kgdb.training.seeding import seed_everything
 
 STATE_FILE = "train-state.pt"
+
+Example = TypeVar("Example")
 
 
 class ResumeMismatchError(ValueError):
@@ -73,6 +76,13 @@ class FitOutcome:
     resumed_from_epoch: int = 0  # the last epoch of the saved run this one continued (0: a fresh run)
 
 
+@runtime_checkable
+class WeightDecayed(Protocol):
+    """A kind's training config that sets Adam's weight decay (the others train without)."""
+
+    weight_decay: float
+
+
 class FitTask(ABC):
     """One kind's part of training. `config` is its frozen training config: `lr`, `batch_size` and
     the settings a resumed run must share (everything but `max_epochs` and `patience`)."""
@@ -82,9 +92,8 @@ class FitTask(ABC):
     config: Any
 
     def optimizer(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(
-            self.model.parameters(), lr=self.config.lr, weight_decay=getattr(self.config, "weight_decay", 0.0)
-        )
+        decay = self.config.weight_decay if isinstance(self.config, WeightDecayed) else 0.0
+        return torch.optim.Adam(self.model.parameters(), lr=self.config.lr, weight_decay=decay)
 
     @abstractmethod
     def examples(self) -> int:
@@ -110,6 +119,17 @@ class FitTask(ABC):
     @abstractmethod
     def log(self, epoch: int, totals: EpochTotals, metrics: Any) -> Any:
         """The epoch's log (a dataclass with `describe()`), kept in the outcome."""
+
+
+class ExamplesTask(FitTask, Generic[Example]):
+    """A task whose training examples are a list (`train`, batches index it) and whose validation reads
+    `val` as it was given."""
+
+    def __init__(self, model: nn.Module, train: Sequence[Example], val: Any, config: Any):
+        self.model, self.config, self.train, self.val = model, config, list(train), val
+
+    def examples(self) -> int:
+        return len(self.train)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,14 +28,7 @@ from kgdb.models.features import batch_tensors, featurise
 from kgdb.models.metrics import answer_recall_at, top_k, triple_recall_at
 from kgdb.training import distributed
 from kgdb.training.events import EpochCallbacks, TrainEvents
-from kgdb.training.fit import (
-    STATE_FILE,
-    EpochTotals,
-    FitConfig,
-    FitTask,
-    ResumeMismatchError,
-    fit,
-)
+from kgdb.training.fit import STATE_FILE, EpochTotals, FitConfig, FitTask, ResumeMismatchError, fit
 from kgdb.training.seeding import prepare_cpu, seed_everything
 
 __all__ = [
@@ -267,3 +261,51 @@ def train(
         features_cached=cached + v_cached,
     )
     return model, result
+
+
+@dataclass
+class WorkerJob:
+    """What a DDP worker of `kgdb train --nproc N` trains from: everything comes from the parent's
+    cache and tables, nothing from the database (it must pickle)."""
+
+    cls: type
+    model_cfg: Any
+    dim: int
+    train_items: list
+    val_items: list
+    entity: Any  # numpy [E, d]
+    relation: Any  # numpy [R, d]
+    fingerprint: str
+    cfg: TrainConfig
+    state_dir: Path | None
+    resume: bool
+
+
+class _RankZeroEpochs:
+    """Epoch lines printed by rank 0 only (the workers' stdout is the terminal's)."""
+
+    def __init__(self, rank: int):
+        self.rank = rank
+
+    def __call__(self, log) -> None:
+        if self.rank == 0:
+            print(log.describe(), flush=True)
+
+
+def train_worker(job: WorkerJob, device: str = "cpu"):
+    """One DDP worker: returns (best weights on the CPU, TrainResult)."""
+    prepare_cpu(device, None)
+    tables = TensorTables.from_numpy(job.entity, job.relation, job.fingerprint, device)
+    seed_everything(job.cfg.seed)
+    model = job.cls(job.model_cfg, job.dim).to(device)
+    model, result = train(
+        model,
+        job.train_items,
+        job.val_items,
+        tables,
+        job.cfg,
+        on_epoch=_RankZeroEpochs(distributed.world()[0]),
+        state_dir=job.state_dir,
+        resume=job.resume,
+    )
+    return {k: v.detach().cpu() for k, v in model.state_dict().items()}, result

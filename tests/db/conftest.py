@@ -11,8 +11,28 @@ import pytest
 from kgdb.config import Settings
 from kgdb.data.relation_paths import TripleArrays
 from kgdb.server import LocalServer, server_from_settings
-from support import jamaica, movies
-from support.graphs import load
+from support import head_start, jamaica, movies
+from support.spare_servers import base_settings, environment, jars
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests that await background work run last (in their order), so the work has the session to finish."""
+    items.sort(key=lambda item: item.get_closest_marker("head_start") is not None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def head_starts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Begins the work the selected tests mark with `head_start`, in their order (`support.head_start`),
+    once the session's server is up where a selected test needs it: its start is what every test waits for."""
+    for read_once in (jars, base_settings, environment):  # here, before any test changes the environment
+        read_once()
+    if any("neo4j_settings" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        request.getfixturevalue("neo4j_settings")
+    for item in request.session.items:
+        for mark in item.iter_markers("head_start"):
+            head_start.begin(mark.args[0], tmp_path_factory)
+    yield
+    head_start.finish()
 
 
 @pytest.fixture
@@ -33,10 +53,10 @@ def local_server(neo4j_settings):
 
 
 @pytest.fixture
-def movie_files(graph, tmp_path):
+def movie_files(kept_graph, tmp_path):
     """The movie graph loaded, its 1- and 2-hop MetaQA-style question files (`N-hop/qa.txt`), and the
     settings, environment and connection arguments a `kgdb` command over them needs."""
-    load(graph, movies.TRIPLES)
+    graph = kept_graph(movies.TRIPLES)
     arrays = TripleArrays.from_triples(movies.TRIPLES)
     files = []
     for hop, templates in movies.TEMPLATES.items():
@@ -62,11 +82,7 @@ def movie_files(graph, tmp_path):
     return graph, settings, files, env, base
 
 
-@pytest.fixture
-def toy(graph, tmp_path):
-    """The Jamaica graph with its questions loaded as :Question nodes, and the same questions as a file
-    (`toy.jsonl`)."""
-    load(graph, jamaica.TRIPLES)
+def _jamaica_questions(graph) -> None:
     rows = [
         {
             "id": q["id"],
@@ -79,6 +95,13 @@ def toy(graph, tmp_path):
         for q in jamaica.QUESTIONS
     ]
     graph.run("load_questions", rows=rows)
+
+
+@pytest.fixture
+def toy(kept_graph, tmp_path):
+    """The Jamaica graph with its questions loaded as :Question nodes, and the same questions as a file
+    (`toy.jsonl`)."""
+    graph = kept_graph(jamaica.TRIPLES, then=_jamaica_questions)
     path = tmp_path / "toy.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in jamaica.QUESTIONS), encoding="utf-8")
     return graph, path

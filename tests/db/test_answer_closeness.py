@@ -12,10 +12,11 @@ import sys
 
 import pytest
 
-from kgdb.rrp.closeness import WEIGHTS
 from kgdb.rrp.answering import ENDS_PER_PATH
+from kgdb.rrp.closeness import WEIGHTS
+from kgdb.rrp.model_choice import relation_path_retriever
 from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath, names_of
-from kgdb.rrp.retriever import RelationPathRetriever, relation_path_retriever
+from kgdb.rrp.retriever import RelationPathRetriever
 from support import ROOT
 from support.graphs import load
 
@@ -37,8 +38,8 @@ class _FixedPlanner(PathPlanner):
     def __init__(self, plans):
         self.plans = tuple(plans)
 
-    def plan(self, graph, question, topics, names) -> Plan:
-        return Plan(topics, names_of(topics, names), self.plans, question)
+    def plan(self, graph, reading, topics, names) -> Plan:
+        return Plan(topics, names_of(topics, names), self.plans, reading.text)
 
 
 def test_the_questions_type_word_picks_the_path_on_a_real_graph(graph, neo4j_settings):

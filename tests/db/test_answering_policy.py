@@ -42,9 +42,9 @@ TRIPLES = [
 
 
 @pytest.fixture
-def settings_for(graph, tmp_path):
+def settings_for(neo4j_settings, tmp_path):
     def settings(**overrides):
-        return graph.settings.with_overrides(
+        return neo4j_settings.with_overrides(
             cache_dir=tmp_path / "cache",
             checkpoints_dir=tmp_path / "ckpt",
             runs_dir=tmp_path / "runs",
@@ -94,8 +94,8 @@ def own_ranker(graph, settings) -> str:
 # ------------------------------------------------------------------ four plans, each naming why
 
 
-def test_plan_on_a_fresh_graph_is_the_shipped_ranker_without_an_llm(graph, settings_for):
-    write_graph(graph, TRIPLES, embedder=get_embedder())
+def test_plan_on_a_fresh_graph_is_the_shipped_ranker_without_an_llm(kept_graph, settings_for):
+    kept_graph(TRIPLES)
     plan = explain(settings_for())
     assert (plan["retriever"], plan["checkpoint"], plan["planner"], plan["reasoner"], plan["format"]) == (
         "relation-paths",
@@ -113,8 +113,8 @@ def test_plan_on_a_fresh_graph_is_the_shipped_ranker_without_an_llm(graph, setti
     assert table.exit_code == 0 and "Answering plan (nothing was answered)" in flat and "Kingston" not in flat
 
 
-def test_plan_on_a_graph_with_its_own_rrp_model_names_it(graph, settings_for):
-    write_graph(graph, TRIPLES, embedder=get_embedder())
+def test_plan_on_a_graph_with_its_own_rrp_model_names_it(kept_graph, settings_for):
+    graph = kept_graph(TRIPLES)
     settings = settings_for()
     name = own_ranker(graph, settings)
     plan = explain(settings)
@@ -141,8 +141,8 @@ def test_plan_on_a_graph_embedded_with_another_model_says_why_rrp_does_not_answe
     assert "Kingston" in answered.output
 
 
-def test_plan_with_an_llm_configured_asks_it(graph, settings_for):
-    write_graph(graph, TRIPLES, embedder=get_embedder())
+def test_plan_with_an_llm_configured_asks_it(kept_graph, settings_for):
+    kept_graph(TRIPLES)
     settings = settings_for()
     with OpenAIServer(script=[{"content": "ans: Kingston"}]) as server:
         env = {"KGDB_LLM_BASE_URL": server.base_url, "KGDB_LLM_MODEL": "kgdb-test-model"}
@@ -155,17 +155,21 @@ def test_plan_with_an_llm_configured_asks_it(graph, settings_for):
         )
         assert "an LLM is configured (KGDB_LLM_MODEL=kgdb-test-model)" in plan["why"]["reasoner"]
         assert (
-            "no subgraphrag checkpoint" in plan["why"]["checkpoint"]
+            # the policy chose the retriever: its note names no checkpoint the user never asked for
+            plan["why"]["checkpoint"].startswith("no retriever was trained on this graph")
+            and "subgraphrag" not in plan["why"]["checkpoint"]
             and "cosine-dde checkpoint shipped with kgdb" in plan["why"]["checkpoint"]
         )
         answered = cli(settings, "ask", "what is the capital of jamaica?", "--json", "--no-write", **env)
     data = json.loads(answered.output)
+    read = plan.pop("question_reading")  # --explain also shows how the question was read and linked
     assert data["plan"] == plan and data["llm_used"] and [a["answer"] for a in data["answers"]] == ["Kingston"]
+    assert data["question_reading"] == read and read["topics"]["chosen"][0]["name"] == "Jamaica"
     assert server.calls == 1  # --explain asked nothing
 
 
-def test_evaluation_keeps_the_method_it_names(graph, settings_for):
-    write_graph(graph, TRIPLES, embedder=get_embedder())
+def test_evaluation_keeps_the_method_it_names(kept_graph, settings_for):
+    graph = kept_graph(TRIPLES)
     request = AnswerRequest(retriever="cosine-dde", reasoner="extractive", fallback=Fallback.SHIPPED)
     plan = choose_answering(graph, settings_for(), request)
     assert plan.retriever == "cosine-dde" and plan.checkpoint.name == "cosine-dde-webqsp"
@@ -176,8 +180,8 @@ def test_evaluation_keeps_the_method_it_names(graph, settings_for):
 # ------------------------------------------------------------------ retrieval shares the policy
 
 
-def test_retrieve_without_a_checkpoint_is_served_like_ask(graph, settings_for):
-    write_graph(graph, TRIPLES, embedder=get_embedder())
+def test_retrieve_without_a_checkpoint_is_served_like_ask(kept_graph, settings_for):
+    graph = kept_graph(TRIPLES)
     settings = settings_for()
     result = cli(
         settings, "retrieve", "what is the capital of jamaica?", "--retriever", "cosine-dde", "--no-write", "--json"
@@ -196,8 +200,8 @@ def test_retrieve_without_a_checkpoint_is_served_like_ask(graph, settings_for):
     assert r.triples[0].tail == "Kingston"
 
 
-def test_a_reload_of_the_same_data_is_the_same_graph_to_a_checkpoint(graph, settings_for):
-    write_graph(graph, TRIPLES, embedder=get_embedder())
+def test_a_reload_of_the_same_data_is_the_same_graph_to_a_checkpoint(kept_graph, settings_for):
+    graph = kept_graph(TRIPLES)
     settings = settings_for()
     fingerprint, info = graph_fingerprint(graph)
     folder = settings.checkpoints_dir / "cosine-dde-here"
@@ -238,8 +242,8 @@ class FirstTail:
         return {"reasoner": self.name}
 
 
-def test_a_registered_reasoner_answers_through_the_api(graph, settings_for):
-    write_graph(graph, TRIPLES, embedder=get_embedder())
+def test_a_registered_reasoner_answers_through_the_api(kept_graph, settings_for):
+    graph = kept_graph(TRIPLES)
     register_reasoner(ReasonerKind("toy", lambda settings, **options: FirstTail(), "the tail of the best triple"))
     assert "toy" in reasoner_choices()
     kg = Kgdb(graph)
@@ -253,9 +257,9 @@ def test_a_registered_reasoner_answers_through_the_api(graph, settings_for):
     ] == "a reasoner object passed by the caller"
 
 
-def test_a_reasoner_installed_by_entry_point_answers_through_the_cli(graph, settings_for, tmp_path):
+def test_a_reasoner_installed_by_entry_point_answers_through_the_cli(kept_graph, settings_for, tmp_path):
     """A package of its own (found by its `kgdb.reasoners` entry point), `kgdb ask --reasoner toy` in a new process."""
-    write_graph(graph, TRIPLES, embedder=get_embedder())
+    kept_graph(TRIPLES)
     site = tmp_path / "site"
     (site / "toy_reasoner-0.1.dist-info").mkdir(parents=True)
     (site / "toy_reasoner-0.1.dist-info" / "METADATA").write_text(

@@ -9,7 +9,6 @@ import pytest
 
 import kgdb
 from kgdb.errors import ClosedError, InputError, KgdbError
-from support.graphs import load
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -33,9 +32,8 @@ CALLS = {
 
 
 @pytest.fixture
-def settings(graph, tmp_path):
-    load(graph, TRIPLES)
-    return graph.settings.with_overrides(
+def settings(kept_graph, tmp_path):
+    return kept_graph(TRIPLES).settings.with_overrides(
         cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs"
     )
 

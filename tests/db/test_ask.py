@@ -16,7 +16,6 @@ from kgdb.cli import app
 from kgdb.errors import InputError, KgdbError
 from kgdb.qa.ask import AskPipeline
 from support.bradfield import TRIPLES
-from support.graphs import load
 from support.openai_server import OpenAIServer, echo_first_evidence
 
 QUESTIONS = [
@@ -34,8 +33,8 @@ QUESTIONS = [
 
 
 @pytest.fixture
-def loaded(graph, tmp_path):
-    load(graph, TRIPLES)
+def loaded(kept_graph, tmp_path):
+    graph = kept_graph(TRIPLES)
     settings = graph.settings.with_overrides(
         cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs", llm_model=None
     )

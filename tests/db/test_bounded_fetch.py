@@ -15,7 +15,9 @@ from kgdb.cypher import Graph
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb.cypher.writeback import show_run, write_scores
 from kgdb.embeddings import get_embedder
+from support import head_start
 from support.graphs import load, random_multigraph
+from support.spare_servers import base_settings, spare_server
 
 
 @pytest.mark.parametrize("seed", [21, 22])
@@ -116,31 +118,26 @@ def test_neo4j_routing_uri_reads_and_writes(graph, neo4j_settings: Settings):
         assert len(show_run(g, run)["triples"]) == 3
 
 
-@pytest.mark.slow  # starts a second server twice (~60 s)
-def test_a_tiny_server_memory_limit_is_one_line_naming_the_settings(neo4j_settings: Settings, tmp_path):
-    from kgdb.server import LocalServer, free_port, server_from_settings
+TINY_PASSWORD = "tiny-memory-pass"
 
-    server = LocalServer(
-        home=tmp_path / "tiny",
-        password="tiny-memory-pass",
-        bolt_port=free_port(),
-        http_port=free_port(),
-        heap="512m",
-        pagecache="128m",
-        lib_dir=server_from_settings(Settings()).lib,
-    )
-    settings = neo4j_settings.with_overrides(neo4j_uri=server.bolt_uri, neo4j_password="tiny-memory-pass")
+
+def _subgraph_on_a_tiny_memory_server(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess:
+    """`kgdb subgraph` around a 20,000-leaf hub on a second server restarted with a transaction memory limit
+    one fetch level must fit in (loads need more, so the hub is loaded before the limit is set)."""
+    from kgdb.loaders.writer import write_graph
+
+    server = spare_server(tmp_path_factory.mktemp("tiny"), TINY_PASSWORD)
     server.start(log=lambda *_: None)
     try:
+        settings = base_settings().with_overrides(neo4j_uri=server.bolt_uri, neo4j_password=TINY_PASSWORD)
         with Graph.connect(settings) as g:
-            from kgdb.loaders.writer import write_graph
-
             write_graph(g, [("Hub", f"rel.r{i % 7}", f"leaf {i}") for i in range(20_000)], embedder=None)
         server.stop(log=lambda *_: None)
-        server.extra_conf = {"db.memory.transaction.max": "4m"}  # loads need more; one fetch level must fit in it
+        server.extra_conf = {"db.memory.transaction.max": "4m"}
         server.start(log=lambda *_: None)
-        env = {"KGDB_NEO4J_PASSWORD": "tiny-memory-pass", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-        out = subprocess.run(
+        home = tmp_path_factory.mktemp("tiny-home")
+        env = {"KGDB_NEO4J_PASSWORD": TINY_PASSWORD, "PATH": "/usr/bin:/bin", "HOME": str(home)}
+        return subprocess.run(
             [
                 sys.executable,
                 "-m",
@@ -161,8 +158,14 @@ def test_a_tiny_server_memory_limit_is_one_line_naming_the_settings(neo4j_settin
             env=env,
             timeout=300,
         )
-        assert out.returncode == 1, out.stdout + out.stderr
-        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
-        assert "KGDB_FETCH_CHUNK" in out.stderr and "--cap" in out.stderr and "transaction memory" in out.stderr
     finally:
         server.stop(log=lambda *_: None)
+
+
+@pytest.mark.slow  # starts a second server twice (~60 s), begun in the background
+@pytest.mark.head_start.with_args(_subgraph_on_a_tiny_memory_server)
+def test_a_tiny_server_memory_limit_is_one_line_naming_the_settings(tmp_path_factory):
+    out = head_start.result(_subgraph_on_a_tiny_memory_server, tmp_path_factory)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "KGDB_FETCH_CHUNK" in out.stderr and "--cap" in out.stderr and "transaction memory" in out.stderr

@@ -5,21 +5,25 @@ not a test."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from kgdb.cypher import Graph
 from kgdb.errors import InputError
 from kgdb.loaders.sources import open_source, open_stream
 from kgdb.loaders.writer import write_graph
-from support.graphs import snapshot
+from support import head_start
+from support.graphs import snapshot, wipe
 from support.sources import NAMES, NT, TSV
+from support.spare_servers import load_server
 
 
-@pytest.mark.slow  # stops and restarts the shared test server, twice
-@pytest.mark.parametrize("kind", ["tsv", "nt"])
-def test_streamed_bulk_load_equals_the_bolt_path_and_bolt_loads_add_to_it(graph, local_server, tmp_path, kind):
+def _streamed_bulk_load_equals_the_bolt_path(tmp_path_factory: pytest.TempPathFactory, kind: str) -> None:
     from kgdb.loaders.bulk import bulk_load
 
+    server, settings = load_server(tmp_path_factory)
+    tmp_path = tmp_path_factory.mktemp(f"bulk-{kind}")
     if kind == "tsv":
         (tmp_path / "t.tsv").write_text(TSV, encoding="utf-8")
         (tmp_path / "names.tsv").write_text(NAMES, encoding="utf-8")
@@ -28,12 +32,13 @@ def test_streamed_bulk_load_equals_the_bolt_path_and_bolt_loads_add_to_it(graph,
         (tmp_path / "t.nt").write_text(NT, encoding="utf-8")
         path, options = tmp_path / "t.nt", {}
     src = open_source(path, **options)
-    write_graph(graph, src.triples, src.names, literals=src.literals)
-    bolt = snapshot(graph)
-    graph.close()
-    stats = bulk_load(graph.settings, local_server, open_stream(path, **options), replace=True, log=lambda *_: None)
+    with Graph.connect(settings) as graph:
+        wipe(graph)
+        write_graph(graph, src.triples, src.names, literals=src.literals)
+        bolt = snapshot(graph)
+    stats = bulk_load(settings, server, open_stream(path, **options), replace=True, log=lambda *_: None)
     assert stats.triples_in == len(set(src.triples)) < len(src.triples)
-    with Graph.connect(graph.settings) as g:
+    with Graph.connect(settings) as g:
         assert snapshot(g) == bolt
         # An incremental Bolt load on top of the bulk-loaded graph adds only what is new, idx stays dense.
         more = [("m.0obama", "people.person.profession", "m.0lawyer"), *src.triples[:2]]
@@ -41,6 +46,18 @@ def test_streamed_bulk_load_equals_the_bolt_path_and_bolt_loads_add_to_it(graph,
         after = snapshot(g)
         assert after["counts"]["triples"] == bolt["counts"]["triples"] + 1
         assert sorted(n["idx"] for n in after["nodes"]) == list(range(len(after["nodes"])))
+
+
+# Each stops, imports into and restarts a spare server: begun in the background as the session starts.
+BULK_LOADS = {kind: partial(_streamed_bulk_load_equals_the_bolt_path, kind=kind) for kind in ("tsv", "nt")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "kind", [pytest.param(kind, marks=pytest.mark.head_start.with_args(work)) for kind, work in BULK_LOADS.items()]
+)
+def test_streamed_bulk_load_equals_the_bolt_path_and_bolt_loads_add_to_it(tmp_path_factory, kind):
+    head_start.result(BULK_LOADS[kind], tmp_path_factory)
 
 
 def test_a_malformed_line_stops_the_bulk_load_before_the_server_is_touched(graph, local_server, tmp_path):

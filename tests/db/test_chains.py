@@ -18,8 +18,8 @@ def _run(graph, topics, scores_by_triple, k=100, run=None, anchors=None):
     return write_scores(graph, sg, scores, "test", k=min(k, keep), run=run)
 
 
-def test_multi_answer_merge_reproduces_the_reg_example(graph):
-    load(graph, LOU_SEAL)
+def test_multi_answer_merge_reproduces_the_reg_example(kept_graph):
+    graph = kept_graph(LOU_SEAL)
     scores = {t: 0.9 - 0.1 * i for i, t in enumerate(LOU_SEAL[:4])}  # mascot + three championships
     chains = evidence_chains(graph, _run(graph, ["Lou Seal"], scores))
     assert [c.render() for c in chains.chains] == [
@@ -82,8 +82,8 @@ def test_multi_entity_merge_places_overlapping_chains_together(graph):
     ]
 
 
-def test_two_runs_on_one_question_keep_their_own_chains(graph):
-    load(graph, LOU_SEAL)
+def test_two_runs_on_one_question_keep_their_own_chains(kept_graph):
+    graph = kept_graph(LOU_SEAL)
     run_a = _run(graph, ["Lou Seal"], {LOU_SEAL[0]: 0.9, LOU_SEAL[1]: 0.8}, run="A")
     run_b = _run(graph, ["Lou Seal"], {LOU_SEAL[0]: 0.9, LOU_SEAL[4]: 0.8}, run="B")
     a = [c.render() for c in evidence_chains(graph, run_a).chains]
@@ -96,14 +96,14 @@ def test_two_runs_on_one_question_keep_their_own_chains(graph):
     ]
 
 
-def test_cli_chains_runs_subgraph_paths(graph, neo4j_settings):
+def test_cli_chains_runs_subgraph_paths(kept_graph, neo4j_settings):
     """`kgdb subgraph|paths|chains|runs` through the typer app (in-process: one import of the model)."""
     from typer.testing import CliRunner
 
     from kgdb.cli import app
     from kgdb.errors import KgdbError
 
-    load(graph, LOU_SEAL)
+    graph = kept_graph(LOU_SEAL)
     run = _run(graph, ["Lou Seal"], {t: 0.9 - 0.1 * i for i, t in enumerate(LOU_SEAL[:4])}, run="cli-run")
     conn = ["--uri", neo4j_settings.neo4j_uri, "--password", neo4j_settings.neo4j_password.get_secret_value()]
     runner = CliRunner()

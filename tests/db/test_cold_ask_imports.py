@@ -20,13 +20,12 @@ TRIPLES = [
     [["--retriever", "cosine", "--reasoner", "extractive"], ["--reasoner", "extractive"], []],
     ids=["cosine", "plain-extractive-falls-back", "plain-ask-portable-rrp"],
 )
-def test_what_a_cold_ask_imports(graph, tmp_path, retriever):
+def test_what_a_cold_ask_imports(kept_graph, tmp_path, retriever):
     """`kgdb ask` with cosine, `kgdb ask --reasoner extractive` on a graph without a checkpoint (it
     falls back to the shipped cosine-dde and says so), and plain `kgdb ask` without an LLM (the shipped
     portable RRP ranker, scored in numpy) import neither torch nor sentence-transformers."""
-    from support.graphs import load
 
-    load(graph, TRIPLES)
+    graph = kept_graph(TRIPLES)
     s = graph.settings
     env = {
         "KGDB_NEO4J_URI": s.neo4j_uri,

@@ -12,10 +12,10 @@ from support.cli import KGDB, env_for
 
 
 @pytest.mark.parametrize("kind", ["full", "read-only"])
-def test_ask_and_eval_go_on_without_a_cache_with_one_warning(graph, small_fs, tmp_path, kind):
-    from support.graphs import LOU_SEAL, load
+def test_ask_and_eval_go_on_without_a_cache_with_one_warning(kept_graph, small_fs, tmp_path, kind):
+    from support.graphs import LOU_SEAL
 
-    load(graph, LOU_SEAL)
+    graph = kept_graph(LOU_SEAL)
     folder = small_fs("1m", leave_free=8_192) if kind == "full" else small_fs("1m", read_only=True)
     env = env_for(graph.settings, KGDB_CACHE_DIR=str(folder / "kgdb"), KGDB_RUNS_DIR=str(tmp_path / "runs"))
     ask = subprocess.run(

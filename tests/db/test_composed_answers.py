@@ -12,9 +12,8 @@ import sys
 from typer.testing import CliRunner
 
 from kgdb.cli import app
-from kgdb.cypher.linking import Topics
+from kgdb.reading import Topics, read_question
 from support import ROOT
-from support.graphs import load
 
 FILMS = [
     ("Avatar", "film.film.directed_by", "James Cameron"),
@@ -27,8 +26,8 @@ FILMS = [
 ]
 
 
-def test_ask_answers_a_compositional_question_with_the_shipped_ranker(graph, tmp_path):
-    load(graph, FILMS)
+def test_ask_answers_a_compositional_question_with_the_shipped_ranker(kept_graph, tmp_path):
+    graph = kept_graph(FILMS)
     s = graph.settings
     env = {"KGDB_CHECKPOINTS_DIR": str(tmp_path / "none"), "KGDB_RUNS_DIR": str(tmp_path / "runs")}
     out = CliRunner().invoke(
@@ -67,16 +66,19 @@ FAMILY = [
 ]
 
 
-def test_a_description_through_a_cvt_node_is_read_even_where_the_outer_words_alone_read_the_question(graph):
+def test_a_description_through_a_cvt_node_is_read_even_where_the_outer_words_alone_read_the_question(kept_graph):
     # "where was the wife of tom lee born?" is read by the whole-question ranker as "where was tom lee
     # born?" (Honolulu); the description reaches Ann Lee through the marriage, and its walk back to Tom
     # Lee is no answer of the composed path
-    from kgdb.rrp.retriever import relation_path_retriever
+    from kgdb.rrp.model_choice import relation_path_retriever
 
-    load(graph, FAMILY)
+    graph = kept_graph(FAMILY)
     retriever = relation_path_retriever(graph, graph.settings, write=False)
     plan = retriever.planner.plan(
-        graph, "where was the wife of tom lee born?", Topics(["Tom Lee"], "given", [], []), {"Tom Lee": "Tom Lee"}
+        graph,
+        read_question("where was the wife of tom lee born?"),
+        Topics(["Tom Lee"], "given", [], []),
+        {"Tom Lee": "Tom Lee"},
     )
     assert plan.paths[0].relations == (
         "people.person.spouse_s",
@@ -92,19 +94,23 @@ def test_a_description_through_a_cvt_node_is_read_even_where_the_outer_words_alo
     assert [p.answer for p in composed] == ["Chicago"]
 
 
-def test_the_readings_of_one_question_enumerate_each_topic_once(graph, monkeypatch):
+def test_the_readings_of_one_question_enumerate_each_topic_once(kept_graph, monkeypatch):
     import kgdb.rrp.path_ranker as path_ranker
+    from kgdb.rrp.model_choice import shipped_ranker
 
-    load(graph, FILMS)
+    graph = kept_graph(FILMS)
     enumerated, around = [], path_ranker.relation_paths_around
     monkeypatch.setattr(
         path_ranker,
         "relation_paths_around",
         lambda g, topics, **kw: enumerated.append(list(topics)) or around(g, topics, **kw),
     )
-    ranker = path_ranker.shipped_ranker(graph, graph.settings)
+    ranker = shipped_ranker(graph, graph.settings)
     plan = ranker.plan(
-        graph, "what nationality is the director of avatar?", Topics(["Avatar"], "given", [], []), {"Avatar": "Avatar"}
+        graph,
+        read_question("what nationality is the director of avatar?"),
+        Topics(["Avatar"], "given", [], []),
+        {"Avatar": "Avatar"},
     )
     assert plan.paths[0].relations == ("film.film.directed_by", "people.person.nationality")
     # the whole question, the description and the outer words asked of Avatar read one enumeration;
@@ -113,15 +119,15 @@ def test_the_readings_of_one_question_enumerate_each_topic_once(graph, monkeypat
     enumerated.clear()
     ranker.plan(
         graph,
-        "what nationality is the director of titanic?",
+        read_question("what nationality is the director of titanic?"),
         Topics(["Titanic"], "given", [], []),
         {"Titanic": "Titanic"},
     )
     assert enumerated == [["Titanic"], ["James Cameron"]]  # nothing carried over from the last question
 
 
-def test_the_benchmark_answers_each_question_both_ways(graph, tmp_path):
-    load(graph, FILMS)
+def test_the_benchmark_answers_each_question_both_ways(kept_graph, tmp_path):
+    graph = kept_graph(FILMS)
     questions = tmp_path / "compositional.jsonl"
     questions.write_text(
         "".join(

@@ -4,17 +4,10 @@ candidates (kgdb/cypher/answer_evidence.py): year bounds, last / first, and answ
 from __future__ import annotations
 
 from kgdb.cypher.answer_evidence import attached_values, type_features
-from kgdb.cypher.linking import LinkedEntity, Topics
 from kgdb.loaders.writer import write_graph
-from kgdb.rrp.constraints import (
-    AnswerTypeModel,
-    YearBound,
-    apply_bounds,
-    apply_extreme,
-    apply_literal,
-    parse_constraints,
-    years_of,
-)
+from kgdb.reading import LinkedEntity, Topics, read_question
+from kgdb.reading.constraints import YearBound, parse_constraints
+from kgdb.rrp.constraints import AnswerTypeModel, apply_bounds, apply_extreme, apply_literal, years_of
 
 # A team's finals: two won (the date on the final itself, or on a CVT node of the final), one lost; films with
 # release dates; people with birthplaces, and a school.
@@ -45,8 +38,8 @@ GRAPH = [
 ]
 
 
-def test_years_come_from_the_name_and_from_values_attached_directly_or_through_a_cvt(graph):
-    write_graph(graph, GRAPH, embedder=None)
+def test_years_come_from_the_name_and_from_values_attached_directly_or_through_a_cvt(kept_graph):
+    graph = kept_graph(GRAPH, embed=False)
     values = attached_values(graph, ["Final A", "Final B", "Final C", "Giants", "no such entity"])
     assert [v.value for v in values["Final A"]] == ["1987-01-25"]
     assert [(v.value, v.via) for v in values["Final B"]] == [("2012-02-05", "m.0result_b")]
@@ -55,8 +48,8 @@ def test_years_come_from_the_name_and_from_values_attached_directly_or_through_a
     assert years_of("2011 Stanley Cup Finals", None, []) == [2011]
 
 
-def test_last_puts_the_latest_won_final_first_and_first_the_earliest(graph):
-    write_graph(graph, GRAPH, embedder=None)
+def test_last_puts_the_latest_won_final_first_and_first_the_earliest(kept_graph):
+    graph = kept_graph(GRAPH, embed=False)
     won = ["Final A", "Final B"]  # the ranker's order, the runner-up final already excluded by the path
     values = attached_values(graph, won)
     years = {c: years_of(c, c, values.get(c, [])) for c in won}
@@ -71,8 +64,8 @@ def test_last_puts_the_latest_won_final_first_and_first_the_earliest(graph):
     assert apply_extreme(["Undated"] + won, years, "latest") == ["Final B", "Undated", "Final A"]
 
 
-def test_year_bounds_put_films_released_after_before_or_in_a_year_first(graph):
-    write_graph(graph, GRAPH, embedder=None)
+def test_year_bounds_put_films_released_after_before_or_in_a_year_first(kept_graph):
+    graph = kept_graph(GRAPH, embed=False)
     films = ["Film Old", "Film Mid", "Film New"]
     values = attached_values(graph, films)
     years = {c: years_of(c, c, values.get(c, [])) for c in films}
@@ -90,8 +83,8 @@ def test_year_bounds_put_films_released_after_before_or_in_a_year_first(graph):
     assert apply_literal(films, years, parse_constraints("his latest film released before 2001?"))[0] == "Film Mid"
 
 
-def test_answer_types_learned_from_the_graph_put_a_place_first_for_where_and_a_person_for_who(graph):
-    write_graph(graph, GRAPH, embedder=None)
+def test_answer_types_learned_from_the_graph_put_a_place_first_for_where_and_a_person_for_who(kept_graph):
+    graph = kept_graph(GRAPH, embed=False)
     people, places = ["Ann", "Bob", "Cid"], ["Springfield", "Shelbyville"]
     feats = type_features(graph, people + places + ["Springfield College", "m.0marriage_ab", "1987-01-25"])
     assert (
@@ -117,12 +110,12 @@ def test_answer_types_learned_from_the_graph_put_a_place_first_for_where_and_a_p
     ]
 
 
-def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_best_path(graph):
-    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of, ranked_answers
-    from kgdb.rrp.retriever import answer_constraints
+def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_best_path(kept_graph):
     from kgdb.protocol import ScoredPath
+    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of, ranked_answers
+    from kgdb.rrp.ties import answer_constraints
 
-    write_graph(graph, GRAPH, embedder=None)
+    graph = kept_graph(GRAPH, embed=False)
 
     def won(final: str, score: float) -> GroundedPath:
         path = ScoredPath(score, ("Giants", final), ("sports.sports_team.championships",), (1,), source="rrp-ranker")
@@ -133,7 +126,7 @@ def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_b
 
     def gathered(question: str) -> Gathered:
         g = Gathered(Topics(["Giants"], "given", [], []), {}, set(), planned, [], {}, {}, [], lambda ids: {}, None)
-        g.constrain = answer_constraints(graph, question, g)
+        g.constrain = answer_constraints(graph, read_question(question).linked(g.found, g.names), g)
         return g
 
     plain = gathered("when did the giants win the final?")
@@ -151,9 +144,9 @@ def test_answering_puts_the_last_won_final_first_among_the_answers_tied_on_the_b
 
 
 def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied_answers(graph):
-    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of
-    from kgdb.rrp.retriever import answer_constraints
     from kgdb.protocol import ScoredPath
+    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of
+    from kgdb.rrp.ties import answer_constraints
 
     write_graph(
         graph,
@@ -193,7 +186,7 @@ def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied
             lambda ids: {},
             None,
         )
-        g.constrain = answer_constraints(graph, question, g)
+        g.constrain = answer_constraints(graph, read_question(question).linked(g.found, g.names), g)
         return answers_of("planner", g, 0.5, 0.0)
 
     assert first("which school did ada attend?") == ["Alder College", "Birch School"]
@@ -203,9 +196,9 @@ def test_answering_puts_the_school_with_the_asked_attribute_first_among_the_tied
 
 
 def test_a_linked_question_puts_the_tied_answers_next_to_another_entity_it_mentions_first(graph):
-    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of
-    from kgdb.rrp.retriever import answer_constraints
     from kgdb.protocol import ScoredPath
+    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of
+    from kgdb.rrp.ties import answer_constraints
 
     sibling = ("people.person.sibling_s", "people.sibling_relationship.sibling")
     write_graph(
@@ -233,7 +226,7 @@ def test_a_linked_question_puts_the_tied_answers_next_to_another_entity_it_menti
         g = Gathered(
             found, {"Jack": "Jack"}, {"m.0sib_abe", "m.0sib_zed"}, planned, [], {}, {}, [], lambda ids: {}, None
         )
-        g.constrain = answer_constraints(graph, question, g, read_from)
+        g.constrain = answer_constraints(graph, read_question(question).linked(g.found, g.names), g, read_from)
         return answers_of("planner", g, 0.5, 0.0), g.notes
 
     q = "who are jack's brothers that are lawyers?"
@@ -254,12 +247,12 @@ def test_a_linked_question_puts_the_tied_answers_next_to_another_entity_it_menti
     assert first(q, Topics(["Jack"], "linked", other, []))[0] == ["Zed", "Abe"]
 
 
-def test_a_question_asking_when_notes_answers_that_carry_no_year(graph):
-    from kgdb.rrp.answering import Gathered, GroundedPath
-    from kgdb.rrp.retriever import answer_constraints
+def test_a_question_asking_when_notes_answers_that_carry_no_year(kept_graph):
     from kgdb.protocol import ScoredPath
+    from kgdb.rrp.answering import Gathered, GroundedPath
+    from kgdb.rrp.ties import answer_constraints
 
-    write_graph(graph, GRAPH, embedder=None)
+    graph = kept_graph(GRAPH, embed=False)
 
     def reached(relation: str, end: str, direction: int = 1) -> GroundedPath:
         path = ScoredPath(0.8, ("Giants", end), (relation,), (direction,), source="rrp-ranker")
@@ -273,7 +266,7 @@ def test_a_question_asking_when_notes_answers_that_carry_no_year(graph):
 
     def notes(question: str, planned: list[GroundedPath]) -> list[str]:
         g = Gathered(Topics(["Giants"], "given", [], []), {}, set(), planned, [], {}, {}, [], lambda ids: {}, None)
-        answer_constraints(graph, question, g)
+        answer_constraints(graph, read_question(question).linked(g.found, g.names), g)
         return g.notes
 
     # the finals carry their dates (one directly, one through a CVT node): nothing to say
@@ -287,9 +280,9 @@ def test_a_question_asking_when_notes_answers_that_carry_no_year(graph):
 
 
 def test_last_chooses_among_the_best_path_answers_the_joint_reading_reaches_not_only_its_strongest(graph):
-    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of
-    from kgdb.rrp.retriever import answer_constraints
     from kgdb.protocol import ScoredPath
+    from kgdb.rrp.answering import Gathered, GroundedPath, answers_of
+    from kgdb.rrp.ties import answer_constraints
 
     # a final the Giants lost, later than every final they won
     write_graph(
@@ -318,7 +311,7 @@ def test_last_chooses_among_the_best_path_answers_the_joint_reading_reaches_not_
     def first(question: str) -> tuple[list[str], list[str]]:
         g = Gathered(Topics(["Giants"], "given", [], []), {}, set(), planned, [], {}, {}, [], lambda ids: {}, None)
         g.joint = list(joint)
-        g.constrain = answer_constraints(graph, question, g)
+        g.constrain = answer_constraints(graph, read_question(question).linked(g.found, g.names), g)
         return answers_of("planner", g, 0.5, 0.0), g.notes
 
     answers, notes = first("when was the last time the giants won the final?")

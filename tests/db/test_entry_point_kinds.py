@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from kgdb.pipeline.trainable_kinds import EpochOptions
-from kgdb.pipeline.trainables import TrainableKind, TrainOutcome, option
+from kgdb.pipeline.trainable import EpochOptions
+from kgdb.pipeline.trainable import TrainableKind, TrainOutcome, option
 from kgdb.training.fit import FitConfig, FitTask, fit
 
 
@@ -106,8 +106,8 @@ def toy_plugin(tmp_path, monkeypatch):
         f"[{trainables.ENTRY_POINT_GROUP}]\ntoy-kind = toy_kgdb_kind:KIND\n", encoding="utf-8"
     )
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setattr(trainables, "_loaded", False)  # the next look-up reads the entry points again
-    monkeypatch.setattr(trainables, "_REGISTRY", {})
+    monkeypatch.setattr(trainables.TRAINABLES, "_loaded", False)  # the next look-up reads the entry points again
+    monkeypatch.setattr(trainables.TRAINABLES, "_entries", {})
     return tmp_path
 
 

@@ -3,7 +3,8 @@ line: no question is recorded from a failed query, a rerun resumes where it stop
 metrics of an undisturbed run, and `eval retrieval` never leaves two runs of one question.
 
 These tests stop and restart a server, so they start their own on free ports (as tests/conftest.py
-does for the shared one) rather than stopping the one other tests use."""
+does for the shared one) rather than stopping the one other tests use; sharing nothing else, they run in
+the background from the session's start (`support.head_start`)."""
 
 from __future__ import annotations
 
@@ -19,50 +20,36 @@ import pytest
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
+from support import head_start
 from support.cli import KGDB
 from support.graphs import load
 from support.jamaica import QUESTIONS, TRIPLES
+from support.spare_servers import base_settings, environment, spare_server
 
 PASSWORD = "kgdb-fault-password"
 
 
-@pytest.fixture(scope="module")
-def fault_server(tmp_path_factory):
-    from kgdb.server import LocalServer, free_port, server_from_settings
-
-    shared = server_from_settings(Settings())
-    shared.install_jars(log=lambda *_: None)
-    server = LocalServer(
-        home=tmp_path_factory.mktemp("neo4j-faults"),
-        password=PASSWORD,
-        bolt_port=free_port(),
-        http_port=free_port(),
-        heap="512m",
-        pagecache="128m",
-        lib_dir=shared.lib,
-    )
-    server.start(log=lambda *_: None)
-    try:
-        yield server
-    finally:
-        server.stop(log=lambda *_: None)
+_fault_server: list = []
 
 
-@pytest.fixture(scope="module")
-def loaded(fault_server, tmp_path_factory):
-    settings = Settings().with_overrides(neo4j_uri=fault_server.bolt_uri, neo4j_password=PASSWORD)
-    with Graph.connect(settings) as graph:
-        load(graph, TRIPLES)
-    folder = tmp_path_factory.mktemp("eval-faults")
-    # Many copies of the questions (own ids): a run long enough to stop the server in its middle.
-    rows = [{**q, "id": f"{q['id']}-{copy}"} for copy in range(8) for q in QUESTIONS]
-    questions = folder / "many.jsonl"
-    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return fault_server, settings, questions, len(rows)
+def _loaded(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """The fault server (started on first use), the Jamaica graph on it, and many copies of its questions
+    (own ids: a run long enough to stop the server in its middle)."""
+    if not _fault_server:
+        server = spare_server(tmp_path_factory.mktemp("neo4j-faults"), PASSWORD)
+        server.start(log=lambda *_: None)
+        settings = base_settings().with_overrides(neo4j_uri=server.bolt_uri, neo4j_password=PASSWORD)
+        with Graph.connect(settings) as graph:
+            load(graph, TRIPLES)
+        rows = [{**q, "id": f"{q['id']}-{copy}"} for copy in range(8) for q in QUESTIONS]
+        questions = tmp_path_factory.mktemp("eval-faults") / "many.jsonl"
+        questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        _fault_server.append((server, settings, questions, len(rows)))
+    return _fault_server[0]
 
 
 def _env(settings: Settings, tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KGDB_")}
+    env = {k: v for k, v in environment().items() if not k.startswith("KGDB_")}
     return {
         **env,
         "COLUMNS": "300",
@@ -118,8 +105,11 @@ def _one_line(err: str) -> str:
     return lines[0]
 
 
-def test_a_server_stopped_during_eval_qa_stops_the_run_and_a_rerun_resumes_to_the_undisturbed_metrics(loaded, tmp_path):
-    server, settings, questions, total = loaded
+def _eval_qa_stopped_midway(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    server, settings, questions, total = _loaded(tmp_path_factory)
+    tmp_path = tmp_path_factory.mktemp("eval-faults-run")
     env = _env(settings, tmp_path)
     args = [
         "eval",
@@ -153,9 +143,12 @@ def test_a_server_stopped_during_eval_qa_stops_the_run_and_a_rerun_resumes_to_th
     assert metrics["settings"]["kgdb_version"]
 
 
-def test_a_resumed_eval_qa_asks_again_rows_a_lost_server_recorded_as_no_topic(loaded, tmp_path):
+def _no_topic_rows_asked_again(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     """Files written before the rule may hold such rows: they are recomputed, not kept."""
-    server, settings, questions, total = loaded
+    server, settings, questions, total = _loaded(tmp_path_factory)
+    tmp_path = tmp_path_factory.mktemp("eval-faults-run")
     env = _env(settings, tmp_path)
     args = [
         "eval",
@@ -185,8 +178,11 @@ def test_a_resumed_eval_qa_asks_again_rows_a_lost_server_recorded_as_no_topic(lo
     assert final[rows[0]["qid"]].get("stage") is None and final[rows[0]["qid"]]["answers"] == rows[0]["answers"]
 
 
-def test_a_server_stopped_during_eval_retrieval_resumes_without_duplicate_runs(loaded, tmp_path):
-    server, settings, questions, total = loaded
+def _eval_retrieval_stopped_midway(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    server, settings, questions, total = _loaded(tmp_path_factory)
+    tmp_path = tmp_path_factory.mktemp("eval-faults-run")
     env = _env(settings, tmp_path)
     out_dir = tmp_path / "eval"
     args = [
@@ -233,3 +229,18 @@ def _tag(path: Path) -> str:
     from kgdb.data.questions import file_tag
 
     return file_tag(path)
+
+
+@pytest.mark.head_start.with_args(_eval_qa_stopped_midway)
+def test_a_server_stopped_during_eval_qa_stops_the_run_and_a_rerun_resumes_to_the_undisturbed_metrics(tmp_path_factory):
+    head_start.result(_eval_qa_stopped_midway, tmp_path_factory)
+
+
+@pytest.mark.head_start.with_args(_no_topic_rows_asked_again)
+def test_a_resumed_eval_qa_asks_again_rows_a_lost_server_recorded_as_no_topic(tmp_path_factory):
+    head_start.result(_no_topic_rows_asked_again, tmp_path_factory)
+
+
+@pytest.mark.head_start.with_args(_eval_retrieval_stopped_midway)
+def test_a_server_stopped_during_eval_retrieval_resumes_without_duplicate_runs(tmp_path_factory):
+    head_start.result(_eval_retrieval_stopped_midway, tmp_path_factory)

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from kgdb.server import free_port
+from kgdb.server_home import free_port
 from support import ROOT
 from support.cli import KGDB
-from support.graphs import load
 from support.jamaica import QUESTIONS, TRIPLES
 from support.openai_server import OpenAIServer, echo_first_evidence
 
@@ -67,8 +66,8 @@ def _prompts(log: Path) -> list[str]:
 
 
 @pytest.fixture
-def eval_env(graph, tmp_path):
-    load(graph, TRIPLES)
+def eval_env(kept_graph, tmp_path):
+    graph = kept_graph(TRIPLES)
     rows = [{**q, "id": f"{q['id']}-{copy}"} for copy in range(3) for q in QUESTIONS]
     questions = tmp_path / "many.jsonl"
     questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

@@ -9,15 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from kgdb.cli import app
-from support.graphs import load
 from support.jamaica import QUESTIONS, TRIPLES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture
-def cli(graph, tmp_path):
-    load(graph, TRIPLES)
+def cli(kept_graph, tmp_path):
+    graph = kept_graph(TRIPLES)
     env = {
         "KGDB_CACHE_DIR": str(tmp_path / "cache"),
         "KGDB_CHECKPOINTS_DIR": str(tmp_path / "ckpt"),

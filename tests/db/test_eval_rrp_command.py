@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from kgdb.cli import app
-from support.graphs import LOU_SEAL, load
+from support.graphs import LOU_SEAL
 
 
-def test_eval_rrp_prints_hit_hit1_f1_reachable_and_seconds_on_a_whole_handwritten_file(graph, tmp_path):
-    load(graph, LOU_SEAL)
+def test_eval_rrp_prints_hit_hit1_f1_reachable_and_seconds_on_a_whole_handwritten_file(kept_graph, tmp_path):
+    graph = kept_graph(LOU_SEAL)
     questions = tmp_path / "lou_seal_questions.jsonl"
     rows = [
         {

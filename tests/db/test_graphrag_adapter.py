@@ -14,7 +14,6 @@ from neo4j_graphrag.types import RetrieverResult, RetrieverResultItem
 from kgdb.api import connect
 from kgdb.errors import InputError
 from kgdb.integrations.neo4j_graphrag import KgdbRetriever
-from support.graphs import load
 from support.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -35,8 +34,8 @@ CAPITAL = "(France, location.country.capital, Paris)"
 
 
 @pytest.fixture
-def kg(graph, tmp_path):
-    load(graph, TRIPLES)
+def kg(kept_graph, tmp_path):
+    graph = kept_graph(TRIPLES)
     settings = graph.settings.with_overrides(
         cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs", llm_model=None
     )

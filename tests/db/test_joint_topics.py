@@ -7,10 +7,9 @@ from __future__ import annotations
 import pytest
 
 from kgdb.cypher.writeback import show_run
-from kgdb.rrp import RelationPathRetriever
 from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath, names_of
+from kgdb.rrp.retriever import RelationPathRetriever
 from kgdb.rrp.structural import answers_of
-from support.graphs import load
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -34,16 +33,16 @@ class TopicPlanner(PathPlanner):
 
     name = "by-topic"
 
-    def plan(self, graph, question, topics, names) -> Plan:
+    def plan(self, graph, reading, topics, names) -> Plan:
         if topics.ids == ["Euro"]:
             paths = (PlannedPath((CURRENCY,), 0.8, (-1,)),)
         else:
             paths = (PlannedPath((ADJOINS,), 0.9, (1,)), PlannedPath((CURRENCY,), 0.5, (1,)))
-        return Plan(topics, names_of(topics, names), paths, question)
+        return Plan(topics, names_of(topics, names), paths, reading.text)
 
 
-def test_the_answer_reached_from_every_topic_comes_first_and_is_written_back(graph):
-    load(graph, TRIPLES)
+def test_the_answer_reached_from_every_topic_comes_first_and_is_written_back(kept_graph):
+    graph = kept_graph(TRIPLES)
     r = RelationPathRetriever(graph, graph.settings, planner=TopicPlanner(), k=10)
     g = r.gather(QUESTION, ["France", "Euro"])
     assert {c.path.answer for c in g.joint} == {"Germany"}
@@ -60,8 +59,8 @@ def test_the_answer_reached_from_every_topic_comes_first_and_is_written_back(gra
     }
 
 
-def test_without_a_shared_answer_or_with_the_joint_reading_off_the_plan_answers_as_before(graph):
-    load(graph, TRIPLES)
+def test_without_a_shared_answer_or_with_the_joint_reading_off_the_plan_answers_as_before(kept_graph):
+    graph = kept_graph(TRIPLES)
     off = RelationPathRetriever(graph, graph.settings, planner=TopicPlanner(), write=False, joint_paths=0)
     g = off.gather(QUESTION, ["France", "Euro"])
     assert g.joint == [] and "joint" not in g.timings
@@ -96,16 +95,16 @@ class FirstTopicPlanner(PathPlanner):
 
     name = "first-topic"
 
-    def plan(self, graph, question, topics, names) -> Plan:
+    def plan(self, graph, reading, topics, names) -> Plan:
         if topics.ids in (["Tupac Shakur"], ["Adam Sandler"]) or len(topics.ids) > 1:
             paths = (PlannedPath((DATED,), 0.9, (1,)), PlannedPath((FILM,), 0.8, (1,)))
         else:
             paths = (PlannedPath(("people.person.nationality",), 0.7, (-1,)),)
-        return Plan(topics, names_of(topics, names), paths, question)
+        return Plan(topics, names_of(topics, names), paths, reading.text)
 
 
-def test_with_no_shared_answer_the_answers_next_to_the_other_topic_come_first_and_are_written_back(graph):
-    load(graph, NEXT_TO)
+def test_with_no_shared_answer_the_answers_next_to_the_other_topic_come_first_and_are_written_back(kept_graph):
+    graph = kept_graph(NEXT_TO)
     r = RelationPathRetriever(graph, graph.settings, planner=FirstTopicPlanner(), k=10)
     question = "who is the singer-songwriter that went out with tupac shakur?"
     g = r.gather(question, ["Tupac Shakur", "Singer-songwriter"])
@@ -125,8 +124,8 @@ def test_with_no_shared_answer_the_answers_next_to_the_other_topic_come_first_an
     }
 
 
-def test_an_answer_joined_to_the_other_topic_through_a_cvt_node_comes_first(graph):
-    load(graph, NEXT_TO)
+def test_an_answer_joined_to_the_other_topic_through_a_cvt_node_comes_first(kept_graph):
+    graph = kept_graph(NEXT_TO)
     r = RelationPathRetriever(graph, graph.settings, planner=FirstTopicPlanner(), write=False)
     g = r.gather("what film with the character ginger did adam sandler play in?", ["Adam Sandler", "Ginger"])
     assert answers_of("planner", g, 0.5, 0.0) == ["Click"]
@@ -135,8 +134,8 @@ def test_an_answer_joined_to_the_other_topic_through_a_cvt_node_comes_first(grap
     assert joining[0].path.relations == (CHARACTER, STARRING) and joining[0].path.directions == (-1, -1)
 
 
-def test_an_answer_next_only_to_the_topic_its_path_starts_from_changes_nothing(graph):
-    load(graph, NEXT_TO)
+def test_an_answer_next_only_to_the_topic_its_path_starts_from_changes_nothing(kept_graph):
+    graph = kept_graph(NEXT_TO)
     r = RelationPathRetriever(graph, graph.settings, planner=FirstTopicPlanner(), write=False)
     # both answers are next to Tupac Shakur, where their path starts; neither is next to Rapper
     g = r.gather("who did the rapper tupac shakur date?", ["Tupac Shakur", "Rapper"])
@@ -168,16 +167,16 @@ class ComposingPlanner(PathPlanner):
 
     name = "composing"
 
-    def plan(self, graph, question, topics, names) -> Plan:
+    def plan(self, graph, reading, topics, names) -> Plan:
         if topics.ids == ["Prime Minister of Freedonia"]:
-            return Plan(topics, names_of(topics, names), (PlannedPath((JURISDICTION,), 0.8, (1,)),), question)
+            return Plan(topics, names_of(topics, names), (PlannedPath((JURISDICTION,), 0.8, (1,)),), reading.text)
         composed = (PlannedPath((ANTHEM, OFFICIALS, HOLDER), 0.9, (-1, 1, 1)), PlannedPath((ANTHEM,), 0.3, (-1,)))
         note = "read as a composition: 'the country that has national anthem hail freedonia' is Freedonia"
-        return Plan(topics, names_of(topics, names), composed, question, notes=(note,), composed=note)
+        return Plan(topics, names_of(topics, names), composed, reading.text, notes=(note,), composed=note)
 
 
-def test_a_joint_answer_in_the_middle_of_a_composed_reading_gives_way_to_that_reading(graph):
-    load(graph, LEADERS)
+def test_a_joint_answer_in_the_middle_of_a_composed_reading_gives_way_to_that_reading(kept_graph):
+    graph = kept_graph(LEADERS)
     r = RelationPathRetriever(graph, graph.settings, planner=ComposingPlanner(), write=False)
     # both topics reach Freedonia, but the question asks for its leader: the composed reading of the anthem
     # answers, and the leader next to the other topic (through the position's CVT node) comes first

@@ -19,6 +19,7 @@ from kgdb.embeddings import get_embedder
 from kgdb.loaders.writer import write_graph
 from kgdb.pipeline import RetrievePipeline
 from kgdb.pipeline.vectors import entity_vectors
+from kgdb.reading import read_question
 from support.graphs import wipe
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -108,7 +109,7 @@ def _scores(graph, tmp_path, name):
         out.append(([t.relation for t in r.top], [(t.head_id, t.tail_id) for t in r.top], r.scores))
     linked = link_entities(
         graph,
-        "what does jamaican people speak?",
+        read_question("what does jamaican people speak?"),
         get_embedder().encode_one("what does jamaican people speak?"),
         k=5,
         entity_vectors=pipe.vectors.vectors,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from kgdb.rrp import RelationPathRetriever
-from kgdb.rrp.retriever import topics_to_join
-from support.graphs import load
+from kgdb.reading import read_question
+from kgdb.reading.topics import topics_to_join
+from kgdb.rrp.retriever import RelationPathRetriever
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -28,12 +28,13 @@ TRIPLES = [
 
 
 def _joined(retriever, question):
-    found, names = retriever._link(question, None, None)
-    return set(topics_to_join(found, names, question))
+    reading = read_question(question)
+    found, names = retriever._link(reading, None, None)
+    return set(topics_to_join(reading.linked(found, names)))
 
 
-def test_a_capitalised_one_word_name_and_a_misspelt_name_are_read_as_second_topics(graph):
-    load(graph, TRIPLES)
+def test_a_capitalised_one_word_name_and_a_misspelt_name_are_read_as_second_topics(kept_graph):
+    graph = kept_graph(TRIPLES)
     r = RelationPathRetriever(graph, graph.settings, write=False)
     question = "What film with character named Ricky has Charlie Hunnam been in?"
     assert _joined(r, question) == {"Charlie Hunnam", "Ricky"}
@@ -46,10 +47,10 @@ def test_a_capitalised_one_word_name_and_a_misspelt_name_are_read_as_second_topi
     }
 
 
-def test_a_linked_question_s_run_names_every_topic_its_answers_were_read_from(graph):
+def test_a_linked_question_s_run_names_every_topic_its_answers_were_read_from(kept_graph):
     from kgdb.cypher.writeback import show_run
 
-    load(graph, TRIPLES)
+    graph = kept_graph(TRIPLES)
     r = RelationPathRetriever(graph, graph.settings)
     question = "What film with character named Ricky has Charlie Hunnam been in?"
     g = r.gather(question)
@@ -66,8 +67,8 @@ def test_a_linked_question_s_run_names_every_topic_its_answers_were_read_from(gr
     }
 
 
-def test_names_with_no_answer_in_common_are_read_together_as_topics_given_are(graph):
-    load(graph, TRIPLES)
+def test_names_with_no_answer_in_common_are_read_together_as_topics_given_are(kept_graph):
+    graph = kept_graph(TRIPLES)
     r = RelationPathRetriever(graph, graph.settings, write=False)
     question = "What film has Charlie Hunnam made with Taylor Swift?"  # none: no answer joins them
     assert _joined(r, question) == {"Charlie Hunnam", "Taylor Swift"}
@@ -81,8 +82,8 @@ def test_names_with_no_answer_in_common_are_read_together_as_topics_given_are(gr
     assert len(r.gather(question.lower()).found.ids) == 1
 
 
-def test_the_joint_reading_takes_the_first_reading_as_its_topics_own(graph, monkeypatch):
-    load(graph, TRIPLES)
+def test_the_joint_reading_takes_the_first_reading_as_its_topics_own(kept_graph, monkeypatch):
+    graph = kept_graph(TRIPLES)
     r = RelationPathRetriever(graph, graph.settings, write=False)
     readings = []
     gather_one = r._gather

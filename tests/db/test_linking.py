@@ -5,6 +5,7 @@ from kgdb.cypher.linking import NoTopicError, link_entities, question_topics, re
 from kgdb.cypher.tables import HAVE, NONE, fingerprint_read_once, graph_fingerprint, open_tables
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
+from kgdb.reading import read_question
 from support.graphs import load
 
 PEOPLE = [
@@ -37,11 +38,15 @@ def test_a_spelt_out_name_is_linked_from_its_abbreviation(graph):
     )
     emb = get_embedder()
     q = "what did st. nicholas do in his life?"
-    linked = link_entities(graph, q, emb.encode_one(q), k=3)
+    linked = link_entities(graph, read_question(q), emb.encode_one(q), k=3)
     assert linked[0].id == "Saint Nicholas" and linked[0].mention == "st nicholas"
     assert "St Nicholas Day" in [e.id for e in linked]  # the name as written stays a candidate
     q = "what did nick do in his life?"  # no spelt-out reading without the abbreviation
-    assert all(e.mention is None for e in link_entities(graph, q, emb.encode_one(q), k=3) if e.id == "Saint Nicholas")
+    assert all(
+        e.mention is None
+        for e in link_entities(graph, read_question(q), emb.encode_one(q), k=3)
+        if e.id == "Saint Nicholas"
+    )
 
 
 def test_a_demonym_links_the_country_and_a_spoken_one_the_language(graph):
@@ -57,12 +62,12 @@ def test_a_demonym_links_the_country_and_a_spoken_one_the_language(graph):
     )
     emb = get_embedder()
     for q in ("what language do egyptians speak?", "what language does egyptian people speak?"):
-        assert link_entities(graph, q, emb.encode_one(q), k=3)[0].id == "Egypt", q
+        assert link_entities(graph, read_question(q), emb.encode_one(q), k=3)[0].id == "Egypt", q
     q = "where do they speak egyptian?"  # after a verb of speaking the word is the language
-    linked = link_entities(graph, q, emb.encode_one(q), k=3)
+    linked = link_entities(graph, read_question(q), emb.encode_one(q), k=3)
     assert linked[0].id == "Egyptian Arabic" and all(e.mention is None for e in linked if e.id == "Egypt")
     q = "what is the capital of egypt?"  # the country named itself is unchanged
-    assert link_entities(graph, q, emb.encode_one(q), k=3)[0].id == "Egypt"
+    assert link_entities(graph, read_question(q), emb.encode_one(q), k=3)[0].id == "Egypt"
 
 
 def test_an_abbreviation_links_the_name_it_abbreviates(graph):
@@ -78,9 +83,12 @@ def test_an_abbreviation_links_the_name_it_abbreviates(graph):
     )
     emb = get_embedder()
     q = "where is the nra headquarters located?"
-    assert link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode)[0].id == "National Rifle Association"
+    assert (
+        link_entities(graph, read_question(q), emb.encode_one(q), k=3, encode=emb.encode)[0].id
+        == "National Rifle Association"
+    )
     # without an encoder short mentions are read as written
-    assert link_entities(graph, q, emb.encode_one(q), k=3)[0].id == "NRA Foundation Golf"
+    assert link_entities(graph, read_question(q), emb.encode_one(q), k=3)[0].id == "NRA Foundation Golf"
     # after another word of a name a short word qualifies it: the town, not the state, is asked about
     load(
         graph,
@@ -88,7 +96,7 @@ def test_an_abbreviation_links_the_name_it_abbreviates(graph):
         + [("North Carolina", "location.location.contains", f"Place {i}") for i in range(30)],
     )
     q = "what county is st pauls nc in?"
-    assert link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode)[0].id == "St. Pauls"
+    assert link_entities(graph, read_question(q), emb.encode_one(q), k=3, encode=emb.encode)[0].id == "St. Pauls"
 
 
 def test_a_numbered_abbreviation_links_the_name_with_its_number(graph):
@@ -102,14 +110,16 @@ def test_a_numbered_abbreviation_links_the_name_with_its_number(graph):
     )
     emb = get_embedder()
     for q in ("Who was president during WW2?", "Who was president during WWII?", "who was president during ww2?"):
-        linked = link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode)
+        linked = link_entities(graph, read_question(q), emb.encode_one(q), k=3, encode=emb.encode)
         assert linked[0].id == "World War II", q
         assert all(e.id != "World War I" or e.mention != linked[0].mention for e in linked), q
     q = "Who was president during WW1?"
-    assert link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode)[0].id == "World War I"
+    assert link_entities(graph, read_question(q), emb.encode_one(q), k=3, encode=emb.encode)[0].id == "World War I"
     # Roman numerals are read as a number only where the question writes them in capitals
     q = "who was president during wwii?"
-    assert all(e.mention != "wwii" for e in link_entities(graph, q, emb.encode_one(q), k=3, encode=emb.encode))
+    assert all(
+        e.mention != "wwii" for e in link_entities(graph, read_question(q), emb.encode_one(q), k=3, encode=emb.encode)
+    )
 
 
 def test_a_name_the_question_writes_whole_is_linked_whole(graph):
@@ -127,28 +137,31 @@ def test_a_name_the_question_writes_whole_is_linked_whole(graph):
     )
     emb = get_embedder()
     q = "What languages are used in the country with national anthem There is a Lovely Country?"
-    linked = link_entities(graph, q, emb.encode_one(q), k=3)
+    linked = link_entities(graph, read_question(q), emb.encode_one(q), k=3)
     assert (linked[0].id, linked[0].mention) == ("There is a Lovely Country", "there is a lovely country")
     q = "What languages are used in the country with a lovely national anthem?"  # not written whole
-    linked = link_entities(graph, q, emb.encode_one(q), k=5)
+    linked = link_entities(graph, read_question(q), emb.encode_one(q), k=5)
     assert all(e.mention != "there is a lovely country" for e in linked)
 
 
-def test_link_exact_and_fuzzy(graph):
-    load(graph, PEOPLE)
+def test_link_exact_and_fuzzy(kept_graph):
+    graph = kept_graph(PEOPLE)
     emb = get_embedder()
     q = "where was barack obama born?"
-    linked = link_entities(graph, q, emb.encode_one(q), k=3)
+    linked = link_entities(graph, read_question(q), emb.encode_one(q), k=3)
     assert linked[0].id == "Barack Obama" and linked[0].mention == "barack obama"
-    assert linked == link_entities(graph, q, emb.encode_one(q), k=3)  # deterministic
+    assert linked == link_entities(graph, read_question(q), emb.encode_one(q), k=3)  # deterministic
     q = "who is barack obama's wife?"
-    linked = link_entities(graph, q, emb.encode_one(q), k=3)
+    linked = link_entities(graph, read_question(q), emb.encode_one(q), k=3)
     assert linked[0].id == "Barack Obama" and linked[0].mention == "barack obama"
     q = "what does jamaican people speak?"  # fuzzy: jamaican ~ Jamaica
-    linked = link_entities(graph, q, emb.encode_one(q), k=5)
+    linked = link_entities(graph, read_question(q), emb.encode_one(q), k=5)
     assert "Jamaica" in [e.id for e in linked[:2]]
     # CVT ids are never linking candidates
-    assert all(not e.id.startswith("m.") for e in link_entities(graph, "m.0abc12", emb.encode_one("m.0abc12"), k=10))
+    assert all(
+        not e.id.startswith("m.")
+        for e in link_entities(graph, read_question("m.0abc12"), emb.encode_one("m.0abc12"), k=10)
+    )
 
 
 def test_a_name_given_in_full_beats_a_popular_namesake_of_part_of_it(graph):
@@ -159,10 +172,10 @@ def test_a_name_given_in_full_beats_a_popular_namesake_of_part_of_it(graph):
         + [("Rarwir Non Cvad", "film.film.other_crew", "Ko Lor")],
     )
     q = "what is the other crew of Rarwir Non Cvad?"
-    linked = link_entities(graph, q, get_embedder().encode_one(q), k=3)
+    linked = link_entities(graph, read_question(q), get_embedder().encode_one(q), k=3)
     assert linked[0].id == "Rarwir Non Cvad" and linked[0].mention == "rarwir non cvad"
     q = "what is the other crew of Rarwir?"  # named alone, the hub is still found
-    assert link_entities(graph, q, get_embedder().encode_one(q), k=3)[0].id == "Rarwir"
+    assert link_entities(graph, read_question(q), get_embedder().encode_one(q), k=3)[0].id == "Rarwir"
 
 
 def test_the_specific_mention_beats_a_word_many_names_hold(graph):
@@ -182,9 +195,9 @@ def test_the_specific_mention_beats_a_word_many_names_hold(graph):
         ],
     )
     q = "what county is greeley colorado in?"
-    assert link_entities(graph, q, get_embedder().encode_one(q), k=3)[0].id == "Greeley"
+    assert link_entities(graph, read_question(q), get_embedder().encode_one(q), k=3)[0].id == "Greeley"
     q = "what is the capital of colorado?"  # named alone, the popular one is still found
-    assert link_entities(graph, q, get_embedder().encode_one(q), k=3)[0].id == "Colorado"
+    assert link_entities(graph, read_question(q), get_embedder().encode_one(q), k=3)[0].id == "Colorado"
 
 
 def test_a_well_connected_name_the_text_score_ranks_late_is_a_candidate(graph):
@@ -209,7 +222,7 @@ def test_a_well_connected_name_the_text_score_ranks_late_is_a_candidate(graph):
     ]
     load(graph, shorter + [("United States of America", "location.location.contains", f"State {i}") for i in range(40)])
     q = "what is the capital of the united states?"
-    linked = link_entities(graph, q, get_embedder().encode_one(q), k=3)
+    linked = link_entities(graph, read_question(q), get_embedder().encode_one(q), k=3)
     assert linked[0].id == "United States of America" and linked[0].mention == "united states"
 
 
@@ -227,34 +240,36 @@ def test_an_ordinary_word_near_many_names_is_a_weak_match(graph):
         ],
     )
     q = "where did djokovic come from?"
-    assert link_entities(graph, q, get_embedder().encode_one(q), k=3)[0].id == "Novak Djokovic"
+    assert link_entities(graph, read_question(q), get_embedder().encode_one(q), k=3)[0].id == "Novak Djokovic"
 
 
-def test_resolve_topics_by_name_id_and_mid(graph):
-    load(graph, PEOPLE)
+def test_resolve_topics_by_name_id_and_mid(kept_graph):
+    graph = kept_graph(PEOPLE)
     assert resolve_topics(graph, ["Barack Obama"]) == ["Barack Obama"]
     assert resolve_topics(graph, ["barack obama", "/m/0abc12", "m.0abc12"]) == ["Barack Obama", "m.0abc12"]
     with pytest.raises(KgdbError, match="Nobody Here"):
         resolve_topics(graph, ["Jamaica", "Nobody Here"])
 
 
-def test_given_topics_the_graph_lacks_give_way_to_the_question_text(graph):
+def test_given_topics_the_graph_lacks_give_way_to_the_question_text(kept_graph):
     """A question file written for a fuller graph lists topics this graph lacks: the question is linked
     from its text, and the note names the topics that were not found."""
-    load(graph, PEOPLE)
+    graph = kept_graph(PEOPLE)
     encode = get_embedder().encode
-    some = question_topics(graph, "where was barack obama born?", None, ["Barack Obama", "Atlantis"], encode=encode)
+    some = question_topics(
+        graph, read_question("where was barack obama born?"), None, ["Barack Obama", "Atlantis"], encode=encode
+    )
     assert (some.ids, some.source, some.missing) == (["Barack Obama"], "given", ["Atlantis"])
     q = "where was barack obama born?"
-    none = question_topics(graph, q, None, ["Atlantis", "m.0zz999"], encode=encode)
+    none = question_topics(graph, read_question(q), None, ["Atlantis", "m.0zz999"], encode=encode)
     assert (none.ids[:1], none.source, none.missing) == (["Barack Obama"], "linked", ["Atlantis", "m.0zz999"])
     assert "linked from the question instead" in none.note() and "'Atlantis'" in none.note()
     with pytest.raises(NoTopicError, match="none of the topics 'Atlantis' is an entity of the graph, and no entity"):
-        question_topics(graph, "zzqx vvrk?", None, ["Atlantis"], encode=encode)
+        question_topics(graph, read_question("zzqx vvrk?"), None, ["Atlantis"], encode=encode)
 
 
-def test_tables_cached_by_fingerprint(graph, tmp_path):
-    load(graph, PEOPLE)
+def test_tables_cached_by_fingerprint(kept_graph, tmp_path):
+    graph = kept_graph(PEOPLE)
     tables = open_tables(graph, tmp_path)
     n = graph.single("counts")["entities"]
     assert tables.num_entities == n and tables.cached_rows() == 0  # nothing is read before a use
@@ -282,8 +297,8 @@ def test_tables_cached_by_fingerprint(graph, tmp_path):
     assert changed.fingerprint != tables.fingerprint and changed.num_entities == n + 1
 
 
-def test_the_fingerprint_is_read_once_within_a_block(graph):
-    load(graph, PEOPLE)
+def test_the_fingerprint_is_read_once_within_a_block(kept_graph):
+    graph = kept_graph(PEOPLE)
     reads = []
     single = graph.single
     graph.single = lambda name, **params: reads.append(name) or single(name, **params)

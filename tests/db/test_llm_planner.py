@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from kgdb.cli import app
 from kgdb.data.relation_paths import TripleArrays
-from kgdb.rrp import RelationPathRetriever
-from kgdb.rrp.llm_planner import FOLLOW_UP, DeferredPlanner, LLMPathPlanner
 from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
+from kgdb.rrp.llm_planner import FOLLOW_UP, DeferredPlanner, LLMPathPlanner
+from kgdb.rrp.retriever import RelationPathRetriever
 from support.graphs import load
 from support.movies import TRIPLES, path_answers
 from support.openai_server import OpenAIServer
@@ -181,8 +181,8 @@ def test_missing_llm_settings_is_one_clear_line(movies):
 
 
 def test_with_nothing_trained_the_shipped_ranker_plans_when_the_llm_gives_no_path(movies, tmp_path):
-    from kgdb.rrp.path_ranker import RankedPathPlanner
     from kgdb.rrp.llm_planner import llm_planner
+    from kgdb.rrp.path_ranker import RankedPathPlanner
 
     graph, *_ = movies
     garbage = [{"content": "no idea"}, {"content": "still no idea"}]

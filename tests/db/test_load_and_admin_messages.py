@@ -11,9 +11,13 @@ import time
 import pytest
 
 from kgdb.config import Settings
+from kgdb.cypher import Graph
 from kgdb.cypher.schema import counts
-from support.cli import KGDB, env_for, kgdb, one_line_error
+from support import head_start
+from support.cli import KGDB, kgdb, one_line_error
+from support.graphs import wipe
 from support.proxy import Proxy
+from support.spare_servers import command_env, kgdb_in_background, load_server
 
 
 # -- square brackets in user data ------------------------------------------------------
@@ -70,32 +74,41 @@ def test_the_http_port_given_as_bolt_is_named_as_such(neo4j_settings):
 
 
 # -- connection lost mid-load; runs prune mistakes -------------------------------------
-def test_a_connection_lost_during_a_load_says_so_and_how_to_resume(graph, tmp_path):
-    host, port = re.match(r"^\w[\w+]*://([^:/]+):(\d+)", graph.settings.neo4j_uri).groups()
-    proxy = Proxy((host, int(port)))
-    path = tmp_path / "big.tsv"
-    path.write_text("".join(f"e{i}\trel.type.r{i % 13}\te{(i * 7) % 20000}\n" for i in range(60_000)))
-    env = env_for(graph.settings)
-    env["KGDB_NEO4J_URI"] = f"bolt://127.0.0.1:{proxy.port}"
-    proc = subprocess.Popen(
-        [*KGDB, "load", "freebase-subset", str(path), "--no-embed", "--batch-size", "500"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None and counts(graph).get("triples", 0) < 1000:
-        time.sleep(0.05)
-    assert proc.poll() is None, "the load finished before the connection could be cut"
-    proxy.close()
-    _, err = proc.communicate(timeout=120)
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert proc.returncode == 1 and len(lines) == 1, err
-    assert "lost the connection" in lines[0] and "run the same command again" in lines[0]
-    assert "Transaction failed and will be retried" not in err and "Traceback" not in err
-    assert kgdb(graph.settings, "load", "freebase-subset", str(path), "--no-embed").returncode == 0  # resumes
-    assert counts(graph)["triples"] == 60_000
+def _connection_lost_during_a_load(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _, settings = load_server(tmp_path_factory)
+    tmp_path = tmp_path_factory.mktemp("connection-lost")
+    with Graph.connect(settings) as graph:
+        wipe(graph)
+        host, port = re.match(r"^\w[\w+]*://([^:/]+):(\d+)", settings.neo4j_uri).groups()
+        proxy = Proxy((host, int(port)))
+        path = tmp_path / "big.tsv"
+        path.write_text("".join(f"e{i}\trel.type.r{i % 13}\te{(i * 7) % 20000}\n" for i in range(60_000)))
+        env = command_env(settings, KGDB_NEO4J_URI=f"bolt://127.0.0.1:{proxy.port}")
+        proc = subprocess.Popen(
+            [*KGDB, "load", "freebase-subset", str(path), "--no-embed", "--batch-size", "500"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and counts(graph).get("triples", 0) < 1000:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the load finished before the connection could be cut"
+        proxy.close()
+        _, err = proc.communicate(timeout=120)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert proc.returncode == 1 and len(lines) == 1, err
+        assert "lost the connection" in lines[0] and "run the same command again" in lines[0]
+        assert "Transaction failed and will be retried" not in err and "Traceback" not in err
+        resumed = kgdb_in_background(settings, "load", "freebase-subset", str(path), "--no-embed")
+        assert resumed.returncode == 0  # resumes
+        assert counts(graph)["triples"] == 60_000
+
+
+@pytest.mark.head_start.with_args(_connection_lost_during_a_load)  # a big load of its own: in the background
+def test_a_connection_lost_during_a_load_says_so_and_how_to_resume(tmp_path_factory):
+    head_start.result(_connection_lost_during_a_load, tmp_path_factory)
 
 
 def test_runs_prune_of_an_unknown_run_or_a_bad_date_is_one_clear_line(graph):
@@ -106,10 +119,13 @@ def test_runs_prune_of_an_unknown_run_or_a_bad_date_is_one_clear_line(graph):
 
 
 # -- items 16/17 (load and admin parts) ----------------------------------------------------------
-def test_redirected_load_shows_progress_lines_full_numbers_and_the_whole_load_rate(graph, tmp_path):
-    path = tmp_path / "t.tsv"
+def _redirected_load(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _, settings = load_server(tmp_path_factory)
+    with Graph.connect(settings) as graph:
+        wipe(graph)
+    path = tmp_path_factory.mktemp("redirected") / "t.tsv"
     path.write_text("".join(f"e{i}\trel.type.r{i % 5}\te{i + 1}\n" for i in range(30_000)))
-    env = env_for(graph.settings)
+    env = command_env(settings)
     env.pop("COLUMNS")  # a log file: no terminal width at all
     proc = subprocess.run(
         [*KGDB, "load", "freebase-subset", str(path), "--no-embed", "--batch-size", "2000"],
@@ -123,3 +139,8 @@ def test_redirected_load_shows_progress_lines_full_numbers_and_the_whole_load_ra
     assert len(progress) >= 3 and progress[-1].startswith("triples: 30,000/30,000 (100%)"), proc.stdout
     assert "30,000" in proc.stdout and "…" not in proc.stdout
     assert re.search(r"triples/s, whole load \(read to embeddings\)\s*│\s*[\d,]+", proc.stdout), proc.stdout
+
+
+@pytest.mark.head_start.with_args(_redirected_load)  # a big load of its own: in the background
+def test_redirected_load_shows_progress_lines_full_numbers_and_the_whole_load_rate(tmp_path_factory):
+    head_start.result(_redirected_load, tmp_path_factory)

@@ -15,11 +15,12 @@ from kgdb.cli import app
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.cypher.schema import counts
-from kgdb.server import free_port
-from support import FIXTURES
+from kgdb.server_home import free_port
+from support import FIXTURES, head_start
 from support.cli import KGDB, env_for, kgdb, one_line_error
-from support.graphs import snapshot
+from support.graphs import snapshot, wipe
 from support.obama import TRIPLES
+from support.spare_servers import command_env, kgdb_in_background, load_server
 
 
 def invoke(settings: Settings, *args: str):
@@ -116,59 +117,68 @@ def test_clear_one_line_errors(neo4j_settings, tmp_path):
     )
 
 
-def test_killed_load_rerun_gives_identical_counts(graph, tmp_path):
+def _killed_load_rerun(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _, settings = load_server(tmp_path_factory)
     rng = random.Random(7)
-    path = tmp_path / "big.tsv"
+    path = tmp_path_factory.mktemp("killed-load") / "big.tsv"
     rows = {
         (f"e{rng.randrange(3000)}", f"rel.type.r{rng.randrange(40)}", f"e{rng.randrange(3000)}") for _ in range(40_000)
     }
     path.write_text("".join(f"{h}\t{r}\t{t}\n" for h, r, t in sorted(rows)))
     args = ["load", "freebase-subset", str(path), "--no-embed", "--batch-size", "500"]
 
-    proc = subprocess.Popen(
-        [*KGDB, *args], env=env_for(graph.settings), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if graph.run_text("MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"] >= 2_000:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the load finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    partial = counts(graph)["triples"]
-    assert 0 < partial < len(rows)
+    with Graph.connect(settings) as graph:
+        wipe(graph)
+        proc = subprocess.Popen(
+            [*KGDB, *args], env=command_env(settings), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if graph.run_text("MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"] >= 2_000:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the load finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        partial = counts(graph)["triples"]
+        assert 0 < partial < len(rows)
 
-    assert kgdb(graph.settings, *args).returncode == 0
-    resumed = snapshot(graph)
-    graph.run_auto("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS")
-    assert kgdb(graph.settings, *args).returncode == 0
-    clean = snapshot(graph)
+        assert kgdb_in_background(settings, *args).returncode == 0
+        resumed = snapshot(graph)
+        graph.run_auto("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS")
+        assert kgdb_in_background(settings, *args).returncode == 0
+        clean = snapshot(graph)
     assert resumed == clean and clean["counts"]["triples"] == len(rows)
     assert clean["counts"]["entities"] == len({x for h, _, t in rows for x in (h, t)})
 
 
-@pytest.mark.slow  # stops and restarts the shared test server (~80 s)
-def test_bulk_import_equals_the_bolt_path(graph, local_server):
+@pytest.mark.head_start.with_args(_killed_load_rerun)  # big loads of its own: in the background
+def test_killed_load_rerun_gives_identical_counts(tmp_path_factory):
+    head_start.result(_killed_load_rerun, tmp_path_factory)
+
+
+def _bulk_import_equals_the_bolt_path(tmp_path_factory: pytest.TempPathFactory) -> None:
     from kgdb.embeddings import get_embedder
     from kgdb.errors import KgdbError
     from kgdb.loaders.bulk import bulk_load
     from kgdb.loaders.writer import write_graph
 
+    server, settings = load_server(tmp_path_factory)
     nasty = [
         ("line one\nline two", "weird`type}) DELETE r //", "Quote 'single', \"double\""),
         ("}) DETACH DELETE n //", "people.person.nationality", "Back`tick;semi"),
     ]
     triples = TRIPLES + nasty
     embedder = get_embedder()
-    write_graph(graph, triples, embedder=embedder)
-    bolt = snapshot(graph)
-    with pytest.raises(KgdbError, match="--replace"):
-        bulk_load(graph.settings, local_server, triples, embedder=embedder, log=lambda *_: None)
-    graph.close()
-    stats = bulk_load(graph.settings, local_server, triples, embedder=embedder, replace=True, log=lambda *_: None)
+    with Graph.connect(settings) as graph:
+        wipe(graph)
+        write_graph(graph, triples, embedder=embedder)
+        bolt = snapshot(graph)
+        with pytest.raises(KgdbError, match="--replace"):
+            bulk_load(settings, server, triples, embedder=embedder, log=lambda *_: None)
+    stats = bulk_load(settings, server, triples, embedder=embedder, replace=True, log=lambda *_: None)
     assert stats.seconds["import"] > 0
-    with Graph.connect(graph.settings) as g:
+    with Graph.connect(settings) as g:
         assert snapshot(g) == bolt
         hits = g.run_text(
             "CALL db.index.vector.queryNodes('entity_embedding', 1, $q) YIELD node RETURN node.id AS id",
@@ -176,3 +186,9 @@ def test_bulk_import_equals_the_bolt_path(graph, local_server):
         )
         assert hits == [{"id": "Honolulu"}]
         assert write_graph(g, triples, embedder=embedder).triples_created == 0  # the Bolt path sees it all loaded
+
+
+@pytest.mark.slow  # stops, imports into and restarts a spare server (~80 s), begun in the background
+@pytest.mark.head_start.with_args(_bulk_import_equals_the_bolt_path)
+def test_bulk_import_equals_the_bolt_path(tmp_path_factory):
+    head_start.result(_bulk_import_equals_the_bolt_path, tmp_path_factory)

@@ -12,8 +12,11 @@ import pytest
 from kgdb.cypher.schema import counts
 from kgdb.errors import InputError, KgdbError
 from kgdb.loaders.writer import write_graph
+from support import head_start
 from support.cli import KGDB, env_for, kgdb, one_line_error
+from support.graphs import wipe
 from support.sources import NFC, NFD
+from support.spare_servers import command_env, kgdb_in_background, load_server
 
 
 def _lease_nodes(graph) -> list[dict]:
@@ -209,32 +212,43 @@ def _wait_for_lease(graph, proc: subprocess.Popen, timeout: float = 240.0) -> st
     raise AssertionError("the first load never took the lease")
 
 
-def test_break_lease_refuses_to_remove_the_lease_of_a_load_still_running_on_this_host(graph, tmp_path):
+def _break_lease_under_a_running_load(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from kgdb.cypher import Graph
+
+    _, settings = load_server(tmp_path_factory)
+    tmp_path = tmp_path_factory.mktemp("break-lease")
     big = tmp_path / "big.tsv"
     big.write_text("".join(f"e{i}\trel.type.r{i % 5}\te{(i * 37) % 20000}\n" for i in range(60_000)))
     small = tmp_path / "small.tsv"
     small.write_text("".join(f"e{i}\trel.type.r{i % 5}\te{(i * 37) % 20000}\n" for i in range(500)))
-    first = subprocess.Popen(
-        [*KGDB, "load", "freebase-subset", str(big), "--no-embed", "--batch-size", "2000"],
-        env=env_for(graph.settings),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        holder = _wait_for_lease(graph, first)
-        assert f"pid {first.pid} " in holder
-        second = kgdb(graph.settings, "load", "freebase-subset", str(small), "--no-embed", "--break-lease")
-        running = first.poll() is None
-    finally:
-        out, err = first.communicate(timeout=300)
-    assert first.returncode == 0, err
-    if running:  # the first load was still writing when the lease break was asked for
-        one_line_error(second, f"pid {first.pid}", "still running on this host")
-    assert counts(graph)["triples"] == 60_000  # was 60,000 + up to 500 duplicates CREATEd beside the first load's
-    assert graph.run_text(
-        "MATCH (h)-[r]->(t) WITH h, type(r) AS r, t, count(*) AS n WHERE n > 1 RETURN count(*) AS d"
-    ) == [{"d": 0}]
+    with Graph.connect(settings) as graph:
+        wipe(graph)
+        first = subprocess.Popen(
+            [*KGDB, "load", "freebase-subset", str(big), "--no-embed", "--batch-size", "2000"],
+            env=command_env(settings),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            holder = _wait_for_lease(graph, first)
+            assert f"pid {first.pid} " in holder
+            second = kgdb_in_background(settings, "load", "freebase-subset", str(small), "--no-embed", "--break-lease")
+            running = first.poll() is None
+        finally:
+            out, err = first.communicate(timeout=300)
+        assert first.returncode == 0, err
+        if running:  # the first load was still writing when the lease break was asked for
+            one_line_error(second, f"pid {first.pid}", "still running on this host")
+        assert counts(graph)["triples"] == 60_000  # was 60,000 + up to 500 duplicates CREATEd beside the first load's
+        assert graph.run_text(
+            "MATCH (h)-[r]->(t) WITH h, type(r) AS r, t, count(*) AS n WHERE n > 1 RETURN count(*) AS d"
+        ) == [{"d": 0}]
+
+
+@pytest.mark.head_start.with_args(_break_lease_under_a_running_load)  # a big load of its own: in the background
+def test_break_lease_refuses_to_remove_the_lease_of_a_load_still_running_on_this_host(tmp_path_factory):
+    head_start.result(_break_lease_under_a_running_load, tmp_path_factory)
 
 
 def test_more_relation_types_than_the_store_holds_are_refused_before_anything_is_written(graph):
@@ -250,26 +264,33 @@ def test_more_relation_types_than_the_store_holds_are_refused_before_anything_is
     assert write_graph(graph, triples, relation_type_limit=room).triples_created == 8
 
 
-def test_bulk_without_replace_checks_a_stopped_servers_store_or_refuses(graph, local_server):
+def _bulk_without_replace_checks_a_stopped_servers_store_or_refuses(tmp_path_factory: pytest.TempPathFactory) -> None:
     import socket as sockets
 
     from kgdb.cypher import Graph
     from kgdb.loaders.bulk import bulk_load
 
-    write_graph(graph, [("a", "r.x", "b"), ("b", "r.x", "c")])
-    graph.close()
-    local_server.stop(log=lambda *_: None)
+    server, settings = load_server(tmp_path_factory)
+    with Graph.connect(settings) as graph:
+        wipe(graph)
+        write_graph(graph, [("a", "r.x", "b"), ("b", "r.x", "c")])
+    server.stop(log=lambda *_: None)
     try:
         with sockets.socket() as blocker:  # the server cannot start, so nothing can count the store
             blocker.setsockopt(sockets.SOL_SOCKET, sockets.SO_REUSEADDR, 1)
-            blocker.bind(("127.0.0.1", local_server.bolt_port))
+            blocker.bind(("127.0.0.1", server.bolt_port))
             blocker.listen()
             with pytest.raises(KgdbError, match="cannot check whether 'neo4j' .* is empty"):
-                bulk_load(graph.settings, local_server, [("x", "r.x", "y")], log=lambda *_: None)
+                bulk_load(settings, server, [("x", "r.x", "y")], log=lambda *_: None)
         with pytest.raises(KgdbError, match="holds .* nodes: pass --replace"):  # started to look, found data
-            bulk_load(graph.settings, local_server, [("x", "r.x", "y")], log=lambda *_: None)
+            bulk_load(settings, server, [("x", "r.x", "y")], log=lambda *_: None)
     finally:
-        if not local_server.running():
-            local_server.start(log=lambda *_: None)
-    with Graph.connect(graph.settings) as again:
+        if not server.running():
+            server.start(log=lambda *_: None)
+    with Graph.connect(settings) as again:
         assert counts(again)["triples"] == 2  # was 1: the stopped server's database replaced, exit 0
+
+
+@pytest.mark.head_start.with_args(_bulk_without_replace_checks_a_stopped_servers_store_or_refuses)
+def test_bulk_without_replace_checks_a_stopped_servers_store_or_refuses(tmp_path_factory):
+    head_start.result(_bulk_without_replace_checks_a_stopped_servers_store_or_refuses, tmp_path_factory)

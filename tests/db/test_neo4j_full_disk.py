@@ -9,49 +9,67 @@ from __future__ import annotations
 import pytest
 
 from kgdb.errors import KgdbError
-from kgdb.server import LocalServer, free_port
+from kgdb.server import LocalServer
 from kgdb.server_disk import disk_problem
-from support.server import PASSWORD, shared_lib
+from kgdb.server_home import free_port
+from support import head_start
+from support.server import PASSWORD
+from support.small_fs import mount, unmount
+from support.spare_servers import jars
 
 
-def _server(tmp_path, data) -> LocalServer:
+def _server(home, data) -> LocalServer:
     return LocalServer(
-        home=tmp_path / "home",
+        home=home,
         password=PASSWORD,
         bolt_port=free_port(),
         http_port=free_port(),
         heap="512m",
         pagecache="64m",
-        lib_dir=shared_lib(),
+        lib_dir=jars(),
         extra_conf={"server.directories.data": str(data)},
     )
 
 
-def _start(server: LocalServer) -> tuple[str, list[str]]:
+def _start_on_a_full_disk(tmp_path_factory: pytest.TempPathFactory, size: str, leave_free: int):
+    """A start with the data folder on a tmpfs of `size` holding `leave_free` bytes free: the error, what
+    the start said, the data folder, and whether the server still ran afterwards."""
+    tmp = tmp_path_factory.mktemp("full-disk")
+    data = mount(tmp, size, leave_free=leave_free)
+    server = _server(tmp / "home", data)
     said: list[str] = []
     try:
         with pytest.raises(KgdbError) as failed:
             server.start(log=said.append, timeout=240)
+        running = server.running()
     finally:
         server.stop(log=lambda *_: None)
-    return " ".join(str(failed.value).split()), said
+        unmount(data)
+    return " ".join(str(failed.value).split()), said, data, running
 
 
-def test_a_database_left_offline_by_a_full_disk_is_no_start(tmp_path, small_fs):
+def _room_for_the_system_database_only(tmp_path_factory):
     # The system database preallocates its 256 MiB transaction log; the neo4j database finds ~30 MB.
-    data = small_fs("400m", leave_free=300_000_000)
-    server = _server(tmp_path, data)
-    error, said = _start(server)
+    return _start_on_a_full_disk(tmp_path_factory, "400m", 300_000_000)
+
+
+def _room_for_nothing(tmp_path_factory):
+    return _start_on_a_full_disk(tmp_path_factory, "64m", 1_000_000)  # not even the system database starts
+
+
+@pytest.mark.head_start.with_args(_room_for_the_system_database_only)
+def test_a_database_left_offline_by_a_full_disk_is_no_start(tmp_path_factory):
+    error, said, data, running = head_start.result(_room_for_the_system_database_only, tmp_path_factory)
     assert not any("Neo4j is up" in line for line in said), said
     assert "Neo4j started, but database 'neo4j' is not available (offline" in error
     assert f"the disk holding {data} is full" in error and "MiB free of 400 MiB" in error
     assert "No space left on device" in error  # Neo4j's own words, from its debug.log
-    assert "stopped it again" in error and not server.running()
+    assert "stopped it again" in error and not running
 
 
-def test_a_server_that_exits_on_a_full_disk_names_the_disk(tmp_path, small_fs):
-    data = small_fs("64m", leave_free=1_000_000)  # not even the system database starts
-    error, said = _start(_server(tmp_path, data))
+@pytest.mark.head_start.with_args(_room_for_nothing)
+def test_a_server_that_exits_on_a_full_disk_names_the_disk(tmp_path_factory):
+    error, _said, data, _running = head_start.result(_room_for_nothing, tmp_path_factory)
     assert "Neo4j exited during start-up" in error
     assert f"the disk holding {data} is full" in error and "No space left on device" in error
 

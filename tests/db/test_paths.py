@@ -108,8 +108,8 @@ def test_candidate_paths_match_brute_force(graph, seed):
         assert len(capped) == 1 and len(capped[0].triples) == best
 
 
-def test_ground_relation_path(graph):
-    load(graph, LOU_SEAL)
+def test_ground_relation_path(kept_graph):
+    graph = kept_graph(LOU_SEAL)
     paths = ground_relation_path(graph, "Lou Seal", ["sports.mascot.team", "sports.sports_team.championships"])
     assert [p[-1][3] for p in paths] == ["2010 World Series", "2012 World Series", "2014 World Series"]
     assert all(p[0][1:] == ("Lou Seal", "sports.mascot.team", "San Francisco Giants") for p in paths)

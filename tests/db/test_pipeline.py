@@ -24,13 +24,12 @@ from kgdb.models.retrievers.subgraphrag import SubgraphRAG, SubgraphRAGConfig
 from kgdb.pipeline import QuestionInput, RetrievePipeline, prepare_split
 from kgdb.pipeline.vectors import entity_vectors, with_local_entities
 from kgdb.training.trainer import TrainConfig, train
-from support.graphs import load
 from support.jamaica import QUESTIONS, TRIPLES
 
 
 @pytest.fixture
-def loaded(graph, tmp_path):
-    load(graph, TRIPLES)
+def loaded(kept_graph, tmp_path):
+    graph = kept_graph(TRIPLES)
     path = tmp_path / "questions.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
     settings = graph.settings.with_overrides(

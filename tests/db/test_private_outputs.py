@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 
 from kgdb.cli import app
 from kgdb.cypher.tables import open_tables
-from support.graphs import load
 from support.jamaica import QUESTIONS, TRIPLES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -38,8 +37,8 @@ def _not_private(root) -> dict[str, str]:
 
 
 @pytest.fixture
-def cli(graph, tmp_path):
-    load(graph, TRIPLES)
+def cli(kept_graph, tmp_path):
+    graph = kept_graph(TRIPLES)
     env = {
         "KGDB_CACHE_DIR": str(tmp_path / "cache"),
         "KGDB_CHECKPOINTS_DIR": str(tmp_path / "ckpt"),
@@ -57,8 +56,8 @@ def cli(graph, tmp_path):
     return run, tmp_path, str(questions)
 
 
-def test_cached_embedding_tables_are_private(graph, tmp_path):
-    load(graph, TRIPLES)
+def test_cached_embedding_tables_are_private(kept_graph, tmp_path):
+    graph = kept_graph(TRIPLES)
     tables = open_tables(graph, tmp_path / "cache")
     assert tables.folder is not None and (tables.folder / "entity.npy").is_file()
     assert (tables.folder / "relation.npy").is_file() and (tables.folder / "relation_names.json").is_file()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 
 from support.api_example import END, EXAMPLE, START, readme_example
-from support.graphs import load
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -26,9 +25,9 @@ TRIPLES = [
 
 
 @pytest.fixture
-def api_env(graph, neo4j_settings, tmp_path, monkeypatch):
+def api_env(kept_graph, neo4j_settings, tmp_path, monkeypatch):
     """The tiny graph loaded, and the environment a user would set for the example."""
-    load(graph, TRIPLES)
+    graph = kept_graph(TRIPLES)
     s = neo4j_settings
     monkeypatch.setenv("KGDB_NEO4J_URI", s.neo4j_uri)
     monkeypatch.setenv("KGDB_NEO4J_USER", s.neo4j_user)

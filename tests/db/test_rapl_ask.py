@@ -14,7 +14,6 @@ from kgdb.cli import app
 from kgdb.cypher.writeback import show_run
 from kgdb.models.default import shipped_checkpoint
 from kgdb.qa.ask import AskPipeline
-from support.graphs import load
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -32,8 +31,8 @@ TRIPLES = [
 
 
 @pytest.fixture
-def loaded(graph, tmp_path):
-    load(graph, TRIPLES)
+def loaded(kept_graph, tmp_path):
+    graph = kept_graph(TRIPLES)
     settings = graph.settings.with_overrides(
         cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs", llm_model=None
     )

@@ -9,15 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from kgdb.cli import app
-from support.graphs import load
 from support.jamaica import QUESTIONS, TRIPLES
 from support.plugins import ToyRetriever  # noqa: F401  (registers toy-test)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def test_toy_retriever_trains_evaluates_and_answers_through_the_cli(graph, tmp_path):
-    load(graph, TRIPLES)
+def test_toy_retriever_trains_evaluates_and_answers_through_the_cli(kept_graph, tmp_path):
+    graph = kept_graph(TRIPLES)
     path = tmp_path / "toy.jsonl"  # dataset key "toy": 7 train, 2 val, 1 test questions by the hash rule
     path.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS), encoding="utf-8")
     settings = graph.settings
@@ -68,11 +67,11 @@ def test_toy_retriever_trains_evaluates_and_answers_through_the_cli(graph, tmp_p
     assert payload["topics"] == ["Jamaica"] and payload["answers"]
 
 
-def test_a_trainable_retriever_without_checkpoint_is_a_typed_error(graph, tmp_path):
+def test_a_trainable_retriever_without_checkpoint_is_a_typed_error(kept_graph, tmp_path):
     from kgdb.models.checkpoints import NoCheckpointError
     from kgdb.pipeline import RetrievePipeline
 
-    load(graph, TRIPLES)
+    graph = kept_graph(TRIPLES)
     settings = graph.settings.with_overrides(cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "none")
     with pytest.raises(NoCheckpointError) as info:
         RetrievePipeline(graph, settings, "toy-test")

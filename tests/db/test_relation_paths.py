@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from kgdb.cypher.writeback import show_run
-from kgdb.rrp import RelationPathRetriever
 from kgdb.protocol import QuestionRetriever
 from kgdb.qa.ask import AskPipeline
+from kgdb.rrp.retriever import RelationPathRetriever
 from support.graphs import load
 from support.jamaica import TRIPLES
 from support.plugins import FixedPlanner
@@ -16,8 +16,8 @@ from support.plugins import FixedPlanner
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def test_planned_relation_paths_are_grounded_scored_and_written(graph):
-    load(graph, TRIPLES)
+def test_planned_relation_paths_are_grounded_scored_and_written(kept_graph):
+    graph = kept_graph(TRIPLES)
     planner = FixedPlanner(
         ("location.country.capital",), ("location.location.containedby", "location.citytown.postal_codes")
     )
@@ -39,16 +39,16 @@ def test_planned_relation_paths_are_grounded_scored_and_written(graph):
     assert run["retriever"] == "relation-paths" and {t["rel"] for t in run["triples"]} >= {"location.country.capital"}
 
 
-def test_cosine_planner_finds_the_capital_relation(graph):
-    load(graph, TRIPLES)
+def test_cosine_planner_finds_the_capital_relation(kept_graph):
+    graph = kept_graph(TRIPLES)
     r = RelationPathRetriever(graph, graph.settings, write=False)
     res = r.retrieve("what is the capital of jamaica?", ["Jamaica"])
     assert res.run is None and res.paths
     assert ("location.country.capital",) in [p.relations for p in res.paths[:3]]
 
 
-def test_paths_prompt_takes_the_retrievers_ordered_paths(graph):
-    load(graph, TRIPLES)
+def test_paths_prompt_takes_the_retrievers_ordered_paths(kept_graph):
+    graph = kept_graph(TRIPLES)
     r = RelationPathRetriever(graph, graph.settings, planner=FixedPlanner(("location.country.capital",)), k=10)
     asked = AskPipeline(graph, graph.settings, retriever=r, fmt="paths", reasoner="extractive").ask(
         "what is the capital of jamaica?", ["Jamaica"]
@@ -58,8 +58,8 @@ def test_paths_prompt_takes_the_retrievers_ordered_paths(graph):
     assert [a.answer for a in asked.answers][:1] == ["Kingston"]
 
 
-def test_unknown_relation_grounds_to_nothing_and_says_why(graph):
-    load(graph, TRIPLES)
+def test_unknown_relation_grounds_to_nothing_and_says_why(kept_graph):
+    graph = kept_graph(TRIPLES)
     res = RelationPathRetriever(
         graph, graph.settings, planner=FixedPlanner(("no.such.relation",)), write=False
     ).retrieve("what is the capital of jamaica?", ["Jamaica"])

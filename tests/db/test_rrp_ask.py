@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 from kgdb.cli import app
 from kgdb.cypher.paths import UnknownRelationError, UnknownTopicError, ground_relation_path
 from kgdb.data.relation_paths import TripleArrays
-from kgdb.rrp import RelationPathRetriever, relation_path_retriever
 from kgdb.qa.ask import AskPipeline
+from kgdb.rrp.model_choice import relation_path_retriever
+from kgdb.rrp.retriever import RelationPathRetriever
 from support.movies import TRIPLES, path_answers
 from support.plugins import FixedPlanner
 

@@ -41,14 +41,16 @@ def _around(ids):
     return {(r, 1) for h, r, _ in TRIPLES if h in ids} | {(r, -1) for _, r, t in TRIPLES if t in ids}
 
 
-@pytest.fixture
-def movies(graph):
-    load(graph, TRIPLES)
-    # a write-back copy of a triple (a run's score): not a relation of the graph
+def _scored_copy(graph) -> None:
+    """A write-back copy of a triple (a run's score): not a relation of the graph."""
     graph.run_text(
         "MATCH (h:Entity {id: 'Film A'}), (t:Entity {id: 'Marie Curie'}) CREATE (h)-[:SCORED {run: 'r1', score: 1.0}]->(t)"
     )
-    return graph
+
+
+@pytest.fixture
+def movies(kept_graph):
+    return kept_graph(TRIPLES, then=_scored_copy)
 
 
 def test_beam_step_equals_brute_force_and_skips_scored(movies):

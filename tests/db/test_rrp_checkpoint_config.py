@@ -9,14 +9,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kgdb.cypher.linking import Topics
+from kgdb.reading import Topics, read_question
+from kgdb.rrp.model_choice import relation_path_retriever
 from kgdb.rrp.models.planner import PathDecoder, PlannerConfig
 from kgdb.rrp.models.structural import StructuralConfig, StructuralReasoner
-from kgdb.rrp import relation_path_retriever
+from kgdb.rrp.planner_training import relation_vocabulary
 from kgdb.rrp.planners import PLANNER, save_relation_model
 from kgdb.rrp.structural_runner import STRUCTURAL
-from kgdb.rrp.planner_training import relation_vocabulary
-from support.graphs import load
 from support.movies import TRIPLES
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -25,10 +24,10 @@ ABLATION = {"hit1": 50.0, "macro_f1": 40.0, "n": 10, "reachable": 90.0}
 
 
 @pytest.fixture
-def rrp_checkpoints(graph, tmp_path):
+def rrp_checkpoints(kept_graph, tmp_path):
     """An (untrained) planner and structural checkpoint for the tiny movie graph; returns a function
     writing the structural one with a given `rethinking` block."""
-    load(graph, TRIPLES)
+    graph = kept_graph(TRIPLES)
     settings = graph.settings.with_overrides(
         cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs"
     )
@@ -76,12 +75,14 @@ def test_beam_lambda_theta_and_mode_come_from_the_structural_checkpoint(rrp_chec
         "theta": 0.2,
     }
     # the stored beam is the beam decoded: 7 relation paths leave Film A within 3 hops (3 already at 1 hop)
-    plans = retriever.planner.plan(graph, "who directed Film A", FILM_A, {"Film A": "Film A"}).paths
+    plans = retriever.planner.plan(graph, read_question("who directed Film A"), FILM_A, {"Film A": "Film A"}).paths
     assert len(plans) == 7 and len(set((p.relations, p.directions) for p in plans)) == 7
     # explicit arguments override the stored settings
     chosen = relation_path_retriever(graph, settings, write=False, beam=2, lambda1=0.9, theta=0.5, mode="union")
     assert chosen.planner.beam == 2 and chosen.lambda1 == 0.9 and chosen.theta == 0.5 and chosen.mode == "union"
-    assert len(chosen.planner.plan(graph, "who directed Film A", FILM_A, {"Film A": "Film A"}).paths) == 2
+    assert (
+        len(chosen.planner.plan(graph, read_question("who directed Film A"), FILM_A, {"Film A": "Film A"}).paths) == 2
+    )
     # the planner alone won on val: that is the mode answering
     structural(
         {"beam": 5, "lambda1": 0.3, "theta": 0.2, "ablation_val": {**ablation, "planner": {**ABLATION, "hit1": 70.0}}}

@@ -19,10 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 from kgdb.cli import app
-from kgdb.cypher.linking import Topics
 from kgdb.cypher.path_candidates import relation_paths_around, relation_steps
 from kgdb.cypher.paths import entity_names
 from kgdb.errors import InputError
+from kgdb.reading import Encoded, Topics, read_question
+from kgdb.reading.question import asks_for_an_entity
 from kgdb.rrp.closeness import WEIGHTS
 from kgdb.rrp.scoring import PORTABLE_FEATURES
 from support import ROOT
@@ -77,12 +78,15 @@ def brute_force(topics, max_hops=2, cvt_hops=3):
     return found
 
 
-@pytest.fixture
-def jamaica(graph):
-    load(graph, TRIPLES)
+def _scored_copy(graph) -> None:
     graph.run_text(
         "MATCH (h:Entity {id: 'Jamaica'}), (t:Entity {id: 'Kingston'}) CREATE (h)-[:SCORED {run: 'r1', score: 1.0}]->(t)"
     )
+
+
+@pytest.fixture
+def jamaica(kept_graph):
+    graph = kept_graph(TRIPLES, then=_scored_copy)
     assert entity_names(graph, [CVT])[CVT].cvt, "the fixture's CVT node must be labelled CVT"
     return graph
 
@@ -181,9 +185,10 @@ def test_enumeration_continues_only_the_best_prefixes(jamaica):
 
 def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     from kgdb.data.relation_paths import TripleArrays
-    from kgdb.rrp import TrainedPathPlanner, relation_path_retriever
-    from kgdb.rrp.path_ranker import RankedPathPlanner
     from kgdb.qa.ask import AskPipeline
+    from kgdb.rrp.model_choice import relation_path_retriever
+    from kgdb.rrp.path_ranker import RankedPathPlanner
+    from kgdb.rrp.planners import TrainedPathPlanner
     from support.movies import TRIPLES as MOVIE_TRIPLES
     from support.movies import path_answers
 
@@ -261,16 +266,20 @@ def test_trained_ranker_replaces_the_beam_planner_in_ask(movie_files):
     # rethinking's S1 of a traced path reads the ranking its own plan holds, whatever other threads
     # planned in between (eval qa --concurrency shares one ranker): nothing is kept on the ranker
     ranker, wanted = retriever.planner, (("movie.starred_actors", "movie.directed_by"), (-1, 1))
-    plan = ranker.plan(graph, question, Topics(["Lise Meitner"], "given", [], []), {"Lise Meitner": "Lise Meitner"})
+    plan = ranker.plan(
+        graph, read_question(question), Topics(["Lise Meitner"], "given", [], []), {"Lise Meitner": "Lise Meitner"}
+    )
     other = threading.Thread(
-        target=lambda: ranker.plan(graph, "who wrote Film C", Topics(["Film C"], "given", [], []), {})
+        target=lambda: ranker.plan(graph, read_question("who wrote Film C"), Topics(["Film C"], "given", [], []), {})
     )
     other.start()
     other.join()
     probability = ranker.path_probability(plan, [wanted])[0]
     ranked = {
         (tuple(r for r, _ in c.steps), tuple(d for _, d in c.steps)): p
-        for c, p in ranker.scored(graph, plan.text, plan.text_emb, ["Lise Meitner"])
+        for c, p in ranker.scored(
+            graph, Encoded(plan.text, plan.text_emb, asks_for_an_entity(plan.text)), ["Lise Meitner"]
+        )
     }
     assert 0 < probability == ranked[wanted] and plan.paths[0].relations == wanted[0]
     res = AskPipeline(graph, settings, retriever="relation-paths", reasoner="rrp", write=False).ask(
@@ -304,7 +313,7 @@ def test_portable_ranker_trained_on_one_graph_ranks_paths_on_another(movie_files
     from safetensors.torch import load_file
 
     from kgdb.models.base import resolve_device
-    from kgdb.rrp import relation_path_retriever
+    from kgdb.rrp.model_choice import relation_path_retriever
     from kgdb.rrp.path_ranker import RankedPathPlanner
     from support.graphs import wipe
     from support.movies import TRIPLES as MOVIE_TRIPLES
@@ -408,6 +417,19 @@ def _bench_env(settings, env: dict) -> dict:
     }
 
 
+def _side_by_side(*runs: tuple[list[str], dict | None]) -> list[subprocess.CompletedProcess]:
+    """Commands that do not depend on each other run at once (each mostly keeps one core busy); what each
+    printed and its exit code, in the order given."""
+    procs = [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for args, env in runs
+    ]
+    done = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return done
+
+
 def test_device_bench_exports_the_portable_rankers_examples_and_times_them_per_device(movie_files, tmp_path):
     """benchmarks/device.py rrp-export reads each file on its server as training does; rrp-run needs no
     database and prints one row per device."""
@@ -428,42 +450,30 @@ def test_device_bench_exports_the_portable_rankers_examples_and_times_them_per_d
         "--out",
         str(out_dir),
     ]
-    out = subprocess.run(args + ["--on", settings.neo4j_uri], capture_output=True, text=True, env=env, timeout=600)
-    assert out.returncode == 1 and "2 --questions need as many --on" in out.stderr, out.stderr
-    out = subprocess.run(args + ["--on", settings.neo4j_uri] * 2, capture_output=True, text=True, env=env, timeout=600)
+    one_on = [*args[:-1], str(tmp_path / "bench-refused"), "--on", settings.neo4j_uri]
+    refused, out, nowhere = _side_by_side(
+        (one_on, env),
+        (args + ["--on", settings.neo4j_uri] * 2, env),
+        ([sys.executable, str(script), "rrp-run", str(tmp_path / "nowhere"), "--device", "cpu"], None),
+    )
+    assert refused.returncode == 1 and "2 --questions need as many --on" in refused.stderr, refused.stderr
+    assert nowhere.returncode == 1 and "no rrp-meta.json here" in nowhere.stderr
     assert out.returncode == 0, out.stderr
     meta = json.loads((out_dir / "rrp-meta.json").read_text())
     assert meta["train"] > 0 and len(meta["val"]) == 2 and meta["relations"] <= len({r for _, r, _ in MOVIE_TRIPLES})
-    out = subprocess.run(
-        [sys.executable, str(script), "rrp-run", str(out_dir), "--device", "cpu", "--warmup", "1"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    run = [sys.executable, str(script), "rrp-run", str(out_dir), "--device", "cpu", "--warmup", "1"]
+    out, trained = _side_by_side((run, None), ([*run, "--epochs", "2"], None))
     assert out.returncode == 0, out.stderr
     assert f"{meta['train']} train questions" in out.stdout
     assert re.search(r"^cpu(\s+[\d.]+ / [\d.]+){2}\s+[\d.]+\s+[\d.]+$", out.stdout, re.M), out.stdout
-    out = subprocess.run(
-        [sys.executable, str(script), "rrp-run", str(out_dir), "--device", "cpu", "--warmup", "1", "--epochs", "2"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
     # then the selected epoch of those trained, its val expected Hit@1 / Macro-F1 and the training time
     row = re.search(
         r"^cpu(\s+[\d.]+ / [\d.]+){2}\s+[\d.]+\s+[\d.]+\s+([12]) / ([12])\s+([\d.]+) / ([\d.]+)\s+[\d.]+$",
-        out.stdout,
+        trained.stdout,
         re.M,
     )
-    assert out.returncode == 0 and row, out.stdout + out.stderr
+    assert trained.returncode == 0 and row, trained.stdout + trained.stderr
     assert 0.0 <= float(row.group(4)) <= 1.0 and 0.0 <= float(row.group(5)) <= 1.0
-    out = subprocess.run(
-        [sys.executable, str(script), "rrp-run", str(tmp_path / "nowhere"), "--device", "cpu"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 1 and "no rrp-meta.json here" in out.stderr
 
 
 def test_subnormal_benchmark_counts_the_shipped_rankers_and_finds_its_scores_unchanged(movie_files, tmp_path):
@@ -484,12 +494,9 @@ def test_subnormal_benchmark_counts_the_shipped_rankers_and_finds_its_scores_unc
     # set as bits: a float assignment in this process may be flushed to zero (torch.set_flush_denormal)
     weights["words.weight"].view(np.uint32)[0, :5] = 1
     save_file(weights, tiny / "model.safetensors")
-    out = subprocess.run(
-        [sys.executable, str(script), "--questions", str(files[1]), "--split", "all", "--checkpoint", str(tiny)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+    out, missing = _side_by_side(
+        ([sys.executable, str(script), "--questions", str(files[1]), "--split", "all", "--checkpoint", str(tiny)], env),
+        ([sys.executable, str(script), "--questions", str(tmp_path / "nowhere.jsonl")], env),
     )
     assert out.returncode == 0, out.stderr
     assert "rrp-ranker-portable: 0 subnormal weights" in out.stdout
@@ -504,16 +511,11 @@ def test_subnormal_benchmark_counts_the_shipped_rankers_and_finds_its_scores_unc
         out.stdout
     )
     assert float(found.group(5)) < 1e-4
-    out = subprocess.run(
-        [sys.executable, str(script), "--questions", str(tmp_path / "nowhere.jsonl")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
     assert (
-        out.returncode == 1 and "nowhere.jsonl: question file not found" in out.stderr and "Traceback" not in out.stderr
-    ), out.stderr
+        missing.returncode == 1
+        and "nowhere.jsonl: question file not found" in missing.stderr
+        and "Traceback" not in missing.stderr
+    ), missing.stderr
 
 
 def test_db_calls_benchmark_replays_the_reads_of_rrp_answers_with_the_same_results(movie_files, tmp_path):
@@ -560,38 +562,19 @@ def test_device_bench_times_the_planner_and_structural_reasoner_from_their_expor
     commands do; rrp-train-run needs no database and prints one row per device."""
     graph, settings, files, env, base = movie_files
     out_dir = tmp_path / "bench"
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "device.py"),
-            "rrp-train-export",
-            "--questions",
-            str(files[1]),
-            "--out",
-            str(out_dir),
-        ],
-        capture_output=True,
-        text=True,
-        env=_bench_env(settings, env),
-        timeout=600,
+    device = [sys.executable, str(BENCH / "device.py")]
+    out, nowhere = _side_by_side(
+        ([*device, "rrp-train-export", "--questions", str(files[1]), "--out", str(out_dir)], _bench_env(settings, env)),
+        ([*device, "rrp-train-run", str(tmp_path / "nowhere"), "--device", "cpu"], None),
     )
     assert out.returncode == 0, out.stderr
     sizes = re.search(
         r"planner_train (\d+), structural_train (\d+), planner_val (\d+), structural_val (\d+) examples", out.stdout
     )
     assert sizes and all(int(n) > 0 for n in sizes.groups()), out.stdout
+    assert nowhere.returncode == 1 and "no rrp-train.pkl here" in nowhere.stderr
     out = subprocess.run(
-        [sys.executable, str(BENCH / "device.py"), "rrp-train-run", str(out_dir), "--device", "cpu"],
-        capture_output=True,
-        text=True,
-        timeout=600,
+        [*device, "rrp-train-run", str(out_dir), "--device", "cpu"], capture_output=True, text=True, timeout=600
     )
     assert out.returncode == 0, out.stderr
     assert re.search(r"^cpu(\s+[\d.]+){4}$", out.stdout, re.M), out.stdout
-    out = subprocess.run(
-        [sys.executable, str(BENCH / "device.py"), "rrp-train-run", str(tmp_path / "nowhere"), "--device", "cpu"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 1 and "no rrp-train.pkl here" in out.stderr

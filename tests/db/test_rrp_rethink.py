@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from kgdb.cli import app
 from kgdb.data.relation_paths import TripleArrays
-from kgdb.rrp import relation_path_retriever
-from kgdb.rrp.closeness import WEIGHTS
 from kgdb.rrp.answering import chosen_mode, select
+from kgdb.rrp.closeness import WEIGHTS
+from kgdb.rrp.model_choice import relation_path_retriever
 from support.movies import TRIPLES, path_answers
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from kgdb.config import Settings
-from kgdb.server import HOME_MARKER
+from kgdb.server_home import HOME_MARKER
 from support.cli import heavy_modules_after, run_kgdb
 
 

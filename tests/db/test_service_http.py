@@ -204,7 +204,7 @@ def test_a_lost_database_is_503(neo4j_settings):
     """A service whose Neo4j is gone (nothing listens on its port) answers 503, never 500."""
     import neo4j
 
-    from kgdb.server import free_port
+    from kgdb.server_home import free_port
 
     dead = neo4j_settings.with_overrides(neo4j_uri=f"bolt://127.0.0.1:{free_port()}")
     driver = neo4j.GraphDatabase.driver(dead.neo4j_uri, auth=("neo4j", "x"), connection_acquisition_timeout=5)
@@ -221,7 +221,7 @@ def test_kgdb_serve_warms_up_prints_its_url_and_answers(kg, tmp_path):
     and its first answer comes from the warm models."""
     import time
 
-    from kgdb.server import free_port
+    from kgdb.server_home import free_port
 
     port = free_port()
     s = kg.settings

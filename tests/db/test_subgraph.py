@@ -4,7 +4,7 @@ import pytest
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb.embeddings import get_embedder
 from kgdb.errors import KgdbError
-from support.graphs import LOU_SEAL, load
+from support.graphs import LOU_SEAL
 
 HUB = [("Hub", "people.person.nationality", f"p{i}") for i in range(6)] + [
     ("Hub", "location.country.capital", "Capital"),
@@ -13,8 +13,8 @@ HUB = [("Hub", "people.person.nationality", f"p{i}") for i in range(6)] + [
 ]
 
 
-def test_hops_both_directions_and_order(graph):
-    load(graph, LOU_SEAL)
+def test_hops_both_directions_and_order(kept_graph):
+    graph = kept_graph(LOU_SEAL)
     one = fetch_subgraph(graph, ["San Francisco Giants"], None, hops=1)
     # both directions: the mascot triple points *into* the topic
     assert sorted(one.triple(i) for i in range(one.num_triples)) == sorted(
@@ -36,8 +36,8 @@ def test_hops_both_directions_and_order(graph):
     assert three.relation.tolist() == [idx[n] for n in three.relation_names]
 
 
-def test_cap_keeps_relations_most_similar_to_question(graph):
-    load(graph, HUB)
+def test_cap_keeps_relations_most_similar_to_question(kept_graph):
+    graph = kept_graph(HUB)
     q = get_embedder().encode_one("what is the capital city of the country?")
     full = fetch_subgraph(graph, ["Hub"], q, hops=1, cap=100)
     assert full.num_triples == 9
@@ -49,8 +49,8 @@ def test_cap_keeps_relations_most_similar_to_question(graph):
     assert plain.relation_names == ["location.country.capital", "location.country.languages_spoken"]
 
 
-def test_scored_and_bookkeeping_edges_are_not_followed(graph):
-    load(graph, LOU_SEAL)
+def test_scored_and_bookkeeping_edges_are_not_followed(kept_graph):
+    graph = kept_graph(LOU_SEAL)
     graph.run_text(
         "MATCH (a:Entity {id: 'Lou Seal'}), (b:Entity {id: 'AT&T Park'}) "
         "CREATE (a)-[:SCORED {run: 'x', rel: 'r', score: 1.0, rank: 1}]->(b) "
@@ -60,8 +60,8 @@ def test_scored_and_bookkeeping_edges_are_not_followed(graph):
     assert sg.relation_names == ["sports.mascot.team"]
 
 
-def test_bad_input(graph):
-    load(graph, LOU_SEAL)
+def test_bad_input(kept_graph):
+    graph = kept_graph(LOU_SEAL)
     with pytest.raises(KgdbError, match="Nobody"):
         fetch_subgraph(graph, ["Nobody"], None)
     with pytest.raises(KgdbError, match="hops"):

@@ -6,7 +6,7 @@ import pytest
 from kgdb.cypher.retrieval import fetch_subgraph
 from kgdb.cypher.writeback import list_runs, prune_runs, show_run, write_scores
 from kgdb.errors import KgdbError
-from support.graphs import LOU_SEAL, load
+from support.graphs import LOU_SEAL
 
 
 def _scored(graph, run):
@@ -18,8 +18,8 @@ def _scored(graph, run):
     return [(r["h"], r["rel"], r["t"], r["score"], r["rank"]) for r in rows]
 
 
-def test_write_show_list_prune(graph):
-    load(graph, LOU_SEAL)
+def test_write_show_list_prune(kept_graph):
+    graph = kept_graph(LOU_SEAL)
     sg = fetch_subgraph(graph, ["Lou Seal"], None, hops=2, question="q?", qid="Q1")
     scores = np.linspace(0.1, 0.9, sg.num_triples)
     run = write_scores(graph, sg, scores, "cosine", k=3)
@@ -40,10 +40,10 @@ def test_write_show_list_prune(graph):
         write_scores(graph, sg, scores[:2], "cosine", k=2)
 
 
-def test_concurrent_runs_on_one_question_never_mix(graph, neo4j_settings):
+def test_concurrent_runs_on_one_question_never_mix(kept_graph, neo4j_settings):
     from kgdb.cypher import Graph
 
-    load(graph, LOU_SEAL)
+    graph = kept_graph(LOU_SEAL)
     sg = fetch_subgraph(graph, ["Lou Seal"], None, hops=2, qid="Q1")
     rng = np.random.default_rng(0)
     scores = {name: rng.random(sg.num_triples) for name in ("a", "b", "c", "d")}
@@ -74,9 +74,9 @@ def test_concurrent_runs_on_one_question_never_mix(graph, neo4j_settings):
     assert len(_scored(graph, "run-b")) == 4
 
 
-def test_browser_queries_run_on_written_runs(graph):
+def test_browser_queries_run_on_written_runs(kept_graph):
     """The analyst queries in kgdb/cypher/browser/ return what the docs promise."""
-    load(graph, LOU_SEAL)
+    graph = kept_graph(LOU_SEAL)
     graph.run_text(
         "CREATE (:Question {id: 'Q1', text: 'q?', answers: ['2012 World Series'], answer_entities: ['2012 World Series']})"
     )
@@ -103,8 +103,8 @@ def test_browser_queries_run_on_written_runs(graph):
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
-def test_non_finite_scores_are_never_written(graph, bad):
-    load(graph, LOU_SEAL)
+def test_non_finite_scores_are_never_written(kept_graph, bad):
+    graph = kept_graph(LOU_SEAL)
     sg = fetch_subgraph(graph, ["Lou Seal"], None, hops=2, question="q?", qid="Q1")
     scores = np.linspace(0.1, 0.9, sg.num_triples)
     scores[1] = bad

@@ -130,6 +130,7 @@ def test_the_graphrag_adapter_answers_with_a_real_model(graph, default_data, llm
 def test_a_100_triple_prompt_is_fitted_to_a_2048_token_server(tmp_path):
     from kgdb.llm_server import start, stop
     from kgdb.qa.prompts import build_prompt
+    from kgdb.qa.reasoners import Evidence
     from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
     from kgdb.qa.token_budget import forget_endpoints
 
@@ -142,7 +143,7 @@ def test_a_100_triple_prompt_is_fitted_to_a_2048_token_server(tmp_path):
         lines.insert(0, "(Australia,location.country.capital,Canberra)")
         prompt = build_prompt("triples", "what is the capital city of australia?", lines, 2)
         out = OpenAIReasoner(state.base_url, state.model, max_retries=0, structured=False, follow_up=False).reason(
-            prompt
+            prompt, Evidence(prompt.question)
         )
     finally:
         stop(tmp_path / "small")

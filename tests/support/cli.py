@@ -55,7 +55,7 @@ def run_kgdb(*args: str, env: dict | None = None, timeout: int = 300) -> subproc
 
 # What must stay out of the commands people run most often: each costs 0.1-3 s of start-up. Not pyarrow:
 # the neo4j driver (6.x) imports it, with numpy, whenever it is installed, before any kgdb code runs.
-START_UP_HEAVY = ("torch", "sentence_transformers", "transformers", "pydantic")
+START_UP_HEAVY = ("torch", "sentence_transformers", "transformers", "pydantic", "pyarrow.compute")
 
 
 def heavy_modules_after(*args: str, env: dict | None = None, code: int = 0) -> list[str]:

@@ -1,5 +1,5 @@
-"""Hand-made evidence for the reasoners' tests: a scored triple and the evidence a reasoner reads,
-with only the fields the reasoners use."""
+"""Hand-made evidence for the reasoners' tests: a scored triple with only the fields the reasoners read
+(`kgdb.qa.reasoners.base.EvidenceTriple`)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,3 @@ class T:
     score: float = 1.0
     head_id: str = ""
     tail_id: str = ""
-
-
-@dataclass
-class E:
-    question: str
-    triples: list
-    topics: list
-    topic_names: list
-    cvt: set
-    paths: tuple = ()
-    from_paths: bool = False

@@ -15,7 +15,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from kgdb.server import free_port
+from kgdb.server_home import free_port
 from support.cli import KGDB
 
 

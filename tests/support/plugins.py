@@ -20,8 +20,8 @@ class FixedPlanner(PathPlanner):
     def __init__(self, *paths: tuple[str, ...]):
         self.paths = tuple(PlannedPath(p, 1.0 - 0.1 * i) for i, p in enumerate(paths))
 
-    def plan(self, graph, question, topics, names) -> Plan:
-        return Plan(topics, names_of(topics, names), self.paths, question)
+    def plan(self, graph, reading, topics, names) -> Plan:
+        return Plan(topics, names_of(topics, names), self.paths, reading.plain())
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import uvicorn
 
 from kgdb.api import Kgdb
 from kgdb.cypher import Graph
-from kgdb.server import free_port
+from kgdb.server_home import free_port
 from kgdb.service.app import create_app
 from kgdb.service.options import ServiceOptions
 from support.graphs import load, wipe

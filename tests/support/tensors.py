@@ -8,10 +8,10 @@ import numpy as np
 
 from kgdb.models.base import TensorTables
 from kgdb.models.features import build_tensors
-from kgdb.scoring.path_tokens import text_features, token_of
-from kgdb.subgraph import Subgraph
 from kgdb.rrp.training.planner import PlannerExample
 from kgdb.rrp.training.structural import StructuralExample
+from kgdb.scoring.path_tokens import text_features, token_of
+from kgdb.subgraph import Subgraph
 
 
 def random_tables(n_entities=30, n_rel=7, d=16, seed=0) -> TensorTables:

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from kgdb.rrp.answering import ENDS_PER_PATH, Gathered, GroundedPath, weigh_by_answer_closeness, with_weight
 from kgdb.protocol import ScoredPath
+from kgdb.rrp.answering import ENDS_PER_PATH, Gathered, GroundedPath, weigh_by_answer_closeness, with_weight
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

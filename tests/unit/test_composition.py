@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kgdb.cypher.linking import Topics, strip_mentions
 from kgdb.cypher.path_candidates import RelationPathCandidate
-from kgdb.data.composition import Composition, split_composition
+from kgdb.reading import Topics, read_question
+from kgdb.reading.composition import Composition, split_composition
+from kgdb.reading.words import strip_mentions
 from kgdb.rrp.path_ranker import COMPOSED_ENDS, RankedPathPlanner
 from kgdb.rrp.planners import PlannedPath
 
@@ -274,9 +275,9 @@ def _planner(rankings: dict[tuple[str, tuple[str, ...]], list[tuple[RelationPath
     planner = RankedPathPlanner(
         type("M", (), {"eval": lambda self: self})(), relations=None, embedder=_Embedder(), beam=5
     )
-    planner._raw_scores = lambda graph, text, emb, topics, reuse=False, work=None: (
-        [c for c, _ in rankings.get((text, tuple(topics)), [])],
-        np.array([s for _, s in rankings.get((text, tuple(topics)), [])], np.float32),
+    planner._raw_scores = lambda graph, q, topics, reuse=False, work=None: (
+        [c for c, _ in rankings.get((q.text, tuple(topics)), [])],
+        np.array([s for _, s in rankings.get((q.text, tuple(topics)), [])], np.float32),
     )
     return planner
 
@@ -302,21 +303,20 @@ def _direct_and_inner(inner_ends=("james cameron",), inner_top=DIRECTED):
     }
 
 
-def _ranked(planner, graph, text, emb, topics):
+def _ranked(planner, graph, q, topics):
     """The whole question's planned paths before any composed reading."""
-    return planner.best_paths(planner.scored(graph, text, emb, topics))
+    return planner.best_paths(planner.scored(graph, q, topics))
 
 
 def _plans(planner, graph):
-    text, emb = planner.encode(QUESTION, ["Avatar"])
-    return _ranked(planner, graph, text, emb, ["avatar"])
+    return _ranked(planner, graph, planner.encode(read_question(QUESTION), ["Avatar"]), ["avatar"])
 
 
 def test_the_composed_reading_replaces_a_best_path_that_answers_the_description():
     graph = _Graph()
     planner = _planner(_direct_and_inner())
     plans = _plans(planner, graph)
-    composed, note = planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans)
+    composed, note = planner.compose(graph, read_question(QUESTION), ["avatar"], ["Avatar"], plans)
     p_outer = float(np.exp(3.0) / (np.exp(3.0) + 1.0))
     assert composed[0] == PlannedPath((DIRECTED[0], BORN[0]), plans[0].score, (1, 1))
     assert composed[1] == PlannedPath((DIRECTED[0],), pytest.approx(plans[0].score * (1 - p_outer)), (1,))
@@ -336,11 +336,11 @@ def test_the_composed_reading_replaces_a_best_path_that_answers_the_description(
     ]
     # plan() is the same rule; benchmarks/compositions.py turns it off to compare
     plan = _planner(_direct_and_inner()).plan(
-        graph, QUESTION, Topics(["avatar"], "given", [], []), {"avatar": "Avatar"}
+        graph, read_question(QUESTION), Topics(["avatar"], "given", [], []), {"avatar": "Avatar"}
     )
     assert list(plan.paths) == composed and plan.composed == note and plan.notes == (note,)
     planner.compositions = False
-    assert planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans) == (plans, None)
+    assert planner.compose(graph, read_question(QUESTION), ["avatar"], ["Avatar"], plans) == (plans, None)
 
 
 def test_a_question_with_braces_and_quotes_is_read_as_a_composition_without_formatting_it():
@@ -357,7 +357,9 @@ def test_a_question_with_braces_and_quotes_is_read_as_a_composition_without_form
             (_path([BORN], ["kapuskasing"], ["james cameron"]), 3.0)
         ],
     }
-    plan = _planner(rankings).plan(_Graph(), question, Topics(["avatar"], "given", [], []), {"avatar": "Avatar"})
+    plan = _planner(rankings).plan(
+        _Graph(), read_question(question), Topics(["avatar"], "given", [], []), {"avatar": "Avatar"}
+    )
     assert plan.paths[0].relations == (DIRECTED[0], BORN[0])
     assert "then 'where was … born {0} \"}\"?' from there" in plan.composed
 
@@ -373,7 +375,7 @@ def test_a_best_path_of_a_descriptions_shape_is_replaced_even_when_the_inner_que
     planner = _planner(rankings)
     plans = _plans(planner, graph)
     assert plans[0].relations == (EDITED[0],)
-    composed, note = planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans)
+    composed, note = planner.compose(graph, read_question(QUESTION), ["avatar"], ["Avatar"], plans)
     assert composed[0] == PlannedPath((DIRECTED[0], BORN[0]), plans[0].score, (1, 1))
     assert (EDITED[0],) in [p.relations for p in composed[1:]]  # the editor stays, demoted, as another reading
     assert note.startswith("read as a composition: 'the director of avatar' is James Cameron (film.film.directed_by)")
@@ -390,11 +392,11 @@ def test_the_whole_questions_reading_stays_unless_it_is_the_descriptions():
     planner = _planner(rankings)
     plans = _plans(planner, graph)
     assert plans[0].relations == (DIRECTED[0], BORN[0])
-    assert planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans) == (plans, None)
+    assert planner.compose(graph, read_question(QUESTION), ["avatar"], ["Avatar"], plans) == (plans, None)
     for ends in (("2009",), tuple(f"film {i}" for i in range(COMPOSED_ENDS + 1))):  # a date; too many to be one thing
         planner = _planner(_direct_and_inner(inner_ends=ends))
         plans = _plans(planner, graph)
-        assert planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans) == (plans, None)
+        assert planner.compose(graph, read_question(QUESTION), ["avatar"], ["Avatar"], plans) == (plans, None)
     # the outer words asked of the topic itself keep the best path: the description adds nothing (apposition)
     apposition = _direct_and_inner()
     apposition[(strip_mentions("where was avatar born?", ["Avatar"]), ("avatar",))] = [
@@ -402,14 +404,14 @@ def test_the_whole_questions_reading_stays_unless_it_is_the_descriptions():
     ]
     planner = _planner(apposition)
     plans = _plans(planner, graph)
-    assert planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans) == (plans, None)
+    assert planner.compose(graph, read_question(QUESTION), ["avatar"], ["Avatar"], plans) == (plans, None)
     planner = _planner(_direct_and_inner())
     plans = _plans(planner, graph)
-    assert planner.compose(graph, QUESTION, ["avatar", "titanic"], ["Avatar", "Titanic"], plans) == (
+    assert planner.compose(graph, read_question(QUESTION), ["avatar", "titanic"], ["Avatar", "Titanic"], plans) == (
         plans,
         None,
     )  # two topics
-    assert planner.compose(graph, "who directed avatar?", ["avatar"], ["Avatar"], plans) == (plans, None)
+    assert planner.compose(graph, read_question("who directed avatar?"), ["avatar"], ["Avatar"], plans) == (plans, None)
 
 
 def test_a_description_read_with_another_relation_is_no_apposition():
@@ -427,7 +429,7 @@ def test_a_description_read_with_another_relation_is_no_apposition():
     planner = _planner(rankings)
     plans = _plans(planner, graph)
     assert plans[0].relations == (BORN[0],)
-    composed, note = planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans)
+    composed, note = planner.compose(graph, read_question(QUESTION), ["avatar"], ["Avatar"], plans)
     assert composed[0] == PlannedPath((DIRECTED[0], BORN[0]), plans[0].score, (1, 1))
     assert note.startswith("read as a composition: 'the director of avatar' is James Cameron")
     # the description read with the best path's relation too: an apposition, the whole reading stays
@@ -436,7 +438,7 @@ def test_a_description_read_with_another_relation_is_no_apposition():
     )
     planner = _planner(rankings)
     plans = _plans(planner, graph)
-    assert planner.compose(graph, QUESTION, ["avatar"], ["Avatar"], plans) == (plans, None)
+    assert planner.compose(graph, read_question(QUESTION), ["avatar"], ["Avatar"], plans) == (plans, None)
 
 
 def test_a_relative_clause_is_no_apposition():
@@ -458,9 +460,9 @@ def test_a_relative_clause_is_no_apposition():
     ]
     graph = _Graph()
     planner = _planner(rankings)
-    text, emb = planner.encode(question, ["Avatar"])
-    plans = _ranked(planner, graph, text, emb, ["avatar"])
-    composed, note = planner.compose(graph, question, ["avatar"], ["Avatar"], plans)
+    reading = read_question(question)
+    plans = _ranked(planner, graph, planner.encode(reading, ["Avatar"]), ["avatar"])
+    composed, note = planner.compose(graph, reading, ["avatar"], ["Avatar"], plans)
     assert composed[0] == PlannedPath((DIRECTED[0], BORN[0]), plans[0].score, (1, 1))
     assert note.startswith("read as a composition: 'the man who directed avatar' is James Cameron")
 
@@ -480,10 +482,10 @@ DIED_ON, DIED_IN = ("people.deceased_person.date_of_death", 1), ("people.decease
 )
 def test_where_and_who_are_answered_with_entities_not_values(question, first):
     graph = _Graph()
-    text, emb = _planner({}).encode(question, ["George Orwell"])
+    q = _planner({}).encode(read_question(question), ["George Orwell"])
     ranking = [(_path([DIED_ON], ["1950-01-21"], ["orwell"]), 5.0), (_path([DIED_IN], ["london"], ["orwell"]), 4.0)]
-    planner = _planner({(text, ("orwell",)): ranking})
-    plans = _ranked(planner, graph, text, emb, ["orwell"])
+    planner = _planner({(q.text, ("orwell",)): ranking})
+    plans = _ranked(planner, graph, q, ["orwell"])
     assert plans[0].relations == (first[0],)
     if first == DIED_IN:  # the value path is gone and the entity path takes its probability
         assert [p.relations for p in plans] == [(DIED_IN[0],)] and plans[0].score == pytest.approx(1.0)
@@ -491,8 +493,8 @@ def test_where_and_who_are_answered_with_entities_not_values(question, first):
     else:
         assert len(plans) == 2 and graph.asked == []
     # when every path the planner would ground answers with values, they stay: the graph has nothing else
-    planner = _planner({(text, ("orwell",)): [(c, s) for c, s in ranking if c.steps == (DIED_ON,)]})
-    assert [p.relations for p in _ranked(planner, graph, text, emb, ["orwell"])] == [(DIED_ON[0],)]
+    planner = _planner({(q.text, ("orwell",)): [(c, s) for c, s in ranking if c.steps == (DIED_ON,)]})
+    assert [p.relations for p in _ranked(planner, graph, q, ["orwell"])] == [(DIED_ON[0],)]
 
 
 def test_a_description_names_an_entity_even_when_its_best_path_ends_in_a_value():
@@ -520,9 +522,9 @@ def test_a_description_names_an_entity_even_when_its_best_path_ends_in_a_value()
         ],
     }
     planner = _planner(rankings)
-    text, emb = planner.encode(question, ["War and Peace"])
-    plans = _ranked(planner, graph, text, emb, ["wp"])
-    composed, note = planner.compose(graph, question, ["wp"], ["War and Peace"], plans)
+    reading = read_question(question)
+    plans = _ranked(planner, graph, planner.encode(reading, ["War and Peace"]), ["wp"])
+    composed, note = planner.compose(graph, reading, ["wp"], ["War and Peace"], plans)
     assert composed[0] == PlannedPath((written[0], BORN[0]), plans[0].score, (1, 1))
     assert note.startswith(
         "read as a composition: 'the author of war and peace' is Leo Tolstoy (book.written_work.author)"

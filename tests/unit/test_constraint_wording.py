@@ -5,17 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgdb.rrp.constraints import (
-    Constraints,
-    YearBound,
-    answer_cue,
-    apply_attributes,
-    apply_literal,
-    literal_choice,
-    parse_constraints,
-    relation_words,
-    word_stems,
-)
+from kgdb.reading.constraints import Constraints, YearBound, answer_cue, parse_constraints, word_stems
+from kgdb.rrp.constraints import apply_attributes, apply_literal, literal_choice, relation_words
 
 
 @pytest.mark.parametrize(

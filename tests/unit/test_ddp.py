@@ -68,9 +68,9 @@ def _rapl():  # a path retriever: its loss uses modules forward never calls
 
 def _train_each(jobs: list[tuple], device: str = "cpu") -> list:
     """Every job in one process group: the workers start (and import torch) once for all retrievers."""
-    from kgdb.training import distributed
+    from kgdb.training.trainer import WorkerJob, train_worker
 
-    return [distributed.train_worker(distributed.WorkerJob(*job), device=device) for job in jobs]
+    return [train_worker(WorkerJob(*job), device=device) for job in jobs]
 
 
 def test_two_processes_reach_the_validation_recall_of_one(tmp_path, one_thread):

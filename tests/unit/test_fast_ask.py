@@ -1,6 +1,7 @@
 """The torch-free route of a cold `kgdb ask`: the numpy MiniLM encoder gives sentence-transformers'
 vectors, the numpy cosine scorer and the numpy portable RRP ranker give their torch modules' scores,
-and encoding a few texts imports no torch."""
+and encoding a few texts imports no torch. A plain `kgdb ask` imports neither torch nor the Arrow
+kernels the neo4j driver would load, and of the command modules only its own."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from kgdb.config import DEFAULT_EMBEDDING_MODEL
 from kgdb.embeddings import LIGHT_MAX_TEXTS, Embedder, resolve_model_path
 from kgdb.scoring.retrievers import cosine_scores
-from kgdb.text_encoder import NumpyBertEncoder
+from kgdb.text_encoder import NumpyBertEncoder, read_safetensors
 from support.cli import MODEL_SIDE, run_python
 
 
@@ -93,6 +94,19 @@ def test_numpy_encoder_matches_sentence_transformers(numpy_encoder):
     # one text alone (no padding) is the same vector as inside a padded batch
     alone = numpy_encoder.encode([texts[0]])[0]
     assert float(np.abs(alone - got[0]).max()) < 1e-6
+
+
+def test_the_mapped_weights_are_the_files_tensors():
+    from safetensors import safe_open
+
+    path = resolve_model_path(DEFAULT_EMBEDDING_MODEL) + "/model.safetensors"
+    mapped = read_safetensors(path)
+    with safe_open(path, framework="numpy") as f:
+        names = list(f.keys())  # noqa: SIM118 (safe_open has keys(), no __iter__)
+        assert sorted(mapped) == sorted(names)
+        for name in names:
+            want = f.get_tensor(name)
+            assert mapped[name].dtype == want.dtype and np.array_equal(mapped[name], want), name
 
 
 def test_embedder_rule_short_calls_numpy_long_calls_sentence_transformers():
@@ -227,6 +241,94 @@ def test_short_encoding_imports_no_torch():
     out = run_python(code, {})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "(1, 384) []"
+
+
+# What a plain `kgdb ask` must not import: the model side, and what the neo4j driver (6.x) would load
+# for its DataFrame and Arrow export (pyarrow.compute alone costs a cold ask ~0.3 s).
+NOT_FOR_ASK = (*MODEL_SIDE, "pandas", "pyarrow", "pyarrow.compute")
+
+
+def test_a_plain_ask_imports_neither_torch_nor_the_drivers_arrow_support():
+    """`kgdb ask` as the command runs it, up to the connection (a port nothing listens on): the CLI,
+    the answering pipeline and the driver are imported by then; then RRP's reasoner, found through its
+    entry point as plain ask finds it, and the question's encoding. None of them pulls torch or Arrow,
+    and of the command modules only `kgdb.cli.ask` is imported."""
+    code = (
+        "import sys\nfrom kgdb.cli import main\n"
+        "sys.argv = ['kgdb', '--uri', 'bolt://127.0.0.1:1', 'ask', 'What is the capital of France?', '--no-write']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    print('EXIT', exc.code)\n"
+        "from kgdb.qa.reasoners import reasoner_kind\nreasoner_kind('rrp')\n"
+        "from kgdb.embeddings import get_embedder\nget_embedder().encode(['what is the capital of france?'])\n"
+        f"print('HEAVY', sorted(m for m in {NOT_FOR_ASK!r} if m in sys.modules))\n"
+        "print('COMMANDS', sorted(m for m in sys.modules if m.startswith('kgdb.cli.')))"
+    )
+    out = run_python(code, {"KGDB_NEO4J_PASSWORD": "unused"})
+    assert out.returncode == 0, out.stderr
+    assert "cannot reach Neo4j at bolt://127.0.0.1:1" in out.stderr and "EXIT 1" in out.stdout, out.stdout + out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[-2] == "HEAVY []", lines[-2]
+    assert lines[-1] == "COMMANDS ['kgdb.cli.ask', 'kgdb.cli.common']", lines[-1]
+
+
+def test_the_driver_imported_without_arrow_leaves_pyarrow_to_kgdb():
+    """The parquet loaders and caches import pyarrow after the driver as usual; a process that had
+    imported pyarrow first gives the driver its Arrow support."""
+    code = (
+        "import kgdb.cypher, neo4j._optional_deps as deps\n"
+        "import pyarrow as pa, pyarrow.compute as pc, pyarrow.parquet as pq\n"
+        "print(deps.pa is None, deps.pa_compute is None, pc.sum(pa.array([1, 2, 3])).as_py())"
+    )
+    out = run_python(code, {})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "6"]
+    out = run_python("import pyarrow, kgdb.cypher, neo4j._optional_deps as deps\nprint(deps.pa is pyarrow)", {})
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr
+
+
+def test_each_command_line_imports_the_modules_of_its_command():
+    """`kgdb.cli.MODULES_OF_COMMAND` names, for each top-level command, exactly the modules that add
+    its commands (else `main()` would not find them), and the global options that take a value are
+    those `modules_for` skips."""
+    import typer
+
+    from kgdb.cli import COMMAND_MODULES, MODULES_OF_COMMAND, VALUE_OPTIONS, app, modules_for
+
+    def modules_of(sub_app: typer.Typer) -> set[str]:
+        found = {info.callback.__module__ for info in sub_app.registered_commands if info.callback}
+        if isinstance(sub_app.info.cls, type) and sub_app.info.cls.__module__.startswith("kgdb.cli."):
+            found.add(sub_app.info.cls.__module__)  # a group that makes its commands itself (`kgdb train KIND`)
+        for group in sub_app.registered_groups:
+            found |= modules_of(group.typer_instance)
+        return found
+
+    defined = {
+        info.name or info.callback.__name__.replace("_", "-"): {info.callback.__module__}
+        for info in app.registered_commands
+        if info.callback
+    }
+    defined |= {group.name: modules_of(group.typer_instance) for group in app.registered_groups}
+    assert defined == {name: {f"kgdb.cli.{m}" for m in modules} for name, modules in MODULES_OF_COMMAND.items()}
+    assert {m for modules in MODULES_OF_COMMAND.values() for m in modules} == set(COMMAND_MODULES)
+
+    root = typer.main.get_command(app)
+    takes_value = {opt for p in root.params if not getattr(p, "is_flag", True) for opt in p.opts}
+    assert takes_value == VALUE_OPTIONS
+    assert modules_for(["--uri", "bolt://h:1", "-v", "ask", "q"]) == ("ask",)
+    assert modules_for(["--uri=bolt://h:1", "eval", "qa"]) == ("evaluate", "retrievers")
+    assert modules_for(["--help"]) == modules_for(["no-such-command"]) == modules_for([]) == COMMAND_MODULES
+
+
+def test_the_collector_is_back_once_start_up_is_over():
+    from kgdb.cli import START_UP_S
+
+    code = (
+        "import gc, sys, time\nfrom kgdb.cli import main\nsys.argv = ['kgdb', '--version']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"off = not gc.isenabled()\ntime.sleep({START_UP_S} + 0.5)\nprint('OFF THEN ON', off, gc.isenabled())"
+    )
+    out = run_python(code, {})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "OFF THEN ON True True"
 
 
 def test_a_model_that_is_not_here_fails_without_asking_the_hub_whatever_was_imported_first():

@@ -89,8 +89,8 @@ def test_rapl_learns_its_labelled_path_on_the_gpu():
 
 def test_planner_overfits_on_the_gpu():
     from kgdb.rrp.models.planner import PathDecoder, PlannerConfig
-    from kgdb.scoring.path_tokens import token_of
     from kgdb.rrp.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
+    from kgdb.scoring.path_tokens import token_of
 
     cfg = PlannerConfig(hidden=32, word_dim=16, buckets=1 << 10, max_hops=3, dropout=0.0)
     data = planner_examples(cfg.buckets)
@@ -107,7 +107,6 @@ def test_planner_overfits_on_the_gpu():
 def test_path_ranker_scores_on_the_gpu_as_on_the_cpu_and_overfits_there():
     from kgdb.rrp.models.path_ranker import PathRanker
     from kgdb.rrp.scoring import RankerConfig
-    from kgdb.scoring.path_tokens import text_features, token_of
     from kgdb.rrp.training.path_ranker import (
         RankerExample,
         RankerTrainConfig,
@@ -115,6 +114,7 @@ def test_path_ranker_scores_on_the_gpu_as_on_the_cpu_and_overfits_there():
         rank_scores,
         train_ranker_model,
     )
+    from kgdb.scoring.path_tokens import text_features, token_of
 
     cfg = RankerConfig.for_any_graph(hidden=16, word_dim=8, buckets=1 << 10, max_hops=3, dropout=0.0)
     rng = np.random.default_rng(0)

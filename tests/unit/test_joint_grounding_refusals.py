@@ -31,10 +31,10 @@ def test_a_plan_the_query_cannot_ground_is_refused_with_its_place(plans, where, 
 def test_a_composed_path_longer_than_the_joint_query_grounds_is_left_to_its_topic_alone():
     # a composed reading (a description through a CVT node, then an outer path through another) may take
     # four relations; the joint reading grounds the topic's other paths and never asks for it
-    from kgdb.cypher.linking import Topics
+    from kgdb.protocol import ScoredPath
+    from kgdb.reading import Topics
     from kgdb.rrp.answering import Gathered, GroundedPath
     from kgdb.rrp.joint_topics import topic_paths
-    from kgdb.protocol import ScoredPath
 
     def grounded(score, entities, relations):
         return GroundedPath(ScoredPath(score, entities, relations, (1,) * len(relations)), [], score)

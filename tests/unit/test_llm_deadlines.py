@@ -12,13 +12,14 @@ import pytest
 from kgdb.config import Settings
 from kgdb.qa.prompts import build_prompt
 from kgdb.qa.reasoners import LLMError
-from kgdb.qa.reasoners.base import Reasoning
+from kgdb.qa.reasoners.base import Evidence, Reasoning
 from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
 from kgdb.qa.token_budget import forget_endpoints
-from support.evidence import E, T
+from support.evidence import T
 from support.openai_server import OpenAIServer
 
 PROMPT = build_prompt("triples", "what is the capital of France", ["(France,location.country.capital,Paris)"])
+BARE = Evidence(PROMPT.question)  # nothing to ground answers on: the `ans:` lines count as written
 SLACK = 5.0  # seconds a test allows past a deadline before calling it missed
 
 
@@ -27,7 +28,7 @@ TRIPLES = [
     T("France", "location.country.capital", "Paris", 1.0, "France", "Paris"),
     T("France", "location.location.contains", "Lyon", 0.5, "France", "Lyon"),
 ]
-EVIDENCE = E(QUESTION, TRIPLES, ["France"], ["France"], set())
+EVIDENCE = Evidence(QUESTION, TRIPLES, ["France"], ["France"], set())
 LINES = [f"({t.head},{t.relation},{t.tail})" for t in TRIPLES]
 
 
@@ -69,7 +70,7 @@ def timed(call, within: float) -> tuple[float, BaseException | object]:
 def test_a_reply_dribbled_one_byte_a_second_ends_at_the_request_deadline(headers_first):
     with OpenAIServer(script=[{"dribble": 1.0, "headers_first": headers_first, "content": "ans: Paris"}]) as server:
         r = reasoner(server, timeout=3, max_retries=0)
-        took, raised = timed(lambda: r.reason(PROMPT), 3 + SLACK)
+        took, raised = timed(lambda: r.reason(PROMPT, BARE), 3 + SLACK)
     assert isinstance(raised, LLMError), raised
     message = str(raised)
     assert server.base_url in message and "3 s" in message and "KGDB_LLM_TIMEOUT" in message
@@ -80,7 +81,7 @@ def test_retries_of_a_dribbled_reply_end_at_the_ask_deadline():
     script = [{"dribble": 1.0, "content": "ans: Paris"}] * 5
     with OpenAIServer(script=script) as server:
         r = reasoner(server, timeout=3, max_retries=4, ask_timeout=5)
-        took, raised = timed(lambda: r.reason(PROMPT), 5 + SLACK)
+        took, raised = timed(lambda: r.reason(PROMPT, BARE), 5 + SLACK)
     assert isinstance(raised, LLMError), raised
     assert server.base_url in str(raised) and "5 s" in str(raised) and "KGDB_LLM_ASK_TIMEOUT" in str(raised)
     assert 4.5 <= took <= 5 + SLACK and server.calls == 2
@@ -89,7 +90,7 @@ def test_retries_of_a_dribbled_reply_end_at_the_ask_deadline():
 def test_a_silent_server_ends_at_the_ask_deadline_despite_retries():
     with OpenAIServer(script=[{"silent": True}] * 10) as server:
         r = reasoner(server, timeout=1, max_retries=8, ask_timeout=3)
-        took, raised = timed(lambda: r.reason(PROMPT), 3 + SLACK)
+        took, raised = timed(lambda: r.reason(PROMPT, BARE), 3 + SLACK)
     assert isinstance(raised, LLMError), raised
     assert server.base_url in str(raised) and "3 s" in str(raised)
     assert 2.5 <= took <= 3 + SLACK and server.calls >= 2  # the client's own retries ran within it
@@ -99,7 +100,7 @@ def test_the_ask_deadline_covers_the_follow_up_turns():
     """A question's follow-ups share its deadline: an unreadable reply, then silence."""
     with OpenAIServer(script=[{"content": "I am not sure."}, {"silent": True}]) as server:
         r = reasoner(server, timeout=10, max_retries=0, ask_timeout=2, structured=False)
-        took, raised = timed(lambda: r.reason(PROMPT), 2 + SLACK)
+        took, raised = timed(lambda: r.reason(PROMPT, BARE), 2 + SLACK)
     assert isinstance(raised, LLMError) and "2 s" in str(raised), raised
     assert took <= 2 + SLACK and server.calls == 2
 
@@ -124,7 +125,7 @@ def test_a_slot_wait_does_not_count_against_the_deadline():
     with OpenAIServer(script=[{"delay": 1.5, "content": "ans: Paris"}] * 2) as server:
         r = reasoner(server, timeout=5, max_retries=0, ask_timeout=2)
         outs: list[Any] = []
-        threads = [threading.Thread(target=lambda: outs.append(r.reason(PROMPT))) for _ in range(2)]
+        threads = [threading.Thread(target=lambda: outs.append(r.reason(PROMPT, BARE))) for _ in range(2)]
         for t in threads:
             t.start()
         for t in threads:
@@ -134,7 +135,7 @@ def test_a_slot_wait_does_not_count_against_the_deadline():
 
 def test_a_server_that_answers_in_time_is_unaffected():
     with OpenAIServer(script=[{"delay": 0.5, "content": "ans: Paris"}]) as server:
-        out = reasoner(server, timeout=2, max_retries=0, ask_timeout=3).reason(PROMPT)
+        out = reasoner(server, timeout=2, max_retries=0, ask_timeout=3).reason(PROMPT, BARE)
     assert out.answers == ["Paris"]
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 
 import pytest
 
+from kgdb.protocol import ScoredPath
 from kgdb.qa.prompts import build_prompt, load_template
-from kgdb.qa.reasoners import LLMError
+from kgdb.qa.reasoners import Evidence, LLMError
 from kgdb.qa.reasoners.candidates import CandidatesReasoner
 from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
 from kgdb.qa.reasoners.replies import ANS_LINE, FREE_TEXT, SCHEMA, SCHEMA_AFTER_PROSE, Names, read_reply
 from kgdb.qa.token_budget import context_from_error, forget_endpoints
-from support.evidence import E, T
+from support.evidence import T
 from support.openai_server import OpenAIServer, echo_first_evidence
 
 TRIPLES = [
@@ -24,7 +24,7 @@ TRIPLES = [
     T("Paris", "location.location.containedby", "Île-de-France", 0.4, "Paris", "Île-de-France"),
 ]
 QUESTION = "what is the capital of France"
-EVIDENCE = E(QUESTION, TRIPLES, ["France"], ["France"], set())
+EVIDENCE = Evidence(QUESTION, TRIPLES, ["France"], ["France"], set())
 LINES = [f"({t.head},{t.relation},{t.tail})" for t in TRIPLES]
 NAMES = Names(["France", "Paris", "Lyon", "Île-de-France"], QUESTION)
 
@@ -120,7 +120,7 @@ def test_a_server_that_ignores_the_schema_is_read_tolerantly():
     assert "response_format" not in server.requests[-1]
 
 
-def _many_lines(n: int) -> tuple[list[str], E]:
+def _many_lines(n: int) -> tuple[list[str], Evidence]:
     triples = [
         T(
             "France",
@@ -132,7 +132,9 @@ def _many_lines(n: int) -> tuple[list[str], E]:
         )
         for i in range(n)
     ]
-    return [f"({t.head},{t.relation},{t.tail})" for t in triples], E(QUESTION, triples, ["France"], ["France"], set())
+    return [f"({t.head},{t.relation},{t.tail})" for t in triples], Evidence(
+        QUESTION, triples, ["France"], ["France"], set()
+    )
 
 
 @pytest.mark.parametrize("report_context", [True, False])
@@ -188,29 +190,11 @@ def test_requests_to_a_one_slot_local_server_go_one_at_a_time():
 
 
 def test_the_llm_chooses_among_the_no_llm_answerers_candidates():
-    @dataclass
-    class P:
-        score: float
-        entities: tuple
-        relations: tuple
-        directions: tuple
-        names: tuple
-
-        @property
-        def answer(self):
-            return self.entities[-1]
-
-        def render(self):
-            parts = [self.names[0]]
-            for r, d, n in zip(self.relations, self.directions, self.names[1:]):
-                parts += [f"[{r}]" if d > 0 else f"[{r}] (reversed)", n]
-            return " → ".join(parts)
-
     paths = (
-        P(0.9, ("France", "Lyon"), ("location.location.contains",), (1,), ("France", "Lyon")),
-        P(0.8, ("France", "Paris"), ("location.country.capital",), (1,), ("France", "Paris")),
+        ScoredPath(0.9, ("France", "Lyon"), ("location.location.contains",), (1,), ("France", "Lyon")),
+        ScoredPath(0.8, ("France", "Paris"), ("location.country.capital",), (1,), ("France", "Paris")),
     )
-    evidence = E(QUESTION, TRIPLES, ["France"], ["France"], set(), paths=paths, from_paths=True)
+    evidence = Evidence(QUESTION, TRIPLES, ["France"], ["France"], set(), paths=paths, from_paths=True)
     with OpenAIServer(responder=lambda m: "ans: Paris", structured="json") as server:
         out = CandidatesReasoner(_reasoner(server)).reason(build_prompt("paths", QUESTION, []), evidence)
     user = server.requests[0]["messages"][-1]["content"]

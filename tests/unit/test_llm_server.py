@@ -9,14 +9,7 @@ import sys
 import pytest
 
 from kgdb.errors import InputError
-from kgdb.llm_server import (
-    LLMServerError,
-    LLMServerState,
-    read_state,
-    start,
-    status,
-    stop,
-)
+from kgdb.llm_server import LLMServerError, LLMServerState, read_state, start, status, stop
 
 
 def test_no_record_means_no_server(tmp_path):

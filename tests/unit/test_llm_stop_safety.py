@@ -22,17 +22,8 @@ from dataclasses import asdict
 import psutil
 import pytest
 
-from kgdb.llm_server import (
-    LLMServerError,
-    LLMServerState,
-    own_folder,
-    read_state,
-    record,
-    server_process,
-    status,
-    stop,
-)
-from kgdb.server import free_port
+from kgdb.llm_server import LLMServerError, LLMServerState, own_folder, read_state, record, server_process, status, stop
+from kgdb.server_home import free_port
 
 SERVER_CMDLINE = [sys.executable, "-m", "llama_cpp.server", "--model", "/models/m.gguf", "--port", "8123"]
 

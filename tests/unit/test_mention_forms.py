@@ -1,16 +1,9 @@
 """The word forms entity linking reads a question by: mentions that skip stopwords at their edges,
 base forms of demonyms, abbreviations spelt out, and the initials of names."""
 
-from kgdb.cypher.linking import (
-    base_forms,
-    initials,
-    lucene_query,
-    mentions,
-    names_mention,
-    numeral_forms,
-    readings,
-    spelt_out,
-)
+from kgdb.cypher.linking import lucene_query
+from kgdb.reading.mentions import mentions
+from kgdb.reading.names import base_forms, initials, names_mention, numeral_forms, readings, spelt_out
 
 
 def test_mentions_skip_stopword_edges():

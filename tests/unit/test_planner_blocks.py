@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from kgdb.cypher.linking import Topics
-from kgdb.rrp.plan import PathPlanner, Plan
+from kgdb.reading import Topics, read_question
 from kgdb.rrp.llm_planner import DeferredPlanner, LLMPathPlanner
+from kgdb.rrp.plan import PathPlanner, Plan
 
 
 class _Recording(PathPlanner):
@@ -16,8 +16,8 @@ class _Recording(PathPlanner):
     def __init__(self):
         self.blocks = 0
 
-    def plan(self, graph, question, topics, names) -> Plan:
-        return Plan(topics, (), (), question)
+    def plan(self, graph, reading, topics, names) -> Plan:
+        return Plan(topics, (), (), reading.text)
 
     @contextmanager
     def question(self):
@@ -40,7 +40,7 @@ def test_a_deferred_planner_opens_the_block_of_the_planner_it_loaded_and_loads_n
     with deferred.question():
         pass
     assert loads == [] and inner.blocks == 0  # nothing loaded yet: no block, and none loaded for one
-    deferred.plan(None, "q", Topics(["a"], "given", [], []), {})
+    deferred.plan(None, read_question("q"), Topics(["a"], "given", [], []), {})
     with deferred.question():
         assert inner.blocks == 1
     assert loads == [1]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from kgdb.rrp.answering import GroundedPath, answers_of, chosen_mode, select
 from kgdb.protocol import ScoredPath
 from kgdb.qa.reasoners.base import Reasoning
 from kgdb.qa.reasoners.extractive import Evidence
+from kgdb.rrp.answering import GroundedPath, answers_of, chosen_mode, select
 from kgdb.rrp.reasoner import PathReasoner, other_readings
 
 pytestmark = pytest.mark.usefixtures("one_thread")

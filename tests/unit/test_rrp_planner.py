@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from kgdb.rrp.models.planner import PathDecoder, PlannerConfig
-from kgdb.scoring.path_tokens import step_of, text_features, token_of
 from kgdb.rrp.training.planner import PlannerTrainConfig, evaluate_planner, train_planner_model
+from kgdb.scoring.path_tokens import step_of, text_features, token_of
 from support.tensors import planner_examples
 
 pytestmark = pytest.mark.usefixtures("one_thread")

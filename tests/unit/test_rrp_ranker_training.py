@@ -12,7 +12,6 @@ import torch
 
 from kgdb.rrp.models.path_ranker import PathRanker
 from kgdb.rrp.scoring import DENSE_FEATURES, RankerConfig
-from kgdb.scoring.path_tokens import token_of
 from kgdb.rrp.training.path_ranker import (
     RankerExample,
     RankerTrainConfig,
@@ -20,6 +19,7 @@ from kgdb.rrp.training.path_ranker import (
     reliable_positives,
     train_ranker_model,
 )
+from kgdb.scoring.path_tokens import token_of
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

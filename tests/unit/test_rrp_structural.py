@@ -13,13 +13,7 @@ import torch
 from kgdb.data.path_subgraphs import EdgesByStep, ground_walks, path_subgraph
 from kgdb.data.relation_paths import TripleArrays
 from kgdb.rrp.models.structural import StructuralConfig, StructuralReasoner, bidirectional_loss, trace_paths
-from kgdb.rrp.training.structural import (
-    StructuralTrainConfig,
-    collate,
-    hit1,
-    to_data,
-    train_structural_model,
-)
+from kgdb.rrp.training.structural import StructuralTrainConfig, collate, hit1, to_data, train_structural_model
 from support.tensors import chain_example
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -13,7 +13,8 @@ import pytest
 
 from kgdb.config import Settings
 from kgdb.errors import KgdbError
-from kgdb.server import DEFAULT_PASSWORD, LocalServer, free_port, server_from_settings
+from kgdb.server import DEFAULT_PASSWORD, LocalServer, server_from_settings
+from kgdb.server_home import free_port
 from support.cli import run_kgdb
 from support.server import PASSWORD, shared_lib
 
@@ -109,7 +110,8 @@ def test_an_empty_kgdb_neo4j_home_is_one_clear_error_not_the_current_directory(t
 _INSTALL = """
 import sys
 from pathlib import Path
-from kgdb.server import LocalServer, jar_cache
+from kgdb.server import LocalServer
+from kgdb.server_jars import jar_cache
 server = LocalServer(home=Path(sys.argv[2]), password="x", lib_dir=jar_cache(Path(sys.argv[1])))
 server.install_jars(log=print)
 """

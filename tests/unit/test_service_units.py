@@ -14,7 +14,7 @@ from kgdb.api import Kgdb
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from kgdb.errors import InputError, KgdbError
-from kgdb.server import free_port
+from kgdb.server_home import free_port
 from kgdb.service.app import create_app
 from kgdb.service.evidence_graph import chain_line, evidence_graph, triple_line
 from kgdb.service.options import ServiceOptions

@@ -1,3 +1,8 @@
-"""Built-in retrievers; importing this package registers them (see `kgdb.models.registry`)."""
+"""Built-in retrievers; `kgdb.models.registry` registers `BUILTIN` on its first look-up."""
 
-from kgdb.models.retrievers import cosine, cosine_dde, rapl, subgraphrag  # noqa: F401
+from kgdb.models.retrievers.cosine import CosineRetriever
+from kgdb.models.retrievers.cosine_dde import CosineDDE
+from kgdb.models.retrievers.rapl import RAPL
+from kgdb.models.retrievers.subgraphrag import SubgraphRAG
+
+BUILTIN = (CosineRetriever, CosineDDE, SubgraphRAG, RAPL)

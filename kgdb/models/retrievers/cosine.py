@@ -13,10 +13,8 @@ import torch
 from torch import Tensor
 
 from kgdb.models.base import Retriever, SubgraphTensors
-from kgdb.models.registry import register
 
 
-@register
 class CosineRetriever(Retriever):
     name = "cosine"
     trainable = False

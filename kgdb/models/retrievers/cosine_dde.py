@@ -21,7 +21,6 @@ from torch_geometric.nn import MessagePassing
 from kgdb.bounds import bounded
 from kgdb.models.base import Retriever, SubgraphTensors
 from kgdb.models.dde import dde, dde_dim, triple_encoding
-from kgdb.models.registry import register
 from kgdb.scoring.retrievers import UNREACHED
 
 SIMILARITIES = 4  # triple, relation, head, tail
@@ -101,7 +100,6 @@ class CosineDDEConfig:
     walk_rounds: int = bounded(3, ge=0)
 
 
-@register
 class CosineDDE(Retriever):
     name = "cosine-dde"
     Config = CosineDDEConfig

@@ -52,7 +52,6 @@ from torch import Tensor, nn
 from kgdb.bounds import bounded
 from kgdb.models.base import PATH_FLOOR, Retriever, SubgraphTensors, Targets
 from kgdb.models.line_graph import augment, gcn_aggregate, successors
-from kgdb.models.registry import register
 
 N_FLAGS = 8
 
@@ -111,7 +110,6 @@ class GCNEncoder(nn.Module):
         return h
 
 
-@register
 class RAPL(Retriever):
     name = "rapl"
     Config = RAPLConfig
@@ -197,7 +195,7 @@ class RAPL(Retriever):
     def loss(self, enc: Encoded, targets: Targets) -> Tensor:  # type: ignore[override]  # forward returns Encoded
         """L_q (Eq. 9) + L_path (Eq. 6 with STOP), one target path drawn per step."""
         x = enc.x
-        paths = getattr(targets, "_rapl_paths", None)
+        paths = targets.paths
         if paths is None:
             paths = target_paths(
                 x.head.cpu().numpy(),
@@ -208,7 +206,7 @@ class RAPL(Retriever):
                 self.cfg.max_len,
                 self.cfg.max_targets,
             )
-            targets._rapl_paths = paths  # type: ignore[attr-defined]  # computed once per training item
+            targets.paths = paths
         if not paths or not x.topic_mask.index_select(0, enc.src).any():
             return enc.first.sum() * 0.0
         lq, _, _ = self.question_triple_loss(enc, paths, targets)

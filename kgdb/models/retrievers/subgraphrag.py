@@ -28,7 +28,6 @@ from kgdb.bounds import bounded
 from kgdb.models.base import Retriever, SubgraphTensors, TensorTables
 from kgdb.models.dde import dde, dde_dim, distinct_rows, triple_encoding
 from kgdb.models.gathered_mlp import gathered_mlp, stacked_projections
-from kgdb.models.registry import register
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,6 @@ class SubgraphRAGConfig:
     dde_reverse_rounds: int = bounded(2, ge=0)
 
 
-@register
 class SubgraphRAG(Retriever):
     name = "subgraphrag"
     Config = SubgraphRAGConfig

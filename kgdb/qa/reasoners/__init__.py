@@ -14,16 +14,15 @@ that calls `register_reasoner` when imported); a script or test calls `register_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import entry_points
-from types import ModuleType
 from typing import Any, Callable
 
 from kgdb.config import Settings
-from kgdb.errors import InputError
 from kgdb.qa.reasoners.base import Evidence, LLMError, Reasoner, Reasoning
+from kgdb.registry import UnknownNameError, registry_of
 
 __all__ = [
     "AUTO",
+    "REASONERS",
     "Evidence",
     "LLMError",
     "Reasoner",
@@ -40,7 +39,7 @@ __all__ = [
 AUTO = "auto"
 
 
-class UnknownReasonerError(InputError):
+class UnknownReasonerError(UnknownNameError):
     """No reasoner is registered under that name."""
 
 
@@ -61,22 +60,9 @@ class ReasonerKind:
     reads_embeddings: bool = False
 
 
-_REGISTRY: dict[str, ReasonerKind] = {}
-_loaded = False
-
-
 def register_reasoner(kind: ReasonerKind) -> ReasonerKind:
     """Make `kind` available under `kind.name` (a later registration replaces it)."""
-    if not isinstance(kind, ReasonerKind):
-        raise TypeError(f"{kind!r} is not a kgdb.qa.reasoners.ReasonerKind")
-    if not kind.name or kind.name == AUTO or not kind.name.replace("-", "").replace("_", "").isalnum():
-        raise ValueError(
-            f"a reasoner name must be a word (letters, digits, - or _) other than {AUTO!r}, got {kind.name!r}"
-        )
-    if not callable(kind.build):
-        raise TypeError(f"reasoner {kind.name}: build must be callable")
-    _REGISTRY[kind.name] = kind
-    return kind
+    return REASONERS.register(kind)
 
 
 def _openai(settings: Settings, **options: Any) -> Reasoner:
@@ -126,46 +112,35 @@ BUILTINS = (
 )
 
 
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
+def _builtins() -> None:
     for kind in BUILTINS:
-        _REGISTRY.setdefault(kind.name, kind)
-    for ep in entry_points(group="kgdb.reasoners"):
-        obj = ep.load()
-        if isinstance(obj, ReasonerKind):
-            register_reasoner(obj)
-        elif not isinstance(obj, ModuleType):  # a module registers itself when imported
-            raise TypeError(f"entry point {ep.name} = {ep.value} names neither a ReasonerKind nor a module")
+        REASONERS.register(kind)
+
+
+REASONERS = registry_of(
+    ReasonerKind,
+    "reasoner",
+    "kgdb.reasoners",
+    "--reasoner",
+    builtins=_builtins,
+    reserved=(AUTO,),
+    error=UnknownReasonerError,
+    choices=(AUTO,),
+)
 
 
 def reasoner_kind(name: str) -> ReasonerKind:
-    _load()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownReasonerError(
-            f"unknown reasoner {name!r}; choose one of {', '.join(reasoner_choices())}", path="--reasoner"
-        ) from None
+    return REASONERS.get(name)
 
 
 def reasoner_choices() -> list[str]:
     """What `--reasoner` accepts: `auto`, then every registered name."""
-    _load()
-    return [AUTO, *sorted(_REGISTRY)]
+    return [AUTO, *REASONERS.names()]
 
 
 def reasoner_help(auto: str) -> str:
     """`--reasoner` help: `auto` as the command chooses it, then each registered reasoner's summary."""
-    _load()
-    return (
-        "; ".join(
-            [f"{AUTO} ({auto})", *(f"{k.name} ({k.summary})" for k in sorted(_REGISTRY.values(), key=lambda k: k.name))]
-        )
-        + "."
-    )
+    return "; ".join([f"{AUTO} ({auto})", *REASONERS.summaries()]) + "."
 
 
 def auto_reasoner(settings: Settings) -> str:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 from kgdb.errors import KgdbError
+from kgdb.protocol import ScoredPath
 from kgdb.qa.answers import parse_answers
 from kgdb.qa.prompts import Prompt
 
@@ -83,14 +84,15 @@ class EvidenceTriple(Protocol):
 
 @dataclass
 class Evidence:
-    """The retrieved triples and paths behind one prompt."""
+    """The retrieved triples and paths behind one prompt. `Evidence(question)` alone holds nothing to
+    ground answers on: an LLM's `ans:` lines are then taken as written."""
 
     question: str
-    triples: Sequence[EvidenceTriple]  # best retriever score first
-    topics: list[str]  # entity ids
+    triples: Sequence[EvidenceTriple] = ()  # best retriever score first
+    topics: list[str] = field(default_factory=list)  # entity ids
     topic_names: list[str] = field(default_factory=list)
     cvt: set[str] = field(default_factory=set)  # ids of compound-value nodes
-    paths: Sequence[Any] = ()  # the retriever's grounded reasoning paths (kgdb.protocol.ScoredPath), best first
+    paths: Sequence[ScoredPath] = ()  # the retriever's grounded reasoning paths, best first
     from_paths: bool = False  # the retriever plans relation paths (it may have found none)
 
 
@@ -101,7 +103,7 @@ class Reasoner(Protocol):
     name: str
     uses_llm: bool
 
-    def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning: ...
+    def reason(self, prompt: Prompt, evidence: Evidence, names: dict[str, str] | None = None) -> Reasoning: ...
 
     def settings(self) -> dict[str, Any]: ...
 

@@ -12,11 +12,16 @@ structured output, the no-LLM first answer stands, and the record says so.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgdb.qa.prompts import Prompt, build_prompt, path_line, step_line
-from kgdb.qa.reasoners.base import Reasoning
+from kgdb.qa.reasoners.base import Evidence
 from kgdb.qa.reasoners.replies import LLMReasoning
+
+if TYPE_CHECKING:
+    from kgdb.config import Settings
+    from kgdb.qa.reasoners.extractive import ExtractiveReasoner
+    from kgdb.qa.reasoners.openai_compatible import OpenAIReasoner
 
 TOP_CANDIDATES = 10
 TEMPLATE = "candidates"
@@ -29,7 +34,13 @@ class CandidatesReasoner:
     uses_llm = True
 
     def __init__(
-        self, llm: Any, proposer: Any = None, *, top: int = TOP_CANDIDATES, version: int = 1, settings: Any = None
+        self,
+        llm: OpenAIReasoner,
+        proposer: ExtractiveReasoner | None = None,
+        *,
+        top: int = TOP_CANDIDATES,
+        version: int = 1,
+        settings: Settings | None = None,
     ):
         self.llm, self.proposer, self.top, self.version, self._settings = llm, proposer, top, version, settings
         self.name = f"candidates:{llm.name}"
@@ -42,10 +53,10 @@ class CandidatesReasoner:
             "llm": self.llm.settings(),
         }
 
-    def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
+    def reason(self, prompt: Prompt, evidence: Evidence, names: dict[str, str] | None = None) -> LLMReasoning:
         start = time.perf_counter()
         candidates = self.candidates(evidence, names)
-        question = prompt.question or getattr(evidence, "question", "")
+        question = prompt.question or evidence.question
         if not candidates:
             out = LLMReasoning(
                 answers=[],
@@ -58,8 +69,8 @@ class CandidatesReasoner:
             return out
         lines = [f"{i}. {name} (via {path})" for i, (name, path) in enumerate(candidates, 1)]
         chooser = build_prompt(TEMPLATE, question, lines, self.version)
-        shown = _Shown(question, [name for name, _ in candidates])
-        out = self.llm.reason(chooser, shown, names)
+        # the chooser may answer with the candidates' names, nothing else
+        out = self.llm.choose(chooser, [name for name, _ in candidates], names, question)
         out.reasoner = self.name
         if not out.answers and out.malformed:
             # nothing readable: the proposer's own first answer stands, marked as such
@@ -69,22 +80,21 @@ class CandidatesReasoner:
         out.seconds = time.perf_counter() - start
         return out
 
-    def candidates(self, evidence: Any, names: dict[str, str] | None) -> list[tuple[str, str]]:
+    def candidates(self, evidence: Evidence, names: dict[str, str] | None) -> list[tuple[str, str]]:
         """(name, path line) of the best candidates, best first, each name once."""
         out: dict[str, str] = {}
-        topics = set(getattr(evidence, "topics", ()) or ())
-        cvt = set(getattr(evidence, "cvt", ()) or ())
-        for p in sorted(getattr(evidence, "paths", None) or (), key=lambda p: -p.score):
+        topics, cvt = set(evidence.topics), evidence.cvt
+        for p in sorted(evidence.paths, key=lambda p: -p.score):
             if p.answer in topics or p.answer in cvt:
                 continue
             out.setdefault((p.names or p.entities)[-1], path_line(p.render()))
             if len(out) >= self.top:
                 return list(out.items())
-        if out or evidence is None or not getattr(evidence, "triples", None):
+        if out or not evidence.triples:
             return list(out.items())
         return self._from_triples(evidence, names)
 
-    def _from_triples(self, evidence: Any, names: dict[str, str] | None) -> list[tuple[str, str]]:
+    def _from_triples(self, evidence: Evidence, names: dict[str, str] | None) -> list[tuple[str, str]]:
         from kgdb.ids import is_mid
         from kgdb.qa.reasoners.extractive import ExtractiveReasoner
 
@@ -111,17 +121,3 @@ class CandidatesReasoner:
                 if len(out) >= self.top:
                     return list(out.items())
         return list(out.items())
-
-
-class _Shown:
-    """The evidence the chooser may answer from: the candidates' names, nothing else."""
-
-    def __init__(self, question: str, names: list[str]):
-        self.question = question
-        self.paths = ()
-        self.triples = [_Name(n) for n in names]
-
-
-class _Name:
-    def __init__(self, name: str):
-        self.head = self.tail = name

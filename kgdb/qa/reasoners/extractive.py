@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from kgdb.config import Settings
-from kgdb.cypher.linking import strip_mentions
 from kgdb.qa.prompts import Prompt
 from kgdb.qa.reasoners.base import Evidence, EvidenceTriple, Reasoning
+from kgdb.reading.words import strip_mentions
+
+if TYPE_CHECKING:
+    from kgdb.embeddings import Embedder
 
 __all__ = ["Evidence", "EvidencePath", "ExtractiveReasoner", "RelationPath", "enumerate_paths"]
 
@@ -178,7 +181,7 @@ class ExtractiveReasoner:
 
     def __init__(
         self,
-        embedder: Any,
+        embedder: Embedder,
         *,
         max_hops: int = 3,
         hop_penalty: float = 0.08,
@@ -199,7 +202,7 @@ class ExtractiveReasoner:
         self._cache_size = cache_size
 
     @classmethod
-    def from_settings(cls, settings: Settings, embedder: Any = None, **kwargs: Any) -> "ExtractiveReasoner":
+    def from_settings(cls, settings: Settings, embedder: Embedder | None = None, **kwargs: Any) -> "ExtractiveReasoner":
         """`embedder`: the retriever's question encoder, so one model is in memory."""
         if embedder is None:
             from kgdb.embeddings import get_embedder
@@ -216,7 +219,7 @@ class ExtractiveReasoner:
             "retriever_weight": self.retriever_weight,
             "max_answers": self.max_answers,
             "max_encoded": self.max_encoded,
-            "embedding_model": getattr(self.embedder, "name", None),
+            "embedding_model": self.embedder.name,
         }
 
     def _vectors(self, texts: list[str]) -> Any:
@@ -298,10 +301,8 @@ class ExtractiveReasoner:
             p.score = score
         return sorted(paths, key=lambda p: (-p.score, p.path.hops, p.path.text(), p.path.anchor))
 
-    def reason(self, prompt: Prompt | None, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
-        """Same call as the LLM reasoners; the prompt is ignored (no LLM reads it), the evidence is required."""
-        if not isinstance(evidence, Evidence):
-            raise TypeError("the extractive reasoner answers from an Evidence, not from a prompt alone")
+    def reason(self, prompt: Prompt | None, evidence: Evidence, names: dict[str, str] | None = None) -> Reasoning:
+        """Same call as the LLM reasoners; the prompt is ignored (no LLM reads it)."""
         return self.answer(
             evidence.question, evidence.triples, evidence.topics, evidence.topic_names, evidence.cvt, names
         )

@@ -26,13 +26,7 @@ from typing import Any
 from kgdb.config import Settings
 from kgdb.errors import InputError
 from kgdb.qa.prompts import Prompt, follow_up
-from kgdb.qa.reasoners.base import (
-    DEFAULT_MAX_TOKENS,
-    DEFAULT_SEED,
-    LLMError,
-    Reasoning,
-    finish,
-)
+from kgdb.qa.reasoners.base import DEFAULT_MAX_TOKENS, DEFAULT_SEED, Evidence, LLMError, Reasoning, finish
 from kgdb.qa.reasoners.deadlines import Deadline, TimeUp, bounded_client, shared_transport
 from kgdb.qa.reasoners.replies import (
     SCHEMA_AFTER_PROSE,
@@ -182,25 +176,31 @@ class OpenAIReasoner:
         """A fresh deadline for one ask; calls handed the same one (`complete(..., deadline=)`) share it."""
         return Deadline(self.ask_timeout)
 
-    def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
+    def reason(self, prompt: Prompt, evidence: Evidence, names: dict[str, str] | None = None) -> LLMReasoning:
+        return self.choose(prompt, evidence_names(evidence), names, prompt.question or evidence.question)
+
+    def choose(
+        self, prompt: Prompt, candidates: list[str], names: dict[str, str] | None = None, question: str = ""
+    ) -> LLMReasoning:
+        """The reply to `prompt`, its answers read as names among `candidates` (held to them by a schema
+        where the endpoint honours one); without candidates, its `ans:` lines as written. Names that
+        `question` (empty: the prompt's) contains are its topics, rarely its answer."""
         start = time.perf_counter()
         out = LLMReasoning(answers=[], reply="", reasoner=self.name, llm_used=True)
         ep = self.endpoint
         deadline = self.deadline()
-        candidates = evidence_names(evidence) if evidence is not None else []
-        question = prompt.question or getattr(evidence, "question", "")
         structured = bool(candidates) and self.structured is not False and ep.structured is not False
         try:
             reply, sent = self._ask(prompt, candidates, structured, out, deadline)
         except _SchemaRefused:
             ep.structured = structured = False
             reply, sent = self._ask(prompt, candidates, False, out, deadline)
-        if not candidates:  # no evidence object (a bare prompt): the `ans:` lines as written
+        if not candidates:  # nothing to ground on (a bare prompt): the `ans:` lines as written
             finish(out, reply, names)
             if self.follow_up and out.malformed:
                 finish(out, self._followed_up(prompt, sent, reply, out, deadline), names)
         else:
-            known = Names(_shown(candidates, sent), question)
+            known = Names(_shown(candidates, sent), question or prompt.question)
             read = read_reply(reply, known, names, structured=structured)
             if structured:
                 # a server that ignores response_format answers in prose: ask it in prose from now on

@@ -25,7 +25,7 @@ from typing import Any
 from kgdb.ids import is_mid
 from kgdb.qa.answers import parse_answers
 from kgdb.qa.metrics import normalize
-from kgdb.qa.reasoners.base import Reasoning
+from kgdb.qa.reasoners.base import Evidence, Reasoning
 
 SCHEMA, ANS_LINE, FREE_TEXT = "schema", "ans-line", "free-text"
 # a prose reply held nothing readable; the question asked again with a schema that requires an answer
@@ -61,13 +61,13 @@ class LLMReasoning(Reasoning):
         return {"modes": self.modes, "dropped": self.dropped, "budget": self.budget}
 
 
-def evidence_names(evidence: object) -> list[str]:
+def evidence_names(evidence: Evidence) -> list[str]:
     """Names of the entities in the evidence (retrieved triples, grounded paths), best ranked first."""
     found: dict[str, None] = {}
-    for t in getattr(evidence, "triples", None) or ():
+    for t in evidence.triples:
         found.setdefault(t.head)
         found.setdefault(t.tail)
-    for p in getattr(evidence, "paths", None) or ():
+    for p in evidence.paths:
         for name in p.names or p.entities:
             found.setdefault(name)
     return [n for n in found if n and not is_mid(n)]

@@ -15,14 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgdb.qa.prompts import Prompt
-from kgdb.qa.reasoners.base import DEFAULT_SEED, LLMError, Reasoning, finish
-from kgdb.qa.reasoners.replies import (
-    LLMReasoning,
-    Names,
-    answer_schema,
-    evidence_names,
-    read_reply,
-)
+from kgdb.qa.reasoners.base import DEFAULT_SEED, Evidence, LLMError, Reasoning, finish
+from kgdb.qa.reasoners.replies import LLMReasoning, Names, answer_schema, evidence_names, read_reply
 from kgdb.qa.token_budget import ANSWER_TOKENS, Endpoint, PromptTooLong, fit
 
 
@@ -92,18 +86,20 @@ class VLLMReasoner:
         params = getattr(self.vllm.sampling_params, "GuidedDecodingParams", None)
         return {"guided_decoding": params(json=schema)} if params is not None else None
 
-    def reason(self, prompt: Prompt, evidence: Any = None, names: dict[str, str] | None = None) -> Reasoning:
+    def reason(self, prompt: Prompt, evidence: Evidence, names: dict[str, str] | None = None) -> Reasoning:
         return self.reason_batch([prompt], [names], [evidence])[0]
 
     def reason_batch(
         self,
         prompts: Sequence[Prompt],
         names: Sequence[dict[str, str] | None] | None = None,
-        evidence: Sequence[Any] | None = None,
+        evidence: Sequence[Evidence] | None = None,
     ) -> list[Reasoning]:
+        """One result per prompt; `evidence` (one per prompt) holds the names the replies may give,
+        None: the `ans:` lines as written."""
         start = time.perf_counter()
         requests = [
-            self._request(prompt, evidence_names(evidence[i]) if evidence and evidence[i] is not None else [])
+            self._request(prompt, evidence_names(evidence[i]) if evidence is not None else [])
             for i, prompt in enumerate(prompts)
         ]
         outputs = self.llm.chat([r.messages for r in requests], [r.params for r in requests], use_tqdm=False)

@@ -21,7 +21,7 @@ import torch
 from kgdb.rrp.models.path_ranker import PathRanker
 from kgdb.rrp.models.planner import pack_questions
 from kgdb.training.events import EpochCallbacks, TrainEvents
-from kgdb.training.fit import EpochTotals, FitConfig, FitTask, fit
+from kgdb.training.fit import EpochTotals, ExamplesTask, FitConfig, fit
 
 
 @dataclass
@@ -146,27 +146,15 @@ def evaluate_groups(model: PathRanker, groups: Sequence[Sequence[RankerExample]]
     return cast(tuple[float, float, float, float], tuple(float(x) for x in scores.mean(axis=0)))
 
 
-class RankerTask(FitTask):
+class RankerTask(ExamplesTask[RankerExample]):
     """The ranker's part of `fit`: the listwise loss over a batch's candidates; selection on val answer
     Hit@1, then Macro-F1, then the val loss."""
 
     kind = "rrp-ranker"
     model: PathRanker
 
-    def __init__(
-        self,
-        model: PathRanker,
-        usable: Sequence[RankerExample],
-        val: Sequence[Sequence[RankerExample]],
-        cfg: RankerTrainConfig,
-    ):
-        self.model, self.config, self.usable, self.val = model, cfg, list(usable), val
-
-    def examples(self) -> int:
-        return len(self.usable)
-
     def loss(self, objective: torch.nn.Module, batch: list[int]) -> torch.Tensor:
-        examples = [self.usable[i] for i in batch]
+        examples = [self.train[i] for i in batch]
         q, words, offsets, tokens, dense, owner, positive = collate(examples, self.model.relation_emb.device)
         loss = cast(PathRanker, objective).loss  # `objective()` is the model itself
         return loss(objective(q, words, offsets, tokens, dense, owner), owner, positive) / len(examples)

@@ -17,7 +17,7 @@ import torch
 
 from kgdb.rrp.models.planner import PathDecoder, pack_questions
 from kgdb.training.events import EpochCallbacks, TrainEvents
-from kgdb.training.fit import EpochTotals, FitConfig, FitTask, fit
+from kgdb.training.fit import EpochTotals, ExamplesTask, FitConfig, fit
 
 
 @dataclass
@@ -98,26 +98,14 @@ def evaluate_planner(model: PathDecoder, examples: Sequence[PlannerExample], bea
     return hit1 / n, hitk / n
 
 
-class PlannerTask(FitTask):
+class PlannerTask(ExamplesTask[PlannerExample]):
     """The planner's part of `fit`: Eq. 2's loss over a batch's labelled paths, val path Hit@1."""
 
     kind = "rrp-planner"
     model: PathDecoder
 
-    def __init__(
-        self,
-        model: PathDecoder,
-        usable: Sequence[PlannerExample],
-        val: Sequence[PlannerExample],
-        cfg: PlannerTrainConfig,
-    ):
-        self.model, self.config, self.usable, self.val = model, cfg, list(usable), list(val)
-
-    def examples(self) -> int:
-        return len(self.usable)
-
     def loss(self, objective: torch.nn.Module, batch: list[int]) -> torch.Tensor:
-        examples = [self.usable[i] for i in batch]
+        examples = [self.train[i] for i in batch]
         loss = cast(PathDecoder, objective).loss  # `objective()` is the model itself
         return loss(*_batch(self.model, examples, self.config.max_paths_per_question)) / len(examples)
 

@@ -19,7 +19,7 @@ from torch_geometric.data import Batch, Data
 
 from kgdb.rrp.models.structural import StructuralReasoner
 from kgdb.training.events import EpochCallbacks, TrainEvents
-from kgdb.training.fit import EpochTotals, FitConfig, FitTask, fit, saved_epoch
+from kgdb.training.fit import EpochTotals, ExamplesTask, FitConfig, fit, saved_epoch
 
 STATE = "train_state.pt"
 
@@ -101,23 +101,11 @@ def hit1(model: StructuralReasoner, examples: Sequence[StructuralExample], batch
     return hits / max(len(examples), 1)
 
 
-class StructuralTask(FitTask):
+class StructuralTask(ExamplesTask[StructuralExample]):
     """The structural reasoner's part of `fit`: Eq. 8's loss on a batch of subgraphs, val Hit@1."""
 
     kind = "rrp"
     model: StructuralReasoner
-
-    def __init__(
-        self,
-        model: StructuralReasoner,
-        train: Sequence[StructuralExample],
-        val: Sequence[StructuralExample],
-        cfg: StructuralTrainConfig,
-    ):
-        self.model, self.config, self.train, self.val = model, cfg, list(train), list(val)
-
-    def examples(self) -> int:
-        return len(self.train)
 
     def loss(self, objective: torch.nn.Module, batch: list[int]) -> torch.Tensor:
         loss = cast(StructuralReasoner, objective).loss  # `objective()` is the model itself

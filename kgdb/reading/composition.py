@@ -49,69 +49,29 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kgdb.data.spelling import spelt_alike, without_accents
+from kgdb.reading.spelling import spelt_alike, without_accents
+from kgdb.reading.words import FUNCTION_WORDS
 
 # Words an outer question may keep beside its placeholder and still ask nothing of its own (time
 # words: "who is the king of cambodia now?" asks the inner question alone).
-_FILLER = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "from",
-        "by",
-        "with",
-        "and",
-        "or",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "do",
-        "does",
-        "did",
-        "what",
-        "who",
-        "whom",
-        "whose",
-        "which",
-        "where",
-        "when",
-        "why",
-        "how",
-        "that",
-        "this",
-        "these",
-        "those",
-        "it",
-        "its",
-        "name",
-        "names",
-        "called",
-        "call",
-        "known",
-        "s",
-        "now",
-        "today",
-        "currently",
-        "current",
-        "presently",
-        "still",
-        "wiki",
+_FILLER = FUNCTION_WORDS | frozenset(
+    {
         "answers",
-        "who's",
+        "current",
+        "currently",
+        "known",
+        "names",
+        "now",
+        "presently",
+        "s",
+        "still",
+        "today",
         "what's",
-        "where's",
         "whats",
-    ]
+        "where's",
+        "who's",
+        "wiki",
+    }
 )
 _WORD = r"[\w'’.&-]+"
 # the fewest first words of a long name a question may write for the whole name (`_first_words_mention`)
