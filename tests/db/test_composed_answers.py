@@ -14,16 +14,7 @@ from typer.testing import CliRunner
 from kgdb.cli import app
 from kgdb.reading import Topics, read_question
 from support import ROOT
-
-FILMS = [
-    ("Avatar", "film.film.directed_by", "James Cameron"),
-    ("Titanic", "film.film.directed_by", "James Cameron"),
-    ("Avatar", "film.film.initial_release_date", "2009-12-18"),
-    ("James Cameron", "people.person.place_of_birth", "Kapuskasing"),
-    ("James Cameron", "people.person.nationality", "Canada"),
-    ("Kapuskasing", "location.location.containedby", "Canada"),
-    ("Canada", "location.country.capital", "Ottawa"),
-]
+from support.films import FILMS
 
 
 def test_ask_answers_a_compositional_question_with_the_shipped_ranker(kept_graph, tmp_path):

@@ -11,19 +11,11 @@ import pytest
 from kgdb.cypher.linking import NoTopicError
 from kgdb.reading import read_question
 from kgdb.rrp.model_choice import relation_path_retriever
+from support.films import FILMS
 from support.graphs import load
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-FILMS = [
-    ("Avatar", "film.film.directed_by", "James Cameron"),
-    ("Titanic", "film.film.directed_by", "James Cameron"),
-    ("Avatar", "film.film.initial_release_date", "2009-12-18"),
-    ("James Cameron", "people.person.place_of_birth", "Kapuskasing"),
-    ("James Cameron", "people.person.nationality", "Canada"),
-    ("Kapuskasing", "location.location.containedby", "Canada"),
-    ("Canada", "location.country.capital", "Ottawa"),
-]
 QUESTIONS = [
     ("where was the director of avatar born?", None),  # linked, read as a composition
     ("who directed Titanic?", None),  # linked, a name written with a capital
