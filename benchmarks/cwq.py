@@ -54,7 +54,7 @@ def main() -> None:
     items = gather_questions(retriever, records, lambda n: stamps.append(time.perf_counter()))
     graph.close()
     seconds = [b - a for a, b in pairwise(stamps)]
-    rows = rrp_rows(items, mode, retriever.lambda1, retriever.theta, seconds, records)
+    rows = rrp_rows(items, mode, retriever.lambda1, retriever.theta, seconds, records, model=retriever.answer_model)
     overall, kinds = summarise(rows), by_type(rows)
     about = retriever.describe()
     print(

@@ -136,6 +136,9 @@ class Settings:
     rrp_step_scan: int = RRP_STEP_SCAN
     # Relation paths per topic joined on the answer for a question with several topics (kgdb.limits.RRP_JOINT_PATHS).
     rrp_joint_paths: int = RRP_JOINT_PATHS
+    # What orders RRP's answers and says how sure it is: "default" (the answer model shipped with kgdb), a
+    # directory `kgdb train answer-model` wrote, or "none" (the path ranker's order, no confidence).
+    answer_model: str = "default"
 
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 256

@@ -67,6 +67,7 @@ class ScoredEntity:
     id: str
     name: str
     score: float
+    confidence: float | None = None  # the answer model's calibrated P(right answer); None: not judged
 
 
 @dataclass
@@ -92,6 +93,9 @@ class Retrieval:
     scores: Any = field(default=None, repr=False)  # float32 [m], one per subgraph triple
     llm_usage: dict | None = None  # calls and tokens an LLM spent inside retrieval (the LLM relation-path planner)
     reading: QuestionReading | None = field(default=None, repr=False)  # how the question was read, where it was
+    # the answer model's judgement (`kgdb.rrp.judging.JudgedAnswers.to_json`): the question's confidence,
+    # the "not sure" threshold, the feature that decided the first answer; None where no model judged
+    judgement: dict | None = None
 
     @property
     def top(self) -> list[ScoredTriple]:
@@ -113,6 +117,7 @@ class Retrieval:
             "notes": self.notes,
             "missing_topics": self.missing_topics,
             "reading": self.reading.to_json() if self.reading is not None else None,
+            "judgement": self.judgement,
             "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
             "llm_usage": self.llm_usage,
         }

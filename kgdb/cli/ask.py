@@ -3,6 +3,7 @@ and `kgdb eval rrp` are in `kgdb.cli.evaluate`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import List, Optional
 
@@ -29,6 +30,12 @@ PLANNER_HELP = planner_help()
 ASK_REASONER_HELP = reasoner_help(
     "an LLM when KGDB_LLM_MODEL is set; else rrp, with the RRP model trained for this graph or the "
     "portable ranker shipped with kgdb, and extractive where neither fits"
+)
+
+
+ESCALATE_HELP = (
+    "Answer without the LLM the questions whose first answer's confidence is at least P, and send only the others "
+    "to the LLM reasoner (e.g. --reasoner candidates, which chooses among the top answers and their paths)."
 )
 
 
@@ -78,6 +85,15 @@ def ask(
     only_browser_query: bool = typer.Option(
         False, "--browser-query", help="Print only the Neo4j Browser query of the run (to pipe or paste)."
     ),
+    min_confidence: Optional[float] = typer.Option(
+        None,
+        "--min-confidence",
+        min=0.0,
+        max=1.0,
+        help="Say \"not sure\" when the first answer's confidence is below this (default: the answer model's, chosen on val).",
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also print the Neo4j Browser query of the run."),
+    escalate_below: Optional[float] = typer.Option(None, "--escalate-below", min=0.0, max=1.0, help=ESCALATE_HELP),
 ) -> None:
     """Answer a question from the graph, with the evidence each answer rests on."""
     from kgdb.cypher.tables import fingerprint_read_once
@@ -97,11 +113,23 @@ def ask(
         plan = plan_for(
             graph, settings, retriever=retriever, reasoner=reasoner, checkpoint=checkpoint, fmt=fmt, planner=planner
         )
-        pipe = AskPipeline(graph, settings, plan=plan, k=k, hops=hops, cap=cap, chain_hops=chain_hops, write=write)
+        pipe = AskPipeline(
+            graph,
+            settings,
+            plan=plan,
+            k=k,
+            hops=hops,
+            cap=cap,
+            chain_hops=chain_hops,
+            write=write,
+            escalate_below=escalate_below,
+        )
         if explain:  # the plan and the question as read and linked, nothing answered
             _print_plan(plan, pipe.read(question, topic or None), as_json)
             return
         res = pipe.ask(question, topic or None)
+    if min_confidence is not None and res.confidence is not None:
+        res = dataclasses.replace(res, min_confidence=min_confidence)
     if only_browser_query:
         if not res.browser_query:
             raise InputError(
@@ -111,7 +139,7 @@ def ask(
     elif as_json:
         print(json.dumps(res.to_json(show_prompt=show_prompt), default=str, indent=2))
     else:
-        _print_result(res, timings, show_prompt)
+        _print_result(res, timings, show_prompt, verbose)
     if res.error:
         raise typer.Exit(1)
 
@@ -157,7 +185,7 @@ def _print_reading(read: dict) -> None:
     console.print(table)
 
 
-def _print_result(res, timings: bool, show_prompt: bool) -> None:
+def _print_result(res, timings: bool, show_prompt: bool, verbose: bool = False) -> None:
     _print_header(res)
     if show_prompt:
         console.rule(f"prompt ({res.prompt.template})")
@@ -172,7 +200,7 @@ def _print_result(res, timings: bool, show_prompt: bool) -> None:
         _print_reasoner(res)
         _print_answers(res)
         _print_alternatives(res.reasoning)
-    _print_run(res)
+    _print_run(res, verbose)
     if timings:
         table = Table(title="Timings (ms)")
         table.add_column("stage")
@@ -240,24 +268,53 @@ def _print_answers(res) -> None:
         )
         console.print(f"[yellow]No answer[/]: {why}.", highlight=False)
         return
-    r = res.reasoning
-    tied = r.tied_first()
-    caption = (
-        f"answers 1-{tied} share the best score ({r.scores[r.answers[0]]:.3f}): their order is the answering "
-        "rules', not the evidence's"
-        if tied > 1
-        else None
-    )
-    table = Table(title="Answers", caption=caption, show_lines=False)
+    _print_verdict(res)
+    judged = res.confidence is not None
+    table = Table(title="Answers", caption=_tie_caption(res), show_lines=False)
     table.add_column("#", justify="right")
     table.add_column("answer")
-    table.add_column("grounded")
+    table.add_column("confidence" if judged else "grounded", justify="right" if judged else "left")
     table.add_column("evidence")
     for i, a in enumerate(res.answers, 1):
-        mark = "[green]yes[/]" if a.grounded else "[red]NO (not in the retrieved evidence)[/]"
+        if judged:
+            mark = f"{a.confidence:.2f}" if a.confidence is not None else "-"
+        else:
+            mark = "[green]yes[/]" if a.grounded else "[red]NO (not in the retrieved evidence)[/]"
         # Text(): relation names in [brackets] must not be read as rich markup
         table.add_row(str(i), Text(a.answer), mark, Text("\n".join(a.evidence[:2]) or "-"))
     console.print(table)
+
+
+def _print_verdict(res) -> None:
+    """The first answer and how sure the answer model is of it; "not sure", with the competing answers, below
+    the threshold."""
+    if res.confidence is None:
+        return
+    first = escape(res.answers[0].answer)
+    if res.sure:
+        console.print(f"[bold]Answer:[/] {first} [green](confidence {res.confidence:.2f})[/]", highlight=False)
+        return
+    others = [f"{escape(a.answer)} ({a.confidence:.2f})" for a in res.answers[1:4] if a.confidence is not None]
+    others += [escape(f"{', '.join(alt['ends'][:2])} ({alt['path']})") for alt in res.reasoning.alternatives[:2]]
+    console.print(
+        f"[bold yellow]Not sure:[/] {first} (confidence {res.confidence:.2f}, below {res.min_confidence:.2f})"
+        + (f"; competing: {'; '.join(others)}" if others else ""),
+        highlight=False,
+    )
+
+
+def _tie_caption(res) -> str | None:
+    """Why the first of the answers that share the best path score is first."""
+    r = res.reasoning
+    tied = r.tied_first()
+    if tied < 2:
+        return None
+    shared = f"answers 1-{tied} share the best path score ({r.scores[r.answers[0]]:.3f})"
+    if res.confidence is None:
+        return f"{shared}: their order is the path ranker's, not the evidence's"
+    if res.separated_by:
+        return f"{shared}; the answer model put the first first by its feature {res.separated_by!r}"
+    return f"{shared}; the answer model keeps the path ranker's order among them"
 
 
 def _print_alternatives(r) -> None:
@@ -278,12 +335,13 @@ def _print_alternatives(r) -> None:
     console.print(table)
 
 
-def _print_run(res) -> None:
+def _print_run(res, verbose: bool) -> None:
     if not res.run:
         console.print("[dim]no run written (--no-write)[/]")
         return
-    console.print(f"[bold]Run:[/] {escape(res.run)}", highlight=False)
-    if res.browser_query:
+    hint = "" if verbose else " [dim](`-v` or `--browser-query` prints the Neo4j Browser query)[/]"
+    console.print(f"[bold]Run:[/] {escape(res.run)}{hint}", highlight=False)
+    if verbose and res.browser_query:
         console.print(
             "[bold]Neo4j Browser[/] (paste to see the evidence; `--browser-query` prints only this):", highlight=False
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from kgdb.cli.ask import PLANNER_HELP, RETRIEVER_HELP, check_choice
+from kgdb.cli.ask import ESCALATE_HELP, PLANNER_HELP, RETRIEVER_HELP, check_choice
 from kgdb.cli.common import (
     CAP_HELP,
     QUESTIONS_HELP,
@@ -66,6 +67,7 @@ def eval_qa(
         "--out",
         help="Results folder (default runs/qa/<dataset>-<file sha8>-<split>-<retriever>-<reasoner>-<format>).",
     ),
+    escalate_below: Optional[float] = typer.Option(None, "--escalate-below", min=0.0, max=1.0, help=ESCALATE_HELP),
 ) -> None:
     """QA metrics (Hit, Hit@1, Macro/Micro-F1, answer recall, Score_h) on a question set; resumable.
 
@@ -107,6 +109,7 @@ def eval_qa(
             k=k,
             hops=hops,
             cap=cap,
+            escalate_below=escalate_below,
             chain_hops=chain_hops,
             write=write,
             chains=fmt != "triples",
@@ -191,6 +194,15 @@ def print_metrics(metrics: dict, title: str) -> None:
             f"{planner['avg_completion_tokens']:.1f}, calls {planner['llm_calls']}",
             highlight=False,
         )
+    print_confidence(metrics.get("confidence"))
+    routes = metrics.get("escalation")
+    if routes:
+        console.print(
+            f"escalation below {routes['below']}: {routes['escalated']} of {routes['n']} questions "
+            f"({routes['share']:.1f}%) went to the LLM, Hit@1 {routes['hit1_escalated']:.2f} there and "
+            f"{routes['hit1_kept']:.2f} on the rest without it; {routes['prompt_tokens']} prompt tokens in all",
+            highlight=False,
+        )
 
 
 @eval_app.command("rrp")
@@ -220,6 +232,16 @@ def eval_rrp(
     ] = None,
     planner: Annotated[str, typer.Option("--planner", help=PLANNER_HELP)] = DEFAULT_PLANNER,
     out: Annotated[Optional[Path], typer.Option("--out", help="JSON results file.")] = None,
+    linked: Annotated[
+        bool, typer.Option("--linked", help="Link every question's topics from its text instead of the file's.")
+    ] = False,
+    rows_file: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--rows",
+            help="Also write each question's candidate answers and their features (`kgdb train answer-model`).",
+        ),
+    ] = None,
 ) -> None:
     """RRP's ablation (the paper's Table V without an LLM): planner only, structural only, both
     without rethinking, both with rethinking, from one retrieval pass per question; Hit, Hit@1 and
@@ -256,21 +278,29 @@ def eval_rrp(
 
         with progress() as bar:
             task = bar.add_task(f"rrp {split}", total=len(records))
-            items = gather_questions(retriever, records, done)
+            items = gather_questions(retriever, records, done, linked=linked)
     seconds = [b - a for a, b in pairwise(stamps)]
     usage = planner_usage(items)
     lam, theta = retriever.lambda1, retriever.theta
     rows = {
-        m: summarise(rrp_rows(items, m, lam, theta, seconds))
+        m: summarise(rrp_rows(items, m, lam, theta, seconds, model=retriever.answer_model))
         for m in (ABLATIONS if retriever.structural is not None else ABLATIONS[:1])
     }
     _print_ablation(rows, f"RRP ablation, {escape(qs.dataset)} {split} (λ1 {lam}, θ {theta})")
+    print_confidence(rows[retriever.mode].get("confidence"))
     for note in retriever.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
     if usage:
         console.print(
             f"LLM planner: {usage['calls']} call(s), {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens"
         )
+    if rows_file is not None:
+        from kgdb.rrp.answer_training import answer_rows
+
+        with rows_file.open("w", encoding="utf-8") as sink:
+            for rec in answer_rows(items, retriever.mode, lam, theta, split):
+                sink.write(json.dumps(rec, sort_keys=True) + "\n")
+        console.print(f"answer rows {escape(str(rows_file))}", highlight=False)
     planned = f"-{planner}-planner" if planner != DEFAULT_PLANNER else ""
     path = out or settings.runs_dir / "eval" / f"rrp-ablation-{qs.dataset}-{file_tag(questions)}{planned}-{split}.json"
     dump_json(
@@ -287,6 +317,27 @@ def eval_rrp(
         path,
     )
     console.print(f"results {escape(str(path))}", highlight=False)
+
+
+def print_confidence(figures: dict | None) -> None:
+    """AUROC and ECE of the first answer's confidence, the risk-coverage table and what "not sure" marks."""
+    if not figures:
+        return
+    auroc = "-" if figures["auroc"] is None else f"{figures['auroc']:.3f}"
+    line = f"confidence of the first answer: AUROC {auroc}, ECE (15 bins) {figures['ece']:.3f}"
+    if figures.get("threshold") is not None:
+        wrong, right = figures.get("unsure_wrong"), figures.get("unsure_right")
+        line += (
+            f'; "not sure" below {figures["threshold"]:.2f} marks '
+            + (f"{wrong:.1f}% of wrong first answers" if wrong is not None else "no wrong first answer (none)")
+            + (f" and {right:.1f}% of right ones" if right is not None else "")
+        )
+    console.print(line, highlight=False)
+    table = Table(title="Risk-coverage: Hit@1 of the most confident questions")
+    for coverage in figures["risk_coverage"]:
+        table.add_column(f"{coverage}%", justify="right")
+    table.add_row(*(f"{hit:.2f}" for hit in figures["risk_coverage"].values()))
+    console.print(table)
 
 
 def _print_ablation(rows: dict[str, dict], title: str) -> None:

@@ -63,11 +63,13 @@ class TrainKinds(TyperGroup):
     def list_commands(self, ctx: Context) -> list[str]:
         from kgdb.pipeline.trainables import trainable_names
 
-        return trainable_names()
+        return sorted([*trainable_names(), ANSWER_MODEL])
 
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         from kgdb.pipeline.trainables import TRAINABLES
 
+        if cmd_name == ANSWER_MODEL:
+            return typer.main.get_command(answer_model_app)
         kind = TRAINABLES.find(cmd_name)
         return kind_command(kind) if kind is not None else None
 
@@ -80,6 +82,42 @@ train_app = typer.Typer(
     "`kgdb train KIND --questions FILE \\[options]`; `kgdb train KIND --help` lists that kind's options.",
 )
 app.add_typer(train_app, name="train")
+
+
+ANSWER_MODEL = "answer-model"
+answer_model_app = typer.Typer(rich_markup_mode="rich")
+
+
+@answer_model_app.command(ANSWER_MODEL)
+def train_answer_model(
+    rows: Annotated[
+        list[Path],
+        typer.Option("--rows", help="Answer rows of `kgdb eval rrp --rows` (train and val splits; repeat the option)."),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Directory for model.json and config.json.")],
+) -> None:
+    """The answer model: logistic models over each candidate answer's features, fitted on the val rows (questions
+    the path ranker never trained on); its strength, the answer order, the calibration (Platt scaling) and the
+    "not sure" threshold chosen out of fold. Needs no database: the rows hold everything."""
+    from kgdb.rrp.answer_training import train
+
+    config = train(rows, out)
+    oof = config["out_of_fold"]
+    console.print(
+        f"{config['questions']} {config['split']} questions, out of fold: Hit@1 "
+        f"{config['strengths'][str(config['strength'])]['model_hit1']:.2f} in the model's order, "
+        f"{config['ranker_order_hit1']:.2f} in the ranker's (reorder: {config['reorder']}); AUROC {oof['auroc'] or 0:.3f}, "
+        f"ECE {oof['ece'] or 0:.3f}; not sure below {config['min_confidence']}",
+        highlight=False,
+    )
+    for name, figures in config["out_of_fold_per_file"].items():
+        console.print(
+            f"  {escape(name)}: Hit@1 {figures['hit1']:.2f}, AUROC {figures['auroc'] or 0:.3f}, "
+            f"ECE {figures['ece'] or 0:.3f}, Hit@1 of the 60% most confident {figures['risk_coverage'][60]:.2f}, "
+            f"not sure: {figures['unsure_wrong'] or 0:.0f}% of wrong, {figures['unsure_right'] or 0:.0f}% of right",
+            highlight=False,
+        )
+    console.print(f"wrote {escape(str(out))}/model.json and config.json", highlight=False)
 
 
 def _cli_type(kind_type: Any, f: dataclasses.Field) -> Any:

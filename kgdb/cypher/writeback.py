@@ -84,6 +84,16 @@ def write_scores(
     return run
 
 
+def write_answers(
+    graph: Graph, run: str, answers: list[tuple[str, float | None]], confidence: float, sure: bool | None
+) -> int:
+    """Write a run's answers (entity id, its confidence; first answer first) and the run's confidence that the
+    first is right, so Neo4j Browser shows them beside the scored evidence; returns the answers written."""
+    rows = [{"id": e, "rank": rank, "confidence": c} for rank, (e, c) in enumerate(answers, start=1)]
+    row = graph.single("write_answers", run=run, confidence=float(confidence), sure=sure, answers=rows)
+    return 0 if row is None else int(row["written"])
+
+
 @dataclass
 class RunSummary:
     run: str

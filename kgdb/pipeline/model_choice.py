@@ -191,7 +191,9 @@ def choose_path_model(
             f"{missing}, so the portable rrp-ranker shipped with kgdb ranks the relation paths "
             f"(trained on {portable.config.get('dataset', '?')})"
         )
-        return ModelChoice(retriever, portable, why, note=f"{why}; `kgdb train rrp-ranker` trains one for this graph")
+        # the note `kgdb ask` prints: one line; `--explain` gives the whole why
+        note = "the portable rrp-ranker shipped with kgdb ranks the paths (`kgdb train rrp-ranker` trains one for this graph)"
+        return ModelChoice(retriever, portable, why, note=note)
     if required:
         raise NoCheckpointError(
             f"{missing} and the portable rrp-ranker cannot stand in ({misfit}); "

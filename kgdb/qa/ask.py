@@ -14,7 +14,7 @@ import json
 import re
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -33,85 +33,15 @@ from kgdb.qa.policy import AnsweringPlan, AnswerRequest, choose_answering
 from kgdb.qa.prompts import Prompt, build_prompt, path_line, render_triple
 from kgdb.qa.question_retrievers import QUESTION_RETRIEVERS, AskOptions
 from kgdb.qa.reasoners import AUTO, Evidence, LLMError, Reasoner, Reasoning, make_reasoner
+from kgdb.qa.result import AnswerEvidence, AskResult
 from kgdb.reading import QuestionReading, read_question
 
 __all__ = ["AnswerEvidence", "AskPipeline", "AskResult", "answering_pipeline", "plan_for"]
 
 BROWSER_QUERY = "browser/evidence_chains"
+# The reasoner that answers, without an LLM, what the answer model is sure of (`AskPipeline(escalate_below=)`).
+ESCALATION = "rrp"
 ASK_STAGES = ("embed", "link", "fetch", "featurise", "score", "write", "chains", "prompt", "reason")
-
-
-@dataclass
-class AnswerEvidence:
-    answer: str
-    grounded: bool  # names an entity of the retrieved evidence
-    entity_id: str | None
-    evidence: list[str]  # chain / triple lines it rests on, best first
-
-
-@dataclass
-class AskResult:
-    question: str
-    qid: str | None
-    retriever: str
-    retriever_note: str | None  # e.g. the fallback to cosine
-    k: int
-    run: str | None
-    topics: list[str]
-    topic_names: list[str]
-    format: str
-    evidence_lines: list[str]
-    prompt: Prompt
-    reasoning: Reasoning | None
-    answers: list[AnswerEvidence]
-    error: str | None  # the reasoner failed; retrieval is still shown
-    browser_query: str | None
-    timings: dict[str, float] = field(default_factory=dict)  # milliseconds
-    evidence_entities: list[str] = field(default_factory=list)  # names in the retrieved triples
-    subgraph: Any = field(default=None, repr=False)  # the fetched kgdb.subgraph.Subgraph
-    missing_topics: list[str] = field(default_factory=list)  # given topics not in the graph (dropped)
-    planner_usage: dict | None = None  # the LLM relation-path planner's calls and tokens (`--planner llm`)
-    retrieval: dict = field(default_factory=dict)  # how the evidence was fetched: checkpoint, hops, cap, ...
-    plan: dict | None = None  # what answered and why (`kgdb.qa.policy.AnsweringPlan.to_json`)
-    reading: QuestionReading | None = field(default=None, repr=False)  # how the question was read and linked
-
-    def to_json(self, show_prompt: bool = False) -> dict[str, Any]:
-        r = self.reasoning
-        out = {
-            "question": self.question,
-            "qid": self.qid,
-            "retriever": self.retriever,
-            "retriever_note": self.retriever_note,
-            "retrieval": self.retrieval,
-            "plan": self.plan,
-            "k": self.k,
-            "run": self.run,
-            "topics": self.topics,
-            "topic_names": self.topic_names,
-            "format": self.format,
-            "prompt_template": self.prompt.template,
-            "reasoner": r.reasoner if r else None,
-            "llm_used": r.llm_used if r else None,
-            "answers": [asdict(a) for a in self.answers],
-            "refused": r.refused if r else None,
-            "malformed": r.malformed if r else None,
-            "reply": r.reply if r else None,
-            "alternatives": r.alternatives if r else [],
-            "tied_first": r.tied_first() if r else 0,
-            "usage": {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "calls": r.calls}
-            if r
-            else None,
-            "reading": r.reading() if r else None,
-            "question_reading": self.reading.to_json() if self.reading is not None else None,
-            "planner_usage": self.planner_usage,
-            "error": self.error,
-            "evidence": self.evidence_lines,
-            "browser_query": self.browser_query,
-            "timings_ms": {k: round(v, 3) for k, v in self.timings.items()},
-        }
-        if show_prompt:
-            out["prompt"] = self.prompt.messages
-        return out
 
 
 def answering_pipeline(
@@ -203,6 +133,7 @@ class AskPipeline:
         fallback: bool = True,
         planner: str = DEFAULT_PLANNER,
         plan: AnsweringPlan | None = None,
+        escalate_below: float | None = None,
     ):
         for value, name in ((k, "--k"), (chain_hops, "--chain-hops")):
             if value < 1:  # every retriever, before anything is loaded (relation paths took k=0 as "no evidence")
@@ -246,6 +177,16 @@ class AskPipeline:
                 self.reasoner: Reasoner = make_reasoner(plan.reasoner, settings, embedder=built.embedder)
             else:
                 self.reasoner = reasoner
+            # Escalation: a question the answer model is sure of is answered without the LLM (`ESCALATION`)
+            self.escalate_below, self._confident = escalate_below, None
+            if escalate_below is not None:
+                if not self.reasoner.uses_llm or not built.from_paths:
+                    raise InputError(
+                        "escalation sends the questions the answer model is unsure of to an LLM reasoner: it needs "
+                        "the relation-paths retriever and an LLM (e.g. --reasoner candidates with KGDB_LLM_MODEL set)",
+                        path="--escalate-below",
+                    )
+                self._confident = make_reasoner(ESCALATION, settings)
 
     def _build(self, plan: AnsweringPlan, *, hops: int | None, cap: int | None) -> _Built:
         """The retrieval the plan names, built through its registry; nothing is chosen here."""
@@ -309,8 +250,13 @@ class AskPipeline:
                 paths=res.paths,
                 from_paths=self._built.from_paths,
             )
-            reasoning, error = self._reason(prompt, evidence, res.names)
+            reasoner, escalated = self._route(res)
+            reasoning, error = self._reason(reasoner, prompt, evidence, res.names)
         answers = ground_answers(reasoning.answers if reasoning else [], reasoning, top, chains, res.names)
+        judged = _judged(res, reasoning)
+        if judged is not None:  # the answers are the retriever's own, in the answer model's order
+            probability = {e.id: e.confidence for e in res.entities}
+            answers = [replace(a, confidence=probability.get(a.entity_id or "")) for a in answers]
         freeze_loaded()  # everything the first answer loaded lazily is loaded now
         notes = [n for n in [self.retriever_note, *res.notes] if n]
         return AskResult(
@@ -337,6 +283,8 @@ class AskPipeline:
             retrieval=self.retrieval_settings(),
             plan=self.plan.to_json(),
             reading=res.reading or reading,
+            escalated=escalated,
+            **_verdict(judged),
         )
 
     def read(self, question: str, topics: list[str] | None = None) -> QuestionReading:
@@ -360,15 +308,36 @@ class AskPipeline:
         rendered = [c.render() for c in chains.chains] if chains else []
         return rendered if self.fmt == "chains" else [_as_path(line) for line in rendered]
 
+    def _route(self, res: Retrieval) -> tuple[Reasoner, bool | None]:
+        """The reasoner of this question and whether it was escalated (None: no escalation asked for): the
+        no-LLM answers where the answer model's confidence reaches `escalate_below`, else the LLM reasoner."""
+        if self._confident is None or self.escalate_below is None:
+            return self.reasoner, None
+        confidence = (res.judgement or {}).get("confidence")
+        if confidence is not None and confidence >= self.escalate_below:
+            return self._confident, False
+        return self.reasoner, True
+
     def _reason(
-        self, prompt: Prompt, evidence: Evidence, id_to_name: dict[str, str]
+        self, reasoner: Reasoner, prompt: Prompt, evidence: Evidence, id_to_name: dict[str, str]
     ) -> tuple[Reasoning | None, str | None]:
         """The reasoner's answers, or the error of an LLM that failed (retrieval is still shown)."""
         names = {i: n for i, n in id_to_name.items() if is_mid(i) and n != i}
         try:
-            return self.reasoner.reason(prompt, evidence, names), None
+            return reasoner.reason(prompt, evidence, names), None
         except LLMError as exc:
             return None, str(exc)
+
+
+def _judged(res: Retrieval, reasoning: Reasoning | None) -> dict | None:
+    """The answer model's judgement of the retriever's answers, where they are the answers given (no LLM)."""
+    return res.judgement if reasoning is not None and not reasoning.llm_used else None
+
+
+def _verdict(judged: dict | None) -> dict[str, Any]:
+    """`AskResult`'s confidence fields from a judgement (`kgdb.rrp.judging.JudgedAnswers.to_json`)."""
+    keys = ("confidence", "min_confidence", "separated_by")
+    return {k: judged[k] for k in keys} if judged else {}
 
 
 def given_retrieval(retrieval: QuestionRetriever) -> _Built:

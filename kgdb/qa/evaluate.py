@@ -32,6 +32,7 @@ from kgdb.data.questions import QuestionRecord
 from kgdb.errors import DatabaseError, InputError, KgdbError, LLMUnavailableError, TransactionMemoryError
 from kgdb.private_files import open_private, private_dir
 from kgdb.qa.ask import ASK_STAGES, AskPipeline, AskResult
+from kgdb.qa.confidence import summary as confidence_summary
 from kgdb.qa.metrics import MatchRules, normalize, score_question, summarize
 from kgdb.qa.reasoners import LLMError
 
@@ -214,6 +215,10 @@ def question_record(
         missing_topics=res.missing_topics,  # dropped by the one linking policy; the rest were used
         gold_in_evidence=_gold_in_evidence(q.answers, res.evidence_entities, rules),
         timings_ms={k: round(v, 3) for k, v in res.timings.items()},
+        confidence=res.confidence,
+        min_confidence=res.min_confidence,
+        escalated=res.escalated,
+        escalate_below=asker.escalate_below,
     )
     score = score_question(
         preds, q.answers, q.text, rules, answer_in_kg=bool(answer_ids), evidence_entities=res.evidence_entities
@@ -272,6 +277,38 @@ def _error_counts(records: list[dict]) -> dict[str, int]:
     }
 
 
+def _judgement(records: list[dict], scores: list) -> dict[str, Any]:
+    """`confidence`: the answer model's figures over the questions it judged (answered without an LLM);
+    `escalation`: the routes of a run with `--escalate-below`. Empty where neither applies."""
+    out: dict[str, Any] = {}
+    judged = [(r, s) for r, s in zip(records, scores) if r.get("confidence") is not None]
+    if judged:
+        threshold = next((r["min_confidence"] for r, _ in judged if r.get("min_confidence") is not None), None)
+        out["confidence"] = confidence_summary(
+            [r["confidence"] for r, _ in judged], [bool(s.hit1) for _, s in judged], threshold
+        )
+    routed = [(r, s) for r, s in zip(records, scores) if r.get("escalated") is not None]
+    if routed:
+        out["escalation"] = _routes(routed, [r["usage"] for r in records if r.get("usage")])
+    return out
+
+
+def _routes(routed: list[tuple[dict, Any]], usage: list[dict]) -> dict[str, Any]:
+    """How many questions went to the LLM, and Hit@1 on each route."""
+    up = [s for r, s in routed if r["escalated"]]
+    kept = [s for r, s in routed if not r["escalated"]]
+    return {
+        "below": next((r.get("escalate_below") for r, _ in routed if r.get("escalate_below") is not None), None),
+        "n": len(routed),
+        "escalated": len(up),
+        "share": 100 * len(up) / len(routed),
+        "hit1_escalated": 100 * sum(s.hit1 for s in up) / max(len(up), 1),
+        "hit1_kept": 100 * sum(s.hit1 for s in kept) / max(len(kept), 1),
+        "prompt_tokens": sum(u["prompt_tokens"] for u in usage),
+        "completion_tokens": sum(u["completion_tokens"] for u in usage),
+    }
+
+
 def summarize_records(records: Iterable[dict]) -> dict[str, Any]:
     """Overall and per-hop metrics, token averages and error counts from per-question records."""
     from kgdb.qa.metrics import QuestionScore
@@ -291,6 +328,7 @@ def summarize_records(records: Iterable[dict]) -> dict[str, Any]:
     gie = [r["gold_in_evidence"] for r in records if "gold_in_evidence" in r]
     out["evidence_answer_recall"] = 100 * sum(gie) / n if gie else None
     out["errors"] = _error_counts(records)
+    out.update(_judgement(records, scores))
     ms = [r["timings_ms"] for r in records if r.get("timings_ms")]
     if ms:
         out["avg_stage_ms"] = {k: sum(m.get(k, 0.0) for m in ms) / len(ms) for k in ASK_STAGES}

@@ -22,7 +22,7 @@ import numpy as np
 from kgdb.reading.composition import Composition, split_composition
 from kgdb.reading.constraints import Constraints, parse_constraints, word_stems
 from kgdb.reading.mentions import Mentions, read_mentions
-from kgdb.reading.words import capitalised, quoted, strip_mentions, written_as_name
+from kgdb.reading.words import FUNCTION_WORDS, capitalised, quoted, strip_mentions, words, written_as_name
 
 # texts -> their embeddings, one row each (the embedding model's encode)
 EncodeFn = Callable[[list[str]], np.ndarray]
@@ -107,6 +107,12 @@ class QuestionReading:
     @property
     def cue_stems(self) -> set[str]:
         return word_stems(self.constraints.cue)
+
+    @property
+    def content_stems(self) -> frozenset[str]:
+        """The stems of its words other than function words (question words among them): what a relation path
+        or an answer's name may repeat."""
+        return frozenset(word_stems(" ".join(w for w in words(self.text) if w not in FUNCTION_WORDS)))
 
     def linked(self, topics: Topics, names: Mapping[str, str]) -> QuestionReading:
         """This reading with linking's result: the candidates, the topics chosen and their names."""

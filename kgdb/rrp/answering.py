@@ -59,6 +59,9 @@ class Gathered:
     constrain: Callable[[list[str]], list[str]] = list
     composed: bool = False  # the plan read the question as a composition (`RankedPathPlanner.compose`)
     reading: QuestionReading | None = None  # the question as read and linked (`RelationPathRetriever.gather`)
+    # candidate id -> its relationship types, `out:` / `in:` (`type_features`), read where the question asks
+    # for a kind of thing ("which *country*"); the answer model's type feature
+    answer_types: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass

@@ -92,7 +92,8 @@ def _on_best_path(usable: list, order: dict[str, int]) -> list[tuple[str, float]
         if p.score == best:
             counts[p.answer] = counts.get(p.answer, 0) + 1
             name_of[p.answer] = _end_name(p)
-    return [(name_of[e], best) for e in sorted(counts, key=lambda e: (-counts[e], order[e]))]
+    # the retriever's order already puts the most often reached first (`answers_of`), then the answer model's
+    return [(name_of[e], best) for e in sorted(counts, key=lambda e: order[e])]
 
 
 def other_readings(paths: list, answered: set[str], top: int, share: float = 0.1) -> list[dict[str, Any]]:

@@ -14,8 +14,10 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kgdb.data.questions import SPLITS, QuestionRecord, QuestionSet
+from kgdb.qa.confidence import summary
 
 QUESTION_TYPES = ("composition", "conjunction", "comparative", "superlative")
 
@@ -58,6 +60,8 @@ class ScoredQuestion:
     seconds: float | None = None
     failed: bool = False
     kind: str = ""
+    confidence: float | None = None  # the answer model's P(first answer right); None: not judged
+    min_confidence: float | None = None
 
 
 def f1(predicted: Iterable[str], gold: frozenset[str]) -> float:
@@ -72,7 +76,7 @@ def summarise(rows: Sequence[ScoredQuestion]) -> dict:
     p50, p95) where measured. A question without gold answers counts in n and scores 0, like `score_mode`."""
     n = len(rows)
     scored = [r for r in rows if not r.failed and r.gold]
-    out = {
+    out: dict[str, Any] = {
         "n": n,
         "hit": 100 * sum(bool(set(r.predicted) & r.gold) for r in scored) / max(n, 1),
         "hit1": 100 * sum(bool(r.predicted) and r.predicted[0] in r.gold for r in scored) / max(n, 1),
@@ -80,12 +84,24 @@ def summarise(rows: Sequence[ScoredQuestion]) -> dict:
         "reachable": 100 * sum(r.reachable for r in scored) / max(n, 1),
         "failed": sum(r.failed for r in rows),
     }
+    if confidence := _confidence(rows):
+        out["confidence"] = confidence
     seconds = sorted(r.seconds for r in rows if r.seconds is not None)
     if seconds:
         out["seconds_mean"] = statistics.fmean(seconds)
         out["seconds_p50"] = _quantile(seconds, 0.50)
         out["seconds_p95"] = _quantile(seconds, 0.95)
     return out
+
+
+def _confidence(rows: Sequence[ScoredQuestion]) -> dict | None:
+    """The confidence figures (`kgdb.qa.confidence.summary`) of the questions the answer model judged."""
+    judged = [r for r in rows if r.confidence is not None]
+    if not judged:
+        return None
+    threshold = next((r.min_confidence for r in judged if r.min_confidence is not None), None)
+    right = [bool(r.predicted) and r.predicted[0] in r.gold for r in judged]
+    return summary([r.confidence or 0.0 for r in judged], right, threshold)
 
 
 def _quantile(ordered: list[float], q: float) -> float:
@@ -109,30 +125,37 @@ def rrp_rows(
     theta: float,
     seconds: Sequence[float | None] | None = None,
     records: Sequence[QuestionRecord] | None = None,
+    model=None,
 ) -> list[ScoredQuestion]:
     """`ScoredQuestion`s of RRP's gathered candidate paths (`kgdb.rrp.structural.gather_questions`)
-    answered in `mode`, in the answer order `kgdb ask --reasoner rrp` uses (`answers_of`). With
-    `records` (the same order as `items`), each row carries its question type."""
-    from kgdb.rrp.structural import answers_of
+    answered in `mode`, in the answer order `kgdb ask --reasoner rrp` uses (`judged_answers`: the answer
+    `model`'s, None: the ranker's), with the model's confidence. With `records` (the same order as `items`),
+    each row carries its question type. A question with no answer has confidence 0 where a model judges."""
+    from kgdb.rrp.judging import judged_answers
 
     out = []
     for i, it in enumerate(items):
         secs = seconds[i] if seconds is not None else None
         kind = question_type(records[i].text, records[i].topics) if records is not None else ""
         g = it.gathered
+        unjudged = None if model is None else 0.0
+        threshold = None if model is None else model.min_confidence
         if g is None:
-            out.append(ScoredQuestion(it.qid, frozenset(it.gold), (), False, secs, True, kind))
+            out.append(ScoredQuestion(it.qid, frozenset(it.gold), (), False, secs, True, kind, unjudged, threshold))
             continue
         ends = {c.path.answer for c in g.planned + g.structural + g.joint}
+        judged = judged_answers(g, mode, lambda1, theta, model)
         out.append(
             ScoredQuestion(
                 it.qid,
                 frozenset(it.gold),
-                tuple(answers_of(mode, g, lambda1, theta)),
+                tuple(judged.answers),
                 bool(ends & it.gold),
                 secs,
                 False,
                 kind,
+                judged.confidence if judged.confidence is not None else unjudged,
+                threshold,
             )
         )
     return out

@@ -13,10 +13,11 @@ import numpy as np
 
 from kgdb.config import Settings
 from kgdb.cypher import Graph
+from kgdb.cypher.answer_evidence import type_features
 from kgdb.cypher.linking import question_topics, topic_names
 from kgdb.cypher.paths import UnknownRelationError, entity_names, ground_relation_paths, why_empty
 from kgdb.cypher.tables import graph_fingerprint
-from kgdb.cypher.writeback import write_scores
+from kgdb.cypher.writeback import write_answers, write_scores
 from kgdb.embeddings import get_embedder
 from kgdb.errors import InputError
 from kgdb.pipeline.retrieve import _ms
@@ -24,10 +25,12 @@ from kgdb.pipeline.vectors import vectors_on_demand
 from kgdb.protocol import Retrieval, ScoredEntity, ScoredPath, ScoredTriple, relation_path_text
 from kgdb.reading import QuestionReading, Topics, read_question
 from kgdb.reading.topics import all_written_as_names, topics_to_join, with_the_first_topic
+from kgdb.rrp.answer_features import MAX_CANDIDATES
 from kgdb.rrp.answering import (
     MODES,
     Gathered,
     GroundedPath,
+    answers_of,
     best_per_answer,
     first_path,
     ranked_answers,
@@ -35,12 +38,16 @@ from kgdb.rrp.answering import (
     weigh_by_answer_closeness,
 )
 from kgdb.rrp.joint_topics import answers_next_to_topics, composed_through, joint_answer_paths
+from kgdb.rrp.judging import answer_model, judged_answers
 from kgdb.rrp.plan import PathPlanner, Plan, PlannedPath
 from kgdb.rrp.planners import CosinePathPlanner, walk
+from kgdb.rrp.run_triples import as_subgraph, best_triples
 from kgdb.rrp.structural_runner import StructuralRunner, structural_paths
 from kgdb.rrp.ties import answer_constraints
-from kgdb.subgraph import Subgraph
 
+# The candidates whose relationship types the answer model reads, and the relationships read per candidate.
+TYPED_CANDIDATES = 20
+TYPE_SCAN = 200
 Grounding = tuple[PlannedPath, str, list[tuple]]  # a planned path, the topic it left, the triples of one walk
 
 
@@ -92,6 +99,8 @@ class RelationPathRetriever:
         self.embedder = get_embedder(self.embedding_model, settings.device, settings.embedding_batch_size)
         self.planner: PathPlanner = planner or CosinePathPlanner(self.embedder)
         self.notes: list[str] = []
+        # orders the answers and says how sure it is (`kgdb.rrp.judging`); None: the ranker's order
+        self.answer_model = answer_model(settings.answer_model)
         self._entity_vectors = vectors_on_demand(graph, settings, self.embedder)  # linking on a lazily embedded graph
 
     def describe(self) -> dict:
@@ -112,6 +121,8 @@ class RelationPathRetriever:
             "rethinking": rethinking if self.mode != "planner" else None,
             "answer_closeness_weight": self.closeness_weight,
             "joint_paths": self.joint_paths,
+            "answer_model": self.settings.answer_model if self.answer_model is not None else None,
+            "min_confidence": self.answer_model.min_confidence if self.answer_model is not None else None,
             "k": self.k,
             "notes": list(self.notes),
         }
@@ -171,6 +182,9 @@ class RelationPathRetriever:
                     )
                 g.timings["next_to"] = _ms(t)
         g.constrain = answer_constraints(self.graph, reading, g, several)
+        if reading.asked_noun:  # what the graph says each candidate is, for the answer model's type feature
+            ranked = answers_of(self.mode, g, self.lambda1, self.theta)[:TYPED_CANDIDATES]
+            g.answer_types = type_features(self.graph, ranked, per_entity=TYPE_SCAN)
         return g
 
     def _read_again(
@@ -361,26 +375,31 @@ class RelationPathRetriever:
         candidates = self._answer_paths(g)
         paths = [replace(c.path, names=tuple(names.get(e, e) for e in c.path.entities)) for c in candidates]
         best = best_per_answer(paths, set(read) | cvt)
-        # ties: the answers tied at the best score that meet a literal constraint, then those closest to the
-        # question, then by name (`ranked_answers`; `PathReasoner` keeps this order)
-        place = {e: i for i, e in enumerate(ranked_answers(best, g))}
+        # the answers in the answer model's order, then every other end by its best score (`PathReasoner`
+        # keeps this order)
+        judged = judged_answers(g, self.mode, self.lambda1, self.theta, self.answer_model)
+        ranked = [*(a for a in judged.answers if a in best), *ranked_answers(best, g)]
+        place = {e: i for i, e in enumerate(dict.fromkeys(ranked))}
         paths.sort(key=lambda p: (-p.score, place.get(p.answer, len(place)), len(p.relations), p.entities))
-        ordered = _best_triples(candidates)[: self.k]
+        ordered = best_triples(candidates)[: self.k]
         top = [
             ScoredTriple(rank, names.get(h, h), r, names.get(tl, tl), score, h, tl, -1)
             for rank, (score, (_, h, r, tl)) in enumerate(ordered, start=1)
         ]
-        entities = [ScoredEntity(e, names.get(e, e), best[e]) for e in place]
+        entities = [ScoredEntity(e, names.get(e, e), best[e], judged.probability.get(e)) for e in place]
         run = None
         t = time.perf_counter()
         if self.write and ordered:
             run = write_scores(
                 self.graph,
-                _as_subgraph(reading.text, qid, read, [st[1] for st in ordered]),
+                as_subgraph(reading.text, qid, read, [st[1] for st in ordered]),
                 np.array([st[0] for st in ordered]),
                 self.name,
                 self.k,
             )
+            if judged.confidence is not None:
+                answers = [(a, judged.probability.get(a)) for a in judged.answers[:MAX_CANDIDATES]]
+                write_answers(self.graph, run, answers, judged.confidence, judged.sure)
         timings["write"] = _ms(t)
         return Retrieval(
             question=reading.text,
@@ -400,6 +419,7 @@ class RelationPathRetriever:
             missing_topics=list(found.missing),
             llm_usage=g.usage,
             reading=reading,
+            judgement=judged.to_json() if judged.confidence is not None else None,
         )
 
     def _answer_paths(self, g: Gathered) -> list[GroundedPath]:
@@ -424,14 +444,15 @@ class RelationPathRetriever:
         Every end of one relation path scores the same, and the words left in the question often say
         which end it asks for ("where did kevin love go to *college*": UCLA, not his high school;
         "judy garland *father*"). Asked only for the answers tied at the best score, fewer than two
-        get none, so a lazily embedded graph encodes few names. Chosen on the WebQSP training and
+        get none, so a lazily embedded graph encodes few names: the answers tied at the best score, and the
+        answer model's candidates (`kgdb.rrp.answer_features`). Chosen on the WebQSP training and
         validation splits (docs/answering.md, "Answers tied on one path")."""
         memo: dict[str, float] = {}
         q = plan.text_emb  # encoded on first need where the planner did not encode the question
 
         def closeness(ids: list[str]) -> dict[str, float]:
             nonlocal q
-            if len(ids) < 2:
+            if not ids:
                 return {}
             if new := [e for e in ids if e not in memo and rows.get(e, -1) >= 0]:
                 if q is None:
@@ -445,16 +466,6 @@ class RelationPathRetriever:
         return closeness
 
 
-def _best_triples(candidates: list[GroundedPath]) -> list[tuple[float, tuple]]:
-    """Every triple of the candidates with the best score of a path through it, best first (then by elementId)."""
-    triples: dict[str, tuple[float, tuple]] = {}  # elementId -> (best path score, triple)
-    for c in candidates:
-        for triple in c.triples:
-            if triple[0] not in triples or triples[triple[0]][0] < c.path.score:
-                triples[triple[0]] = (c.path.score, triple)
-    return sorted(triples.values(), key=lambda st: (-st[0], st[1][0]))
-
-
 def topics_read(found: list[str], joint: list[GroundedPath]) -> list[str]:
     """The topics a question's answers were read from: those it was linked to or given, then the other topics
     its joint reading started a path from (a linked question is read from each entity it names). They are the
@@ -465,24 +476,3 @@ def topics_read(found: list[str], joint: list[GroundedPath]) -> list[str]:
 def _path(score: float, anchor: str, triples, source: str) -> ScoredPath:
     nodes, dirs = walk(anchor, triples)
     return ScoredPath(score, tuple(nodes), tuple(r for _, _, r, _ in triples), tuple(dirs), source=source)
-
-
-def _as_subgraph(question: str, qid: str | None, topics: list[str], triples: list[tuple]) -> Subgraph:
-    """The grounded triples as a `Subgraph`, the shape write-back takes."""
-    ids = list(dict.fromkeys([*topics, *(x for _, h, _, t in triples for x in (h, t))]))
-    pos = {e: i for i, e in enumerate(ids)}
-    n = len(ids)
-    return Subgraph(
-        entity_ids=ids,
-        entity_names=ids,
-        entity_idx=np.zeros(n, np.int64),
-        is_cvt=np.zeros(n, bool),
-        head=np.array([pos[h] for _, h, _, _ in triples], np.int64),
-        relation=np.zeros(len(triples), np.int64),
-        tail=np.array([pos[t] for _, _, _, t in triples], np.int64),
-        relation_names=[r for _, _, r, _ in triples],
-        edge_ids=[e for e, _, _, _ in triples],
-        topic=np.array([pos[t] for t in topics], np.int64),
-        question=question,
-        qid=qid,
-    )

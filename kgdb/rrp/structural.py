@@ -176,11 +176,14 @@ LAMBDAS = tuple(round(x * 0.1, 1) for x in range(11))
 THETAS = tuple(round(x * 0.05, 2) for x in range(20))
 
 
-def gather_questions(retriever, records, on_progress: Callable[[int], None] = lambda n: None) -> list[QuestionPaths]:
+def gather_questions(
+    retriever, records, on_progress: Callable[[int], None] = lambda n: None, *, linked: bool = False
+) -> list[QuestionPaths]:
+    """Every question's candidate paths (`linked`: its topics linked from the text, not the file's)."""
     out = []
     for q in records:
         try:
-            g = retriever.gather(q.text, q.topics or None)
+            g = retriever.gather(q.text, None if linked else (q.topics or None))
             # the modes are scored after the database is closed: every answer's closeness is read now
             g.closeness(sorted({c.path.answer for c in g.planned + g.structural}))
         except KgdbError:

@@ -99,7 +99,10 @@ class Answer(Response):
     grounded: bool
     entity_id: str | None
     evidence: list[str]
-    confidence: float | None = Field(default=None, description="Not estimated yet: always null.")
+    confidence: float | None = Field(
+        default=None,
+        description="The answer model's probability that this answer is right; null where an LLM answered.",
+    )
 
 
 class GraphNode(BaseModel):
@@ -134,6 +137,11 @@ class AskResponse(Response):
     reasoner: str | None = None
     llm_used: bool | None = None
     answers: list[Answer]
+    confidence: float | None = Field(
+        default=None, description="The probability that the first answer is right; null where an LLM answered."
+    )
+    sure: bool | None = Field(default=None, description="False: the first answer's confidence is below min_confidence.")
+    min_confidence: float | None = None
     error: str | None = None
     evidence: list[str]
     timings_ms: dict[str, float]

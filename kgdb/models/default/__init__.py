@@ -13,6 +13,10 @@ the same model:
   graph with FB15k-237's CVT-collapsed relations) and MetaQA 1/2/3-hop together; it reads the connected
   graph's relation text table, so `--reasoner rrp` (and, without an LLM, `kgdb ask`) answers from
   relation paths on a graph that has no RRP model of its own.
+- `answer-model/`: the answer model (`kgdb.rrp.answer_model`), two logistic models over numbers read from the
+  question as read and the ranked paths, fitted on the val splits of WebQSP, CWQ and MetaQA 1/2/3-hop (the
+  ranker's unseen questions); it gives every RRP answer a calibrated confidence and says "not sure" below
+  the threshold chosen there (`config.json` holds every choice and the out-of-fold figures).
 """
 
 from __future__ import annotations
