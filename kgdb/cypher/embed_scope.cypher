@@ -7,7 +7,7 @@ WITH DISTINCT t
 CALL (t) {
   RETURN t AS e
   UNION
-  MATCH (t)-[r]-(e:Entity) WHERE NOT type(r) IN ['SCORED', 'ABOUT', 'TOPIC']
+  MATCH (t)-[r]-(e:Entity) WHERE NOT type(r) IN ['SCORED', 'ABOUT', 'TOPIC', 'ANSWER']
   RETURN e
 }
 WITH DISTINCT e WHERE e.embedding IS NULL AND NOT e:CVT

@@ -1,7 +1,8 @@
 """Score write-back: the top-K triples of one question as a retrieval run in the graph.
 
 Shape: `(:Retrieval {run, qid, question, retriever, k, created})-[:TOPIC]->(:Entity)` and, per kept
-triple, `(h)-[:SCORED {run, rel, score, rank}]->(t)` parallel to the original relationship. The run
+triple, `(h)-[:SCORED {run, rel, score, rank}]->(t)` parallel to the original relationship; a run the answer
+model judged also has `ret.confidence`, `ret.sure` and `(ret)-[:ANSWER {rank, confidence}]->(:Entity)`. The run
 id keys everything (SCORED.run is indexed), so runs of different questions and retrievers coexist.
 """
 

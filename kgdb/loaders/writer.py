@@ -41,10 +41,10 @@ LITERAL = re.compile(
     r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$"
     r"|^-?\d{4}(-\d{2}(-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[-+]\d{2}:?\d{2})?)?)?)?$"
 )
-# Relationship types kgdb itself writes (runs: SCORED, ABOUT, TOPIC; labels: LABELLED, SELECTED,
+# Relationship types kgdb itself writes (runs: SCORED, ABOUT, TOPIC, ANSWER; labels: LABELLED, SELECTED,
 # STARTS_AT, ENDS_AT); a source relation with one of these names would be mistaken for bookkeeping
 # (and excluded from triple counts, or deleted with a relabelling), so it is refused.
-RESERVED_TYPES = frozenset({"SCORED", "ABOUT", "TOPIC", "LABELLED", "SELECTED", "STARTS_AT", "ENDS_AT"})
+RESERVED_TYPES = frozenset({"SCORED", "ABOUT", "TOPIC", "ANSWER", "LABELLED", "SELECTED", "STARTS_AT", "ENDS_AT"})
 
 Triple = tuple[str, str, str]
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from kgdb.reading.constraints import word_stems
-from kgdb.rrp.answering import Gathered, GroundedPath
+from kgdb.rrp.answering import Gathered, GroundedPath, select
 
 FEATURES = (
     # the question
@@ -178,8 +178,6 @@ def _share(stems: set[str], path: GroundedPath | None) -> float:
 
 def answer_paths(g: Gathered, mode: str, lambda1: float, theta: float) -> list[GroundedPath]:
     """The paths a question's answers come from in `mode` (what `answers_of` reads)."""
-    from kgdb.rrp.answering import select
-
     if mode == "planner" or g.joint:
         return list(g.joint or g.planned)
     return select(mode, g.planned, g.structural, g.s2, g.found.ids, g.cvt, lambda1, theta)

@@ -10,7 +10,7 @@ import pytest
 from test_ask import QUESTIONS, cli
 
 from kgdb.qa.ask import AskPipeline
-from support.bradfield import TRIPLES
+from support.bradfield import bradfield_graph
 from support.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -20,11 +20,7 @@ AWARDS = "what awards did john bradfield win?"
 
 @pytest.fixture
 def loaded(kept_graph, tmp_path):
-    graph = kept_graph(TRIPLES)
-    settings = graph.settings.with_overrides(
-        cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs", llm_model=None
-    )
-    return graph, settings
+    return bradfield_graph(kept_graph, tmp_path)
 
 
 def test_every_answer_carries_a_calibrated_confidence_and_the_run_keeps_it(loaded):

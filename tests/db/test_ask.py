@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from kgdb.cli import app
 from kgdb.errors import InputError, KgdbError
 from kgdb.qa.ask import AskPipeline
-from support.bradfield import TRIPLES
+from support.bradfield import bradfield_graph
 from support.openai_server import OpenAIServer, echo_first_evidence
 
 QUESTIONS = [
@@ -34,11 +34,7 @@ QUESTIONS = [
 
 @pytest.fixture
 def loaded(kept_graph, tmp_path):
-    graph = kept_graph(TRIPLES)
-    settings = graph.settings.with_overrides(
-        cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs", llm_model=None
-    )
-    return graph, settings
+    return bradfield_graph(kept_graph, tmp_path)
 
 
 def cli(settings, *args, env=None):

@@ -18,3 +18,13 @@ TRIPLES = [
     ("m.0aw2", "award.award_honor.award", "Peter Nicol Russell Medal"),
     ("John Bradfield", "people.person.place_of_birth", "Sandgate"),
 ]
+
+
+def bradfield_graph(kept_graph, tmp_path):
+    """(graph, settings): this graph, kept loaded across tests, with the test's own cache, checkpoints and runs
+    folders and no LLM configured."""
+    graph = kept_graph(TRIPLES)
+    settings = graph.settings.with_overrides(
+        cache_dir=tmp_path / "cache", checkpoints_dir=tmp_path / "ckpt", runs_dir=tmp_path / "runs", llm_model=None
+    )
+    return graph, settings
