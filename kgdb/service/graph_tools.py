@@ -156,12 +156,21 @@ class Answer(BaseModel):
     grounded: bool = Field(description="Whether the answer names an entity of the retrieved evidence.")
     entity_id: str | None
     evidence: list[str] = Field(description="Evidence lines (head → [relation] → tail), best first.")
+    confidence: float | None = Field(
+        default=None, description="The probability that this answer is right (null where an LLM answered)."
+    )
 
 
 class Answers(BaseModel):
     question: str
     topics: list[Entity] = Field(description="The entities the question was answered about.")
     answers: list[Answer] = Field(description="Best first; empty when the graph holds no answer.")
+    confidence: float | None = Field(
+        default=None, description="The probability that the first answer is right (null where an LLM answered)."
+    )
+    sure: bool | None = Field(
+        default=None, description="False: the first answer is below kgdb's confidence threshold; treat it as a guess."
+    )
     retriever: str
     reasoner: str | None
     notes: list[str]
@@ -310,7 +319,13 @@ class GraphTools:
         # triples: the one prompt format built without writing the run back
         res = self.kg.ask(question, topics or None, fmt="triples", write=False)
         answers = [
-            Answer(answer=a.answer, grounded=a.grounded, entity_id=a.entity_id, evidence=a.evidence[:MAX_EVIDENCE])
+            Answer(
+                answer=a.answer,
+                grounded=a.grounded,
+                entity_id=a.entity_id,
+                evidence=a.evidence[:MAX_EVIDENCE],
+                confidence=a.confidence,
+            )
             for a in res.answers
         ]
         shortened = len(answers) > MAX_ANSWERS or any(len(a.evidence) > MAX_EVIDENCE for a in res.answers)
@@ -318,6 +333,8 @@ class GraphTools:
             question=question,
             topics=[Entity(id=i, name=n) for i, n in zip(res.topics, res.topic_names)],
             answers=answers[:MAX_ANSWERS],
+            confidence=res.confidence,
+            sure=res.sure,
             retriever=res.retriever,
             reasoner=res.reasoning.reasoner if res.reasoning else None,
             notes=[res.retriever_note] if res.retriever_note else [],

@@ -7,6 +7,7 @@ API are shown as they come, and text from the server is never read as HTML.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 import pytest
@@ -55,6 +56,9 @@ def test_the_page_answers_with_evidence_and_opens_it_in_neo4j_browser(service, c
     paris = answers[names.index("Paris")]
     lines = [li.text for li in paris.find_elements(By.CSS_SELECTOR, ".evidence li")]
     assert any("Paris" in line and "France" in line for line in lines), lines
+    # the answer model's confidence, per answer and for the question
+    assert re.fullmatch(r"confidence 0\.\d\d", paris.find_element(By.CLASS_NAME, "confidence").text)
+    assert re.search(r"(not sure: )?confidence 0\.\d\d", chrome.find_element(By.ID, "result-meta").text)
 
     # Cytoscape draws on canvases; what it drew is read back through the page's hook.
     assert chrome.find_elements(By.CSS_SELECTOR, "#graph canvas")

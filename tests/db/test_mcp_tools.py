@@ -87,6 +87,7 @@ async def agent_route(session) -> None:
     first = answered["answers"][0]
     assert first["answer"] == "Paris" and first["grounded"] and first["entity_id"] == "Paris"
     assert any("location.country.capital" in line for line in first["evidence"])
+    assert 0.0 < first["confidence"] < 1.0 and 0.0 < answered["confidence"] < 1.0 and answered["sure"] in (True, False)
     assert answered["topics"] == [{"id": "France", "name": "France"}]
 
     rows = await call(

@@ -88,6 +88,10 @@
     if (data.retriever) meta.push(`retriever ${data.retriever}`);
     if (data.reasoner) meta.push(`reasoner ${data.reasoner}`);
     if (data.run) meta.push(`run ${data.run}`);
+    if (typeof data.confidence === "number") {
+      const sure = `confidence ${data.confidence.toFixed(2)}`;
+      meta.push(data.sure === false ? `not sure: ${sure}, below ${Number(data.min_confidence).toFixed(2)}` : sure);
+    }
     byId("result-meta").textContent = meta.join(" · ");
     const notes = [data.error, data.retriever_note].filter((x) => typeof x === "string" && x);
     byId("result-note").textContent = notes.join(" ");
