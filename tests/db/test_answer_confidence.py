@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_ask import QUESTIONS, cli
 
 from kgdb.qa.ask import AskPipeline
-from support.bradfield import bradfield_graph
+from support.bradfield import QUESTIONS, bradfield_graph
+from support.cli import invoke as cli
 from support.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -9,52 +9,18 @@ import socket
 
 import pytest
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-from typer.testing import CliRunner
-
-from kgdb.cli import app
 from kgdb.errors import InputError, KgdbError
 from kgdb.qa.ask import AskPipeline
-from support.bradfield import bradfield_graph
+from support.bradfield import QUESTIONS, bradfield_graph
+from support.cli import invoke as cli
 from support.openai_server import OpenAIServer, echo_first_evidence
 
-QUESTIONS = [
-    {"id": "Q-1", "question": "what is the capital of jamaica?", "q_entity": ["Jamaica"], "answer": ["Kingston"]},
-    {"id": "Q-2", "question": "what is the capital of france?", "q_entity": ["France"], "answer": ["Paris"]},
-    {"id": "Q-3", "question": "where was usain bolt born?", "q_entity": ["Usain Bolt"], "answer": ["Sherwood Content"]},
-    # two raw hops through a CVT award record
-    {
-        "id": "Q-4",
-        "question": "what awards did john bradfield win?",
-        "q_entity": ["John Bradfield"],
-        "answer": ["Telford Medal", "Peter Nicol Russell Medal"],
-    },
-]
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture
 def loaded(kept_graph, tmp_path):
     return bradfield_graph(kept_graph, tmp_path)
-
-
-def cli(settings, *args, env=None):
-    base = {
-        "KGDB_NEO4J_URI": settings.neo4j_uri,
-        "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
-        "KGDB_CACHE_DIR": str(settings.cache_dir),
-        "KGDB_CHECKPOINTS_DIR": str(settings.checkpoints_dir),
-        "KGDB_RUNS_DIR": str(settings.runs_dir),
-        "KGDB_LLM_MODEL": "",
-        "KGDB_LLM_BASE_URL": "",
-    }
-    base.update(env or {})
-    # An empty KGDB_LLM_MODEL means "no LLM configured".
-    base = {k: v for k, v in base.items() if v != ""}
-    runner = CliRunner()
-    with pytest.MonkeyPatch.context() as mp:
-        for key in ("KGDB_LLM_MODEL", "KGDB_LLM_BASE_URL", "KGDB_LLM_API_KEY"):
-            mp.delenv(key, raising=False)
-        return runner.invoke(app, list(args), env=base, catch_exceptions=True)
 
 
 def test_ask_extractive_answers_with_grounded_evidence(loaded):

@@ -19,6 +19,20 @@ TRIPLES = [
     ("John Bradfield", "people.person.place_of_birth", "Sandgate"),
 ]
 
+# Questions about it, in the WebQSP layout (`kgdb eval qa --questions`).
+QUESTIONS = [
+    {"id": "Q-1", "question": "what is the capital of jamaica?", "q_entity": ["Jamaica"], "answer": ["Kingston"]},
+    {"id": "Q-2", "question": "what is the capital of france?", "q_entity": ["France"], "answer": ["Paris"]},
+    {"id": "Q-3", "question": "where was usain bolt born?", "q_entity": ["Usain Bolt"], "answer": ["Sherwood Content"]},
+    # two raw hops through a CVT award record
+    {
+        "id": "Q-4",
+        "question": "what awards did john bradfield win?",
+        "q_entity": ["John Bradfield"],
+        "answer": ["Telford Medal", "Peter Nicol Russell Medal"],
+    },
+]
+
 
 def bradfield_graph(kept_graph, tmp_path):
     """(graph, settings): this graph, kept loaded across tests, with the test's own cache, checkpoints and runs

@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
 from kgdb.config import Settings
 
 KGDB = (
@@ -30,6 +33,29 @@ def env_for(settings: Settings, **extra: str) -> dict[str, str]:
 
 def kgdb(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([*KGDB, *args], capture_output=True, text=True, env=env_for(settings, **env), timeout=300)
+
+
+def invoke(settings: Settings, *args: str, env: dict[str, str] | None = None):
+    """`kgdb ARGS` through typer's runner, in this process, with the settings' server and folders and no LLM
+    unless `env` names one (an empty value unsets a variable)."""
+    from kgdb.cli import app
+
+    base = {
+        "KGDB_NEO4J_URI": settings.neo4j_uri,
+        "KGDB_NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
+        "KGDB_CACHE_DIR": str(settings.cache_dir),
+        "KGDB_CHECKPOINTS_DIR": str(settings.checkpoints_dir),
+        "KGDB_RUNS_DIR": str(settings.runs_dir),
+        "KGDB_LLM_MODEL": "",
+        "KGDB_LLM_BASE_URL": "",
+        **(env or {}),
+    }
+    with pytest.MonkeyPatch.context() as mp:
+        for key in ("KGDB_LLM_MODEL", "KGDB_LLM_BASE_URL", "KGDB_LLM_API_KEY"):
+            mp.delenv(key, raising=False)
+        return CliRunner().invoke(
+            app, list(args), env={k: v for k, v in base.items() if v != ""}, catch_exceptions=True
+        )
 
 
 def one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
