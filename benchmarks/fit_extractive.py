@@ -46,6 +46,7 @@ def gather(pipe, reasoner, records) -> list[tuple[np.ndarray, list[list[str]], s
     from rich.progress import track
 
     from kgdb.errors import KgdbError
+    from kgdb.qa.reasoners.base import Evidence
 
     out = []
     for q in track(records, description="retrieve + features"):
@@ -55,7 +56,7 @@ def gather(pipe, reasoner, records) -> list[tuple[np.ndarray, list[list[str]], s
             out.append((np.zeros((0, 4)), [], set(q.answers)))
             continue
         topic_names = [res.names.get(t, t) for t in res.topics]
-        paths, feats = reasoner.path_features(q.text, res.triples, list(res.topics), topic_names, res.cvt)
+        paths, feats = reasoner.path_features(Evidence(q.text, res.triples, list(res.topics), topic_names, res.cvt))
         answers = [
             [e for e, _ in sorted(p.targets.items(), key=lambda kv: (min(kv[1]), res.names.get(kv[0], kv[0])))][
                 : reasoner.max_answers

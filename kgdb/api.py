@@ -22,7 +22,9 @@ import inspect
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict
+
+from typing_extensions import Unpack
 
 from kgdb.config import Settings, load_settings
 from kgdb.cypher import Graph
@@ -57,6 +59,24 @@ def _refused_once_closed(cls: type[Kgdb]) -> type[Kgdb]:
         if not name.startswith("_") and name != "close" and inspect.isfunction(value):
             setattr(cls, name, _open_only(value))
     return cls
+
+
+class RetrievalOptions(TypedDict, total=False):
+    """How `Kgdb.retrieve` retrieves (keyword arguments of `Kgdb.retriever`, with their defaults there)."""
+
+    checkpoint: str | None
+    k: int
+    hops: int | None
+    cap: int | None
+    write: bool
+
+
+class AskOptions(RetrievalOptions, total=False):
+    """How `Kgdb.ask` answers (keyword arguments of `Kgdb.ask_pipeline`, with their defaults there)."""
+
+    retriever: str | None
+    reasoner: str | Reasoner
+    fmt: str | None
 
 
 @_refused_once_closed
@@ -131,17 +151,14 @@ class Kgdb:
         topics: list[str] | None = None,
         *,
         retriever: str = "subgraphrag",
-        checkpoint: str | None = None,
-        k: int = 100,
-        hops: int | None = None,
-        cap: int | None = None,
-        write: bool = True,
         qid: str | None = None,
+        **options: Unpack[RetrievalOptions],
     ) -> Retrieval:
-        """Score the question's subgraph and keep the top `k` triples (written back unless `write=False`)."""
+        """Score the question's subgraph and keep the top `k` triples (written back unless `write=False`),
+        with the options of `retriever(...)` (`RetrievalOptions`)."""
         _check_question(question, topics)
         _check_optional_text("qid", qid)
-        pipe = self.retriever(retriever, checkpoint=checkpoint, k=k, hops=hops, cap=cap, write=write)
+        pipe = self.retriever(retriever, **options)
         return pipe.retrieve(question, list(topics) if topics is not None else None, qid=qid)
 
     def write_back(self, retrieval: Retrieval) -> str:
@@ -175,28 +192,13 @@ class Kgdb:
         return evidence_chains(self.graph, run, max_hops=max_hops)
 
     # ---- answers -----------------------------------------------------------------------------
-    def ask(
-        self,
-        question: str,
-        topics: list[str] | None = None,
-        *,
-        retriever: str | None = None,
-        checkpoint: str | None = None,
-        reasoner: str | Reasoner = "auto",
-        fmt: str | None = None,
-        k: int = 100,
-        hops: int | None = None,
-        cap: int | None = None,
-        write: bool = True,
-    ):
-        """Answer from the graph as `kgdb ask` does: the answering policy (`kgdb.qa.policy`) chooses
-        what `retriever`, `checkpoint`, `reasoner` (a registered name, `auto`, or a `Reasoner` object)
-        and `fmt` leave open; `explain(...)` shows that choice, the result's `plan` records it."""
+    def ask(self, question: str, topics: list[str] | None = None, **options: Unpack[AskOptions]):
+        """Answer from the graph as `kgdb ask` does, with the options of `ask_pipeline` (`AskOptions`):
+        the answering policy (`kgdb.qa.policy`) chooses what `retriever`, `checkpoint`, `reasoner` (a
+        registered name, `auto`, or a `Reasoner` object) and `fmt` leave open; `explain(...)` shows that
+        choice, the result's `plan` records it."""
         _check_question(question, topics)
-        pipe = self.ask_pipeline(
-            retriever=retriever, checkpoint=checkpoint, reasoner=reasoner, fmt=fmt, k=k, hops=hops, cap=cap, write=write
-        )
-        return pipe.ask(question, list(topics) if topics is not None else None)
+        return self.ask_pipeline(**options).ask(question, list(topics) if topics is not None else None)
 
     def ask_pipeline(
         self,

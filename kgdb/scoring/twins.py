@@ -52,19 +52,14 @@ class RetrieverTwin:
     tensors: tuple[str, ...] = ()
 
 
-def _cosine(
-    weights: dict[str, np.ndarray],
-    config: dict,
-    entity: np.ndarray,
-    relation: np.ndarray,
-    sg: ScoredSubgraph,
-    question: np.ndarray,
-) -> np.ndarray:
-    return cosine_scores(entity, relation, sg.head, sg.relation, sg.tail, sg.entity_idx, question)
-
-
 RETRIEVER_TWINS: dict[str, RetrieverTwin] = {
-    "cosine": RetrieverTwin(_cosine, trained=False),
+    # untrained: no weights, no config
+    "cosine": RetrieverTwin(
+        lambda _weights, _config, entity, relation, sg, question: cosine_scores(
+            entity, relation, sg.head, sg.relation, sg.tail, sg.entity_idx, question
+        ),
+        trained=False,
+    ),
     "cosine-dde": RetrieverTwin(
         cosine_dde_scores,
         trained=True,

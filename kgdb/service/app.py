@@ -12,7 +12,6 @@ unavailable or the graph is empty, 504 at the deadline. A response larger than
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
 from typing import Any, Callable
 from urllib.parse import quote, urlsplit
 
@@ -41,7 +40,6 @@ from kgdb.service.schemas import (
     ErrorBody,
     ExplainRequest,
     HealthResponse,
-    LinkedEntityOut,
     LinkRequest,
     LinkResponse,
     PathOut,
@@ -54,7 +52,6 @@ from kgdb.service.schemas import (
     RetrieveResponse,
     RunResponse,
     RunsResponse,
-    RunSummaryOut,
 )
 
 log = logging.getLogger(__name__)
@@ -159,16 +156,8 @@ def create_app(kg: Kgdb, options: ServiceOptions) -> FastAPI:
         write = write_for(body.write)
 
         def work() -> bytes:
-            r = kg.retrieve(
-                body.question,
-                body.topics,
-                retriever=body.retriever,
-                k=body.k,
-                hops=body.hops,
-                cap=body.cap,
-                write=write,
-                qid=body.qid,
-            )
+            # the request's fields are `Kgdb.retrieve`'s arguments, by name
+            r = kg.retrieve(**body.model_dump(exclude={"write"}), write=write)
             return sized(RetrieveResponse(**r.to_json()), "k")
 
         return await run(work)
@@ -179,7 +168,7 @@ def create_app(kg: Kgdb, options: ServiceOptions) -> FastAPI:
 
         def work() -> bytes:
             found = kg.link(body.text, k=body.k)
-            return sized(LinkResponse(text=body.text, entities=[LinkedEntityOut(**asdict(e)) for e in found]), "k")
+            return sized(LinkResponse(text=body.text, entities=found), "k")
 
         return await run(work)
 
@@ -215,9 +204,7 @@ def create_app(kg: Kgdb, options: ServiceOptions) -> FastAPI:
         """Runs written back to the graph, newest first (`kgdb runs list`)."""
 
         def work() -> bytes:
-            return sized(
-                RunsResponse(runs=[RunSummaryOut(**asdict(r)) for r in kg.runs(qid=qid, limit=limit)]), "limit"
-            )
+            return sized(RunsResponse(runs=kg.runs(qid=qid, limit=limit)), "limit")
 
         return await run(work)
 

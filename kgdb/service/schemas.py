@@ -12,6 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kgdb.cypher.writeback import RunSummary
+from kgdb.reading.question import LinkedEntity
+
 MAX_QUESTION_CHARS = 2000
 MAX_NAME_CHARS = 500  # an entity name or id
 MAX_TOPICS = 20
@@ -175,16 +178,9 @@ class RetrieveResponse(Response):
     timings_ms: dict[str, float]
 
 
-class LinkedEntityOut(BaseModel):
-    id: str
-    name: str
-    score: float
-    mention: str | None
-
-
 class LinkResponse(Response):
     text: str
-    entities: list[LinkedEntityOut]
+    entities: list[LinkedEntity]
 
 
 class PathStep(BaseModel):
@@ -209,18 +205,8 @@ class PathsResponse(Response):
     paths: list[PathOut]
 
 
-class RunSummaryOut(BaseModel):
-    run: str
-    qid: str | None
-    retriever: str | None
-    k: int | None
-    created: str | None
-    question: str | None
-    triples: int
-
-
 class RunsResponse(Response):
-    runs: list[RunSummaryOut]
+    runs: list[RunSummary]
 
 
 class RunResponse(Response):

@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 from kgdb.embeddings import get_embedder
-from kgdb.qa.reasoners.extractive import FEATURES, ExtractiveReasoner, enumerate_paths
+from kgdb.qa.reasoners.extractive import FEATURES, Evidence, ExtractiveReasoner, enumerate_paths
 from support.bradfield import TRIPLES
 
 
@@ -45,19 +45,22 @@ def test_enumerate_paths_looks_through_cvts_and_skips_topics():
 def test_extractive_reasoner_on_hand_made_evidence():
     r = ExtractiveReasoner(get_embedder())
     triples = [T(h, r_, t, s) for s, (h, r_, t) in zip(range(len(TRIPLES), 0, -1), TRIPLES)]
-    out = r.answer(
-        "what awards did the designer of the sydney harbour bridge win?",
-        triples,
-        ["Sydney Harbour Bridge"],
-        ["Sydney Harbour Bridge"],
-        cvt={"m.0aw1", "m.0aw2"},
+    out = r.reason(
+        None,
+        Evidence(
+            "what awards did the designer of the sydney harbour bridge win?",
+            triples,
+            ["Sydney Harbour Bridge"],
+            ["Sydney Harbour Bridge"],
+            cvt={"m.0aw1", "m.0aw2"},
+        ),
     )
     assert sorted(out.answers) == ["Peter Nicol Russell Medal", "Telford Medal"]
     assert not out.llm_used and "No LLM was used" in out.reply and out.calls == 0
     assert all(out.support[a] for a in out.answers)  # each answer cites the triples it rests on
-    one_hop = r.answer("what is the capital of jamaica?", triples, ["Jamaica"], ["Jamaica"])
+    one_hop = r.reason(None, Evidence("what is the capital of jamaica?", triples, ["Jamaica"], ["Jamaica"]))
     assert one_hop.answers == ["Kingston"]
-    nothing = r.answer("what is the capital of jamaica?", [], ["Jamaica"], ["Jamaica"])
+    nothing = r.reason(None, Evidence("what is the capital of jamaica?", [], ["Jamaica"], ["Jamaica"]))
     assert nothing.answers == [] and nothing.refused
 
 
@@ -71,7 +74,7 @@ def test_extractive_scores_are_the_weighted_features():
         ["Sydney Harbour Bridge"],
         {"m.0aw1", "m.0aw2"},
     )
-    paths, features = r.path_features(question, triples, topics, topics, cvt)
+    paths, features = r.path_features(Evidence(question, triples, topics, topics, cvt))
     assert features.shape == (len(paths), len(FEATURES)) and len(paths) == 3
     assert features[:, 1].tolist() == [p.path.hops - 1 for p in paths]
     assert all(0.0 <= x <= 1.0 for x in features[:, 2]) and all(0.0 < x <= 1.0 for x in features[:, 3])
@@ -80,6 +83,6 @@ def test_extractive_scores_are_the_weighted_features():
     )
     assert features[designer, 2] == 1.0  # "designer" names the relation outright
     expected = {p.path: float(f @ np.asarray(r.weights())) for p, f in zip(paths, features)}
-    ranked = r.rank_paths(question, triples, topics, topics, cvt)
+    ranked = r.rank_paths(Evidence(question, triples, topics, topics, cvt))
     assert [p.path for p in ranked] == sorted(expected, key=lambda k: (-expected[k], k.hops, k.text(), k.anchor))
     assert all(abs(p.score - expected[p.path]) < 1e-9 for p in ranked)

@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
-# hypothesis is not yet in pyproject's `test` extra (reported): skip rather than break collection.
-pytest.importorskip("hypothesis", reason="pip install hypothesis (to be added to the `test` extra)")
-from hypothesis import HealthCheck, event, given, settings  # noqa: E402
+from hypothesis import HealthCheck, event, given, settings
 
 # -- question files and kgdb.toml: the same property for the readers of `eval`, `train`, `load questions`
 # and every command's settings (benchmarks/fuzz_readers.py runs tens of thousands of these cases).
-from support.reader_cases import check_config_file, check_question_file, config_files, question_files  # noqa: E402
+from support.reader_cases import check_config_file, check_question_file, config_files, question_files
 
 
 @settings(

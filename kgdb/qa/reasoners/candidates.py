@@ -107,9 +107,7 @@ class CandidatesReasoner:
             id_name.setdefault(t.head_id, t.head)
             id_name.setdefault(t.tail_id, t.tail)
         out: dict[str, str] = {}
-        ranked = self.proposer.rank_paths(
-            evidence.question, evidence.triples, evidence.topics, evidence.topic_names, evidence.cvt
-        )
+        ranked = self.proposer.rank_paths(evidence)
         for path in ranked:
             anchor = id_name.get(path.path.anchor, path.path.anchor)
             for entity, _route in sorted(path.targets.items(), key=lambda kv: min(kv[1])):

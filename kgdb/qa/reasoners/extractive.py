@@ -233,14 +233,7 @@ class ExtractiveReasoner:
                 self._cache[text] = vec
         return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.float32)
 
-    def path_features(
-        self,
-        question: str,
-        triples: Sequence[EvidenceTriple],
-        topics: Sequence[str],
-        topic_names: Sequence[str] = (),
-        cvt: set[str] | None = None,
-    ) -> tuple[list[EvidencePath], Any]:
+    def path_features(self, evidence: Evidence) -> tuple[list[EvidencePath], Any]:
         """The candidate relation paths and their features [N, 4]: question–path-text cosine, extra
         hops, lexical share, rank-normalised retriever score (`FEATURES`); what `rank_paths` weighs
         and `benchmarks/fit_extractive.py` fits the weights on."""
@@ -248,10 +241,11 @@ class ExtractiveReasoner:
 
         from kgdb.embeddings import relation_text
 
-        paths = enumerate_paths(triples, topics, cvt or set(), self.max_hops)
+        triples = evidence.triples
+        paths = enumerate_paths(triples, evidence.topics, evidence.cvt, self.max_hops)
         if not paths:
             return [], np.zeros((0, len(FEATURES)))
-        stripped = strip_mentions(question, topic_names)
+        stripped = strip_mentions(evidence.question, evidence.topic_names)
         q = self._vectors([stripped])[0]
         q_words = word_stems(stripped)
         lexical = [
@@ -285,39 +279,19 @@ class ExtractiveReasoner:
         """The weights of `FEATURES`, in order."""
         return (1.0, -self.hop_penalty, self.lexical_weight, self.retriever_weight)
 
-    def rank_paths(
-        self,
-        question: str,
-        triples: Sequence[EvidenceTriple],
-        topics: Sequence[str],
-        topic_names: Sequence[str] = (),
-        cvt: set[str] | None = None,
-    ) -> list[EvidencePath]:
+    def rank_paths(self, evidence: Evidence) -> list[EvidencePath]:
         """All candidate relation paths, best first (ties: fewer hops, then text, deterministic)."""
         import numpy as np
 
-        paths, features = self.path_features(question, triples, topics, topic_names, cvt)
+        paths, features = self.path_features(evidence)
         for p, score in zip(paths, (features @ np.asarray(self.weights())).tolist()):
             p.score = score
         return sorted(paths, key=lambda p: (-p.score, p.path.hops, p.path.text(), p.path.anchor))
 
     def reason(self, prompt: Prompt | None, evidence: Evidence, names: dict[str, str] | None = None) -> Reasoning:
         """Same call as the LLM reasoners; the prompt is ignored (no LLM reads it)."""
-        return self.answer(
-            evidence.question, evidence.triples, evidence.topics, evidence.topic_names, evidence.cvt, names
-        )
-
-    def answer(
-        self,
-        question: str,
-        triples: Sequence[EvidenceTriple],
-        topics: Sequence[str],
-        topic_names: Sequence[str] = (),
-        cvt: set[str] | None = None,
-        names: dict[str, str] | None = None,
-    ) -> Reasoning:
         start = time.perf_counter()
-        ranked = self.rank_paths(question, triples, topics, topic_names, cvt)
+        ranked = self.rank_paths(evidence)
         out = Reasoning(answers=[], reply="", reasoner=self.name, llm_used=False, calls=0)
         if not ranked:
             out.refused = True
@@ -326,7 +300,7 @@ class ExtractiveReasoner:
             return out
         best = ranked[0]
         names = dict(names or {})
-        for t in triples:
+        for t in evidence.triples:
             names.setdefault(t.head_id, t.head)
             names.setdefault(t.tail_id, t.tail)
         # Order targets by their route's best (lowest) retriever rank, then name.
