@@ -21,6 +21,7 @@ import pytest
 from kgdb.config import Settings
 from kgdb.cypher import Graph
 from support.graphs import load_kept, wipe
+from support.server import SHORT_LIVED_JVM
 from support.small_fs import mount as small_fs_mount
 from support.small_fs import unmount
 
@@ -73,6 +74,7 @@ def neo4j_settings(tmp_path_factory: pytest.TempPathFactory):
         heap="1g",
         pagecache="512m",
         lib_dir=shared.lib,
+        jvm_options=SHORT_LIVED_JVM,
     )
     server.start(log=lambda *_: None)
     try:

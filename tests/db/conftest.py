@@ -12,6 +12,7 @@ from kgdb.config import Settings
 from kgdb.data.relation_paths import TripleArrays
 from kgdb.server import LocalServer, server_from_settings
 from support import head_start, jamaica, movies
+from support.server import SHORT_LIVED_JVM
 from support.spare_servers import base_settings, environment, jars
 
 
@@ -49,6 +50,7 @@ def local_server(neo4j_settings):
         heap="1g",
         pagecache="512m",
         lib_dir=server_from_settings(Settings()).lib,
+        jvm_options=SHORT_LIVED_JVM,
     )
 
 

@@ -13,7 +13,7 @@ from kgdb.server import LocalServer
 from kgdb.server_disk import disk_problem
 from kgdb.server_home import free_port
 from support import head_start
-from support.server import PASSWORD
+from support.server import PASSWORD, SHORT_LIVED_JVM
 from support.small_fs import mount, unmount
 from support.spare_servers import jars
 
@@ -27,6 +27,7 @@ def _server(home, data) -> LocalServer:
         heap="512m",
         pagecache="64m",
         lib_dir=jars(),
+        jvm_options=SHORT_LIVED_JVM,
         extra_conf={"server.directories.data": str(data)},
     )
 

@@ -20,7 +20,7 @@ from kgdb.server import DEFAULT_PASSWORD, LocalServer
 from kgdb.server_home import free_port
 from support import head_start
 from support.cli import run_kgdb
-from support.server import PASSWORD, shared_lib
+from support.server import PASSWORD, SHORT_LIVED_JVM, shared_lib
 from support.spare_servers import jars
 
 
@@ -38,6 +38,7 @@ def loopback_server(tmp_path_factory):
         heap="512m",
         pagecache="128m",
         lib_dir=shared_lib(),
+        jvm_options=SHORT_LIVED_JVM,
     )
     seen: list[str] = []
     stop = threading.Event()
@@ -122,10 +123,17 @@ def test_a_different_password_at_a_later_start_is_not_ignored_silently(loopback_
         http_port=server.http_port,
         listen_address="127.0.0.2",
         lib_dir=server.lib,
+        jvm_options=SHORT_LIVED_JVM,
     )
     logs: list[str] = []
     assert other.start(log=logs.append) is False
     assert any("set only at the first" in line and "ALTER CURRENT USER" in line for line in logs), logs
+
+
+def test_the_servers_jvm_runs_with_the_options_it_was_given(loopback_server):
+    server, *_ = loopback_server
+    command = psutil.Process(server.pid()).cmdline()
+    assert [flag for flag in command if flag in SHORT_LIVED_JVM] == list(SHORT_LIVED_JVM), command
 
 
 def test_a_copied_pid_file_does_not_make_another_home_stop_this_server(loopback_server, tmp_path):
@@ -178,6 +186,7 @@ def _default_password_then_changed(tmp_path_factory: pytest.TempPathFactory) -> 
         heap="512m",
         pagecache="128m",
         lib_dir=jars(),
+        jvm_options=SHORT_LIVED_JVM,
     )
     later = dataclasses.replace(first, password="a-new-password", listen_address="0.0.0.0")
     try:

@@ -14,7 +14,7 @@ from kgdb.server import LocalServer
 from kgdb.server_home import free_port
 from support import head_start
 from support.cli import KGDB
-from support.server import shared_lib
+from support.server import SHORT_LIVED_JVM, shared_lib
 
 
 @cache
@@ -29,7 +29,7 @@ def spare_server(home: Path, password: str, **options) -> LocalServer:
         password=password,
         bolt_port=free_port(),
         http_port=free_port(),
-        **{"heap": "512m", "pagecache": "128m", "lib_dir": jars(), **options},
+        **{"heap": "512m", "pagecache": "128m", "lib_dir": jars(), "jvm_options": SHORT_LIVED_JVM, **options},
     )
     head_start.on_session_end(lambda: server.stop(log=lambda *_: None))
     return server
