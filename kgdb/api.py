@@ -22,9 +22,7 @@ import inspect
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, TypedDict
-
-from typing_extensions import Unpack
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from kgdb.config import Settings, load_settings
 from kgdb.cypher import Graph
@@ -32,6 +30,9 @@ from kgdb.cypher.driver import Driver, DriverError
 from kgdb.errors import ClosedError, DatabaseError, InputError, KgdbError
 from kgdb.protocol import Retrieval
 from kgdb.qa.reasoners.base import Reasoner
+
+if TYPE_CHECKING:  # only annotations use it (typing has it from 3.12), and annotations are not evaluated here
+    from typing_extensions import Unpack
 
 # A long-running service sees many (retriever, k, ...) combinations: each pipeline holds tables and models.
 PIPELINES_KEPT = 16
