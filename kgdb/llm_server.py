@@ -246,12 +246,16 @@ def start(
 
 def record(proc: subprocess.Popen, folder: Path, state: LLMServerState) -> LLMServerState:
     """Write the record of the server `proc` (0600), with the start time and command line that prove it later."""
-    try:
-        found = psutil.Process(proc.pid)
-        with found.oneshot():
-            state.started, state.cmdline = found.create_time(), found.cmdline()
-    except psutil.Error:
-        pass  # gone already: its exit is reported by the caller; a record without proof is never signalled
+    # The command line is the one Popen executed, not /proc's: Popen returns once exec has begun, and on a busy
+    # machine the kernel may not yet show the new program's arguments there (an empty command line recorded
+    # then would never prove the server again).
+    args = proc.args
+    state.cmdline = (
+        [os.fsdecode(args)] if isinstance(args, str | bytes | os.PathLike) else [os.fsdecode(a) for a in args]
+    )
+    # gone already: its exit is reported by the caller; a record without a start time is never signalled
+    with contextlib.suppress(psutil.Error):
+        state.started = psutil.Process(proc.pid).create_time()
     with open_private(own_folder(folder) / "llm.json", "w", encoding="utf-8") as fh:
         fh.write(json.dumps(asdict(state), indent=2))
     return state
